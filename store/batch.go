@@ -1,0 +1,190 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Batch is one atomic group of writes: the FSM applies a whole Raft batch
+// through one Batch and records the applied index in it, so the database
+// never holds half a batch and never forgets which entries it holds.
+// Reads through the Batch see its own earlier writes.
+type Batch struct {
+	b *pebble.Batch
+}
+
+// NewBatch starts an atomic group of writes.
+func (s *Store) NewBatch() *Batch { return &Batch{b: s.db.NewIndexedBatch()} }
+
+// Close releases the batch without committing it (safe after Commit).
+func (b *Batch) Close() error { return b.b.Close() }
+
+// Commit writes the batch and the new applied index atomically. The commit
+// is not synced: the Raft log is the durable record, and Flush before each
+// snapshot makes the snapshot's index durable here.
+func (b *Batch) Commit(applied uint64) error {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], applied)
+	if err := b.b.Set(keyApplied, v[:], nil); err != nil {
+		return fmt.Errorf("cannot record applied index: %w", err)
+	}
+	if err := b.b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("cannot commit batch: %w", err)
+	}
+	return nil
+}
+
+// AppliedIndex returns the applied index as of the batch's view.
+func (b *Batch) AppliedIndex() (uint64, error) { return appliedIndex(b.b) }
+
+// Link reads a link as of the batch.
+func (b *Batch) Link(code string, l *Link) (bool, error) {
+	found, err := get(b.b, linkKey(nil, []byte(code)), func(v []byte) error { return DecodeLink(v, l) })
+	if err != nil {
+		return false, fmt.Errorf("cannot read link %q: %w", code, err)
+	}
+	return found, nil
+}
+
+// CreateLink stores a new link. It fails with ErrCodeTaken if the code was
+// ever used, so codes are never reused.
+func (b *Batch) CreateLink(l *Link) error {
+	var old Link
+	taken, err := b.Link(l.Code, &old)
+	if err != nil {
+		return err
+	}
+	if taken {
+		return ErrCodeTaken
+	}
+	if err := b.b.Set(ownerIndexKey(l.Owner, l.Index, l.Code), nil, nil); err != nil {
+		return fmt.Errorf("cannot index link %q: %w", l.Code, err)
+	}
+	return b.PutLink(l)
+}
+
+// PutLink overwrites a link record.
+func (b *Batch) PutLink(l *Link) error {
+	if err := b.b.Set(linkKey(nil, []byte(l.Code)), AppendLink(nil, l), nil); err != nil {
+		return fmt.Errorf("cannot write link %q: %w", l.Code, err)
+	}
+	return nil
+}
+
+// PutOwner stores an owner and the hash of its API key.
+func (b *Batch) PutOwner(o *Owner, h KeyHash) error {
+	if err := b.b.Set(ownerKey(o.ID), AppendOwner(nil, o), nil); err != nil {
+		return fmt.Errorf("cannot write owner %q: %w", o.ID, err)
+	}
+	if err := b.b.Set(keyHashKey(h), []byte(o.ID), nil); err != nil {
+		return fmt.Errorf("cannot write API key of owner %q: %w", o.ID, err)
+	}
+	return nil
+}
+
+// PutIdempotency stores the answer to an idempotent create.
+func (b *Batch) PutIdempotency(owner, key string, rec *Idempotency) error {
+	if err := b.b.Set(idempotencyKey(owner, key), AppendIdempotency(nil, rec), nil); err != nil {
+		return fmt.Errorf("cannot write idempotency record: %w", err)
+	}
+	return nil
+}
+
+// PutSite stores a site and its domain index.
+func (b *Batch) PutSite(s *Site) error {
+	if err := b.b.Set(siteKey(s.ID), AppendSite(nil, s), nil); err != nil {
+		return fmt.Errorf("cannot write site %q: %w", s.ID, err)
+	}
+	if err := b.b.Set(siteDomainKey(s.Domain), []byte(s.ID), nil); err != nil {
+		return fmt.Errorf("cannot index site %q: %w", s.ID, err)
+	}
+	return nil
+}
+
+// SiteIDByDomain returns the id of the site registered for domain.
+func (b *Batch) SiteIDByDomain(domain string) (string, bool, error) {
+	var id string
+	found, err := get(b.b, siteDomainKey(domain), func(v []byte) error { id = string(v); return nil })
+	return id, found, err
+}
+
+// SetSecret fixes the cluster permutation key. The first value wins; later
+// calls are no-ops so a repeated bootstrap cannot change existing codes.
+func (b *Batch) SetSecret(key []byte) error {
+	found, err := get(b.b, keySecret, func([]byte) error { return nil })
+	if err != nil || found {
+		return err
+	}
+	if err := b.b.Set(keySecret, key, nil); err != nil {
+		return fmt.Errorf("cannot write cluster secret: %w", err)
+	}
+	return nil
+}
+
+// AllocBlock hands out the next size IDs of region's range, assigning the
+// region a slot on first use. Deterministic given the same prior state, as
+// an FSM step must be.
+func (b *Batch) AllocBlock(region string, size uint64) (Block, int, error) {
+	slot, err := b.regionSlot(region)
+	if err != nil {
+		return Block{}, 0, err
+	}
+	ck := counterKey(slot)
+	var next uint64
+	if _, err := get(b.b, ck, func(v []byte) error {
+		if len(v) != 8 {
+			return ErrCorrupt
+		}
+		next = binary.BigEndian.Uint64(v)
+		return nil
+	}); err != nil {
+		return Block{}, 0, fmt.Errorf("cannot read counter of region %q: %w", region, err)
+	}
+	if next >= RegionSpan {
+		return Block{}, slot, fmt.Errorf("cannot allocate in region %q: %w", region, ErrRangeExhausted)
+	}
+	end := min(next+size, RegionSpan)
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], end)
+	if err := b.b.Set(ck, v[:], nil); err != nil {
+		return Block{}, 0, fmt.Errorf("cannot write counter of region %q: %w", region, err)
+	}
+	lo, _ := RegionRange(slot)
+	return Block{Start: lo + next, End: lo + end}, slot, nil
+}
+
+func (b *Batch) regionSlot(region string) (int, error) {
+	rk := regionKey(region)
+	slot := -1
+	if _, err := get(b.b, rk, func(v []byte) error { slot = int(v[0]); return nil }); err != nil {
+		return 0, fmt.Errorf("cannot read region %q: %w", region, err)
+	}
+	if slot >= 0 {
+		return slot, nil
+	}
+	// New region: take the lowest free slot.
+	var used [MaxRegions]bool
+	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: []byte{tabRegion}, UpperBound: []byte{tabRegion + 1}})
+	if err != nil {
+		return 0, fmt.Errorf("cannot list regions: %w", err)
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		if v := it.Value(); len(v) == 1 && int(v[0]) < MaxRegions {
+			used[v[0]] = true
+		}
+	}
+	if err := it.Close(); err != nil {
+		return 0, fmt.Errorf("cannot list regions: %w", err)
+	}
+	for i, u := range used {
+		if !u {
+			if err := b.b.Set(rk, []byte{byte(i)}, nil); err != nil {
+				return 0, fmt.Errorf("cannot assign region %q: %w", region, err)
+			}
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("cannot assign region %q: %w", region, ErrRegionSpaceFull)
+}

@@ -1,0 +1,35 @@
+package store
+
+import "errors"
+
+// Sentinel errors. Other packages alias these rather than defining their own,
+// so errors.Is works across layers.
+var (
+	// ErrNotFound means the key does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrCodeTaken means a code (generated or alias) is already reserved,
+	// including by a tombstoned link.
+	ErrCodeTaken = errors.New("code already taken")
+	// ErrCorrupt means a stored or received record could not be decoded.
+	ErrCorrupt = errors.New("corrupt record")
+	// ErrRegionSpaceFull means all region slots are assigned.
+	ErrRegionSpaceFull = errors.New("no free region slot")
+	// ErrRangeExhausted means a region has spent its whole ID range.
+	ErrRangeExhausted = errors.New("region ID range exhausted")
+	// ErrBadCode means a string is not a valid code.
+	ErrBadCode = errors.New("invalid code")
+)
+
+// Errors of the replicated write path. They are defined here, in the package
+// every layer imports, so edge, node and raft share one value each.
+var (
+	// ErrNoLeader means the cluster has no leader to take a write now.
+	ErrNoLeader = errors.New("no raft leader")
+	// ErrUnknownOutcome means a write was submitted but its commit could not
+	// be confirmed (leadership was lost or the deadline passed). It may or
+	// may not have been applied; it must never be reported as success.
+	ErrUnknownOutcome = errors.New("outcome of write unknown")
+	// ErrIdempotencyMismatch means an Idempotency-Key was reused with a
+	// different request body.
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+)

@@ -1,0 +1,72 @@
+package store
+
+import "encoding/binary"
+
+// Key layout. One leading byte names the table; the rest is the primary key.
+// Integers are big-endian so that byte order is numeric order.
+const (
+	tabCounter     = 'C' // C slot(1) -> next unallocated offset in the slot's range (be64)
+	tabSiteDomain  = 'D' // D domain -> site id
+	tabOwnerIndex  = 'I' // I owner 0x00 ^index(be64) code -> empty; newest first
+	tabKeyHash     = 'K' // K sha256(api key) -> owner id
+	tabLink        = 'L' // L code -> link record (tombstones included)
+	tabMeta        = 'M' // M name -> value
+	tabOwner       = 'O' // O owner id -> owner record
+	tabIdempotency = 'P' // P owner 0x00 key -> idempotency record
+	tabRegion      = 'R' // R region name -> slot(1)
+	tabSite        = 'S' // S site id -> site record
+)
+
+var (
+	keyApplied = []byte("Mapplied") // last Raft index applied, be64
+	keySecret  = []byte("Msecret")  // permutation key fixed at bootstrap
+)
+
+func linkKey(dst []byte, code []byte) []byte {
+	return append(append(dst, tabLink), code...)
+}
+
+func ownerIndexPrefix(owner string) []byte {
+	k := make([]byte, 0, len(owner)+2)
+	k = append(k, tabOwnerIndex)
+	k = append(k, owner...)
+	return append(k, 0)
+}
+
+func ownerIndexKey(owner string, index uint64, code string) []byte {
+	k := ownerIndexPrefix(owner)
+	k = binary.BigEndian.AppendUint64(k, ^index)
+	return append(k, code...)
+}
+
+func keyHashKey(h KeyHash) []byte { return append([]byte{tabKeyHash}, h[:]...) }
+
+func ownerKey(id string) []byte { return append([]byte{tabOwner}, id...) }
+
+func idempotencyKey(owner, key string) []byte {
+	k := make([]byte, 0, len(owner)+len(key)+2)
+	k = append(k, tabIdempotency)
+	k = append(k, owner...)
+	k = append(k, 0)
+	return append(k, key...)
+}
+
+func siteKey(id string) []byte { return append([]byte{tabSite}, id...) }
+
+func siteDomainKey(domain string) []byte { return append([]byte{tabSiteDomain}, domain...) }
+
+func regionKey(name string) []byte { return append([]byte{tabRegion}, name...) }
+
+func counterKey(slot int) []byte { return []byte{tabCounter, byte(slot)} }
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is a link's state. Anything but StatusActive stops the redirect.
+type Status uint8
+
+const (
+	StatusActive     Status = 0
+	StatusDisabled   Status = 1 // deleted by the owner: 410, code stays reserved
+	StatusBlocked    Status = 2 // abuse: warning page without a link
+	StatusLegalBlock Status = 3 // 451
+	StatusReview     Status = 4 // interstitial with a continue button
+	StatusLimited    Status = 5 // click limit reached: 410
+	statusCount             = 6
+)
+
+var statusNames = [statusCount]string{"active", "disabled", "blocked", "legal_block", "review", "limited"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// ParseStatus parses a status name.
+func ParseStatus(name string) (Status, bool) {
+	for i, n := range statusNames {
+		if n == name {
+			return Status(i), true
+		}
+	}
+	return 0, false
+}
+
+// Redirect types a link may use.
+var validRedirects = [...]uint16{301, 302, 307, 308}
+
+// ValidRedirect reports whether code is an allowed redirect status.
+func ValidRedirect(code int) bool {
+	for _, r := range validRedirects {
+		if int(r) == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Link is one short link. Times are Unix milliseconds; zero means unset.
+type Link struct {
+	Code       string
+	URL        string
+	Owner      string
+	CreatedAt  int64
+	UpdatedAt  int64
+	ExpiresAt  int64
+	ClickLimit int64
+	Status     Status
+	Redirect   uint16
+	Index      uint64 // Raft index of the last change
+}
+
+// Permanent reports whether browsers may cache the redirect forever, in
+// which case the destination can no longer be changed.
+func (l *Link) Permanent() bool { return l.Redirect == 301 || l.Redirect == 308 }
+
+// Expired reports whether the link has passed its expiry at now.
+func (l *Link) Expired(now time.Time) bool {
+	return l.ExpiresAt != 0 && now.UnixMilli() >= l.ExpiresAt
+}
+
+const linkVersion = 1
+
+// AppendLink appends the encoding of l to dst.
+func AppendLink(dst []byte, l *Link) []byte {
+	dst = append(dst, linkVersion)
+	dst = appendString(dst, l.Code)
+	dst = appendString(dst, l.URL)
+	dst = appendString(dst, l.Owner)
+	dst = appendVarint(dst, l.CreatedAt)
+	dst = appendVarint(dst, l.UpdatedAt)
+	dst = appendVarint(dst, l.ExpiresAt)
+	dst = appendVarint(dst, l.ClickLimit)
+	dst = append(dst, byte(l.Status))
+	dst = appendUvarint(dst, uint64(l.Redirect))
+	return appendUvarint(dst, l.Index)
+}
+
+// DecodeLink decodes a record written by AppendLink.
+func DecodeLink(b []byte, l *Link) error {
+	r := reader{b: b}
+	if r.byte() != linkVersion {
+		return fmt.Errorf("cannot decode link: %w: unknown version", ErrCorrupt)
+	}
+	l.Code = r.string()
+	l.URL = r.string()
+	l.Owner = r.string()
+	l.CreatedAt = r.varint()
+	l.UpdatedAt = r.varint()
+	l.ExpiresAt = r.varint()
+	l.ClickLimit = r.varint()
+	l.Status = Status(r.byte())
+	l.Redirect = uint16(r.uvarint())
+	l.Index = r.uvarint()
+	if !r.done() || l.Status >= statusCount || !ValidRedirect(int(l.Redirect)) {
+		return fmt.Errorf("cannot decode link: %w", ErrCorrupt)
+	}
+	return nil
+}

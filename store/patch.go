@@ -1,0 +1,74 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrPermanentRedirect means a destination change was asked of a 301/308
+// link, whose redirect browsers may have cached forever.
+var ErrPermanentRedirect = errors.New("destination of a permanent redirect cannot change")
+
+// LinkPatch is an edit of a link. Only the Set* fields are applied. An
+// empty Owner is an operator edit (takedown, click limit) that any link
+// accepts; otherwise the link must belong to Owner.
+type LinkPatch struct {
+	Code          string
+	Owner         string
+	UpdatedAt     int64
+	SetURL        bool
+	URL           string
+	SetExpiresAt  bool
+	ExpiresAt     int64
+	SetClickLimit bool
+	ClickLimit    int64
+	SetStatus     bool
+	Status        Status
+}
+
+// Apply edits l in place.
+func (p *LinkPatch) Apply(l *Link) error {
+	if p.SetURL && l.URL != p.URL && l.Permanent() {
+		return ErrPermanentRedirect
+	}
+	if p.SetURL {
+		l.URL = p.URL
+	}
+	if p.SetExpiresAt {
+		l.ExpiresAt = p.ExpiresAt
+	}
+	if p.SetClickLimit {
+		l.ClickLimit = p.ClickLimit
+	}
+	if p.SetStatus {
+		l.Status = p.Status
+	}
+	l.UpdatedAt = p.UpdatedAt
+	return nil
+}
+
+// UpdateLink applies p to the stored link and returns the new record.
+// Another owner's link reports ErrNotFound, never a permission error.
+func (b *Batch) UpdateLink(p *LinkPatch, index uint64) (Link, error) {
+	var l Link
+	found, err := b.Link(p.Code, &l)
+	if err != nil {
+		return Link{}, err
+	}
+	if !found || (p.Owner != "" && p.Owner != l.Owner) {
+		return Link{}, fmt.Errorf("cannot update link %q: %w", p.Code, ErrNotFound)
+	}
+	if err := p.Apply(&l); err != nil {
+		return Link{}, fmt.Errorf("cannot update link %q: %w", p.Code, err)
+	}
+	l.Index = index
+	return l, b.PutLink(&l)
+}
+
+// IdempotencyWrite asks CreateLink to remember its answer under an owner's
+// Idempotency-Key in the same atomic step as the link itself.
+type IdempotencyWrite struct {
+	Owner  string
+	Key    string
+	Record Idempotency
+}
