@@ -92,8 +92,14 @@ func (b *Batch) PutIdempotency(owner, key string, rec *Idempotency) error {
 	return nil
 }
 
-// PutSite stores a site and its domain index.
+// PutSite stores a site and its domain index. A domain registers once.
 func (b *Batch) PutSite(s *Site) error {
+	if _, taken, err := b.SiteIDByDomain(s.Domain); err != nil || taken {
+		if err == nil {
+			err = ErrDomainTaken
+		}
+		return fmt.Errorf("cannot register site %q: %w", s.Domain, err)
+	}
 	if err := b.b.Set(siteKey(s.ID), AppendSite(nil, s), nil); err != nil {
 		return fmt.Errorf("cannot write site %q: %w", s.ID, err)
 	}

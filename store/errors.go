@@ -33,3 +33,6 @@ var (
 	// different request body.
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
 )
+
+// ErrDomainTaken means a site is already registered for the domain.
+var ErrDomainTaken = errors.New("domain already registered")
