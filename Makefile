@@ -1,0 +1,52 @@
+# Waymark: `make run` starts a complete single node; `make test` runs the suite.
+GO       ?= go
+BIN      := bin/waymark
+DATA     ?= data
+ADDR     ?= 127.0.0.1:8080
+ADMIN    ?= 127.0.0.1:8081
+FUZZTIME ?= 10s
+PKGS     := ./...
+
+.PHONY: all run build test test-race e2e bench bench-redirect fuzz lint clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/waymark
+
+run: build
+	$(BIN) node --dev --data-dir $(DATA) --http-addr $(ADDR) --admin-addr $(ADMIN)
+
+# The whole suite: unit, multi-node, end-to-end (builds the binary itself)
+# and every fuzz target's seed corpus.
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 30m $(PKGS)
+
+test-race:
+	$(GO) test -race -count=1 -timeout 45m $(PKGS)
+
+e2e:
+	$(GO) test -count=1 -timeout 20m -run 'E2E' -v ./cmd/waymark/
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./store/ ./edge/ ./raft/ ./ingest/
+
+bench-redirect: build
+	$(GO) run ./bench/cmd/redirectbench -waymark $(BIN)
+
+# Runs every Fuzz target for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf bin $(DATA)

@@ -1,0 +1,53 @@
+// Command waymark is the single Waymark binary: every node role and the
+// operator CLI. It parses the subcommand and hands off to package node.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/waymark/waymark/node"
+)
+
+// commands lists every subcommand in one place.
+var commands = []struct {
+	name string
+	help string
+	run  func(args []string) error
+}{
+	{"node", "run a node (waymark node --dev for a complete single node)", node.CmdNode},
+	{"owners create", "create an owner; prints only its API key", node.CmdOwnersCreate},
+	{"status", "show this node: roles, leader, applied index, readiness", node.CmdStatus},
+	{"raft peers", "show the Raft configuration and how far each peer trails", node.CmdRaftPeers},
+	{"keygen", "print a new random cluster key", node.CmdKeygen},
+	{"version", "print the version", func([]string) error { fmt.Println("waymark", node.Version); return nil }},
+}
+
+func main() {
+	args := os.Args[1:]
+	for _, c := range commands {
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
+			err := c.run(args[len(words):])
+			if err != nil && node.ExitCode(err) != node.ExitOK {
+				fmt.Fprintln(os.Stderr, "waymark:", err)
+			}
+			os.Exit(node.ExitCode(err))
+		}
+	}
+	usage()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		os.Exit(node.ExitOK)
+	}
+	fmt.Fprintf(os.Stderr, "waymark: unknown command %q\n", strings.Join(args, " "))
+	os.Exit(node.ExitUsage)
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: waymark COMMAND [flags]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-16s %s\n", c.name, c.help)
+	}
+	fmt.Fprintln(os.Stderr, "\nRun 'waymark COMMAND -h' for a command's flags.")
+}

@@ -1,0 +1,268 @@
+package node
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Exit codes of the operator CLI.
+const (
+	ExitOK          = 0
+	ExitError       = 1 // the node answered with an error
+	ExitUsage       = 2 // bad command line
+	ExitUnreachable = 3 // no node at the admin address
+	ExitAuth        = 4 // the operator token was refused
+)
+
+// cliError carries an exit code with the message.
+type cliError struct {
+	code int
+	err  error
+}
+
+func (e *cliError) Error() string { return e.err.Error() }
+func (e *cliError) Unwrap() error { return e.err }
+
+// ExitCode maps an error from a CLI command to the process exit code.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ce *cliError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	return ExitError
+}
+
+// client talks to one node's operator API.
+type client struct {
+	addr   string
+	token  string
+	format string
+	out    io.Writer
+	http   *http.Client
+}
+
+// clientFlags adds the flags every operator command shares.
+func clientFlags(fs *flag.FlagSet) func() (*client, error) {
+	addr := fs.String("admin-addr", "", "operator API address (default $WAYMARK_ADMIN_ADDR, then DATA_DIR/admin-addr, then 127.0.0.1:8081)")
+	tokenFile := fs.String("token-file", "", "operator token file (default $WAYMARK_TOKEN, then DATA_DIR/operator-token)")
+	dataDir := fs.String("data-dir", "data", "data folder of a local node, used to find its admin address and token")
+	format := fs.String("format", "table", "output format: table or json")
+	return func() (*client, error) {
+		c := &client{addr: *addr, format: *format, out: os.Stdout, http: &http.Client{Timeout: 30 * time.Second}}
+		if c.format != "table" && c.format != "json" {
+			return nil, &cliError{ExitUsage, fmt.Errorf("-format %q: want table or json", c.format)}
+		}
+		if c.addr == "" {
+			c.addr = os.Getenv("WAYMARK_ADMIN_ADDR")
+		}
+		if c.addr == "" {
+			if b, err := os.ReadFile(filepath.Join(*dataDir, AdminAddrFile)); err == nil {
+				c.addr = strings.TrimSpace(string(b))
+			}
+		}
+		if c.addr == "" {
+			c.addr = "127.0.0.1:8081"
+		}
+		switch {
+		case *tokenFile != "":
+			b, err := os.ReadFile(*tokenFile)
+			if err != nil {
+				return nil, &cliError{ExitUsage, fmt.Errorf("cannot read --token-file: %w", err)}
+			}
+			c.token = strings.TrimSpace(string(b))
+		case os.Getenv("WAYMARK_TOKEN") != "":
+			c.token = os.Getenv("WAYMARK_TOKEN")
+		default:
+			if b, err := os.ReadFile(filepath.Join(*dataDir, OperatorTokenFile)); err == nil {
+				c.token = strings.TrimSpace(string(b))
+			}
+		}
+		return c, nil
+	}
+}
+
+// call sends one request and decodes a JSON answer into out.
+func (c *client) call(method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, "http://"+c.addr+path, rd)
+	if err != nil {
+		return &cliError{ExitUsage, fmt.Errorf("bad admin address %q: %w", c.addr, err)}
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return &cliError{ExitUnreachable, fmt.Errorf("cannot reach node at %s: %w (is it running? set --admin-addr or WAYMARK_ADMIN_ADDR)", c.addr, err)}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("cannot read answer from %s: %w", c.addr, err)
+	}
+	if resp.StatusCode >= 300 {
+		var p struct{ Detail string }
+		json.Unmarshal(b, &p)
+		if p.Detail == "" {
+			p.Detail = strings.TrimSpace(string(b))
+		}
+		code := ExitError
+		if resp.StatusCode == http.StatusUnauthorized {
+			code = ExitAuth
+		}
+		return &cliError{code, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, p.Detail)}
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("cannot decode answer from %s: %w", c.addr, err)
+		}
+	}
+	return nil
+}
+
+// print writes v as JSON, or as a table via table().
+func (c *client) print(v any, table func(w *tabwriter.Writer)) error {
+	if c.format == "json" {
+		enc := json.NewEncoder(c.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	table(tw)
+	return tw.Flush()
+}
+
+func parseCommand(name string, args []string, usage string, minArgs, maxArgs int) (*flag.FlagSet, func() (*client, error), error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: waymark %s %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	mk := clientFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil, err
+		}
+		return nil, nil, &cliError{ExitUsage, err}
+	}
+	if fs.NArg() < minArgs || (maxArgs >= 0 && fs.NArg() > maxArgs) {
+		fs.Usage()
+		return nil, nil, &cliError{ExitUsage, fmt.Errorf("waymark %s: wrong number of arguments", name)}
+	}
+	return fs, mk, nil
+}
+
+// CmdOwnersCreate is `waymark owners create NAME`: prints only the API key.
+func CmdOwnersCreate(args []string) error {
+	fs, mk, err := parseCommand("owners create", args, "[flags] NAME", 1, 1)
+	if err != nil {
+		return err
+	}
+	c, err := mk()
+	if err != nil {
+		return err
+	}
+	var out struct {
+		ID     string `json:"id"`
+		APIKey string `json:"api_key"`
+	}
+	if err := c.call("POST", "/v1/owners", map[string]string{"name": fs.Arg(0)}, &out); err != nil {
+		return err
+	}
+	if c.format == "json" {
+		return c.print(out, nil)
+	}
+	_, err = fmt.Fprintln(c.out, out.APIKey)
+	return err
+}
+
+// CmdStatus is `waymark status`.
+func CmdStatus(args []string) error {
+	_, mk, err := parseCommand("status", args, "[flags]", 0, 0)
+	if err != nil {
+		return err
+	}
+	c, err := mk()
+	if err != nil {
+		return err
+	}
+	var st Status
+	if err := c.call("GET", "/v1/status", nil, &st); err != nil {
+		return err
+	}
+	return c.print(st, func(w *tabwriter.Writer) {
+		roles := make([]string, len(st.Roles))
+		for i, r := range st.Roles {
+			roles[i] = string(r)
+		}
+		rows := [][2]string{
+			{"name", st.Name}, {"region", st.Region}, {"roles", strings.Join(roles, ",")}, {"version", st.Version},
+			{"http", st.HTTPAddr}, {"raft", st.RaftAddr}, {"raft state", st.RaftState}, {"leader", st.Leader},
+			{"applied index", fmt.Sprint(st.AppliedIndex)}, {"commit index", fmt.Sprint(st.CommitIndex)},
+			{"last contact", st.LastContact}, {"ready", fmt.Sprintf("%v %s", st.Ready, st.ReadyDetail)},
+			{"store bytes", fmt.Sprint(st.StoreBytes)}, {"uptime", st.Uptime},
+		}
+		for _, r := range rows {
+			fmt.Fprintf(w, "%s\t%s\n", r[0], r[1])
+		}
+	})
+}
+
+// CmdRaftPeers is `waymark raft peers`.
+func CmdRaftPeers(args []string) error {
+	_, mk, err := parseCommand("raft peers", args, "[flags]", 0, 0)
+	if err != nil {
+		return err
+	}
+	c, err := mk()
+	if err != nil {
+		return err
+	}
+	var peers []Peer
+	if err := c.call("GET", "/v1/raft/peers", nil, &peers); err != nil {
+		return err
+	}
+	return c.print(peers, func(w *tabwriter.Writer) {
+		fmt.Fprintln(w, "ID\tADDRESS\tSUFFRAGE\tLEADER\tAPPLIED\tTRAILING")
+		for _, p := range peers {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%d\n", p.ID, p.Address, p.Suffrage, p.Leader, p.Applied, p.Trailing)
+		}
+	})
+}
+
+// CmdKeygen is `waymark keygen`: a new random cluster key.
+func CmdKeygen(args []string) error {
+	if len(args) > 0 {
+		return &cliError{ExitUsage, errors.New("usage: waymark keygen")}
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	_, err := fmt.Println(base64.StdEncoding.EncodeToString(key))
+	return err
+}

@@ -1,0 +1,200 @@
+package node
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Role names a job a node can do.
+type Role string
+
+const (
+	RoleVoter      Role = "voter"
+	RoleEdge       Role = "edge"
+	RoleAggregator Role = "aggregator"
+)
+
+// Config is the validated runtime configuration of one node. Build it with
+// ParseFlags (or by hand in tests) and call Validate before Start.
+type Config struct {
+	Name      string
+	Region    string
+	Roles     []Role
+	Dev       bool
+	DataDir   string
+	HTTPAddr  string
+	RaftAddr  string
+	AdminAddr string
+	PublicURL string
+
+	CacheEntries    int
+	BlockCacheBytes int64
+	PrivateMaxAge   time.Duration
+	ApplyTimeout    time.Duration
+	BlockedHosts    []string
+	AggregatorURL   string
+	TrustedProxies  []netip.Prefix
+	CountryHeader   string
+	GeoIPPath       string
+
+	LogFormat string // text or json
+	LogLevel  string // debug, info, warn, error
+}
+
+// HasRole reports whether the node plays role r.
+func (c *Config) HasRole(r Role) bool {
+	for _, have := range c.Roles {
+		if have == r {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrBadConfig marks configuration errors, reported before anything starts.
+var ErrBadConfig = errors.New("invalid configuration")
+
+// ParseFlags reads `waymark node` flags, falling back to WAYMARK_<FLAG>
+// environment variables (dashes as underscores) for flags not given.
+func ParseFlags(args []string) (Config, bool, error) {
+	var c Config
+	var roles, blocked, proxies string
+	var checkOnly bool
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	fs.StringVar(&c.Name, "name", "", "node name, unique in the cluster (default: host name)")
+	fs.StringVar(&c.Region, "region", "local", "region this node serves; owns a slice of the code space")
+	fs.StringVar(&roles, "role", "", "comma-separated roles: voter, edge, aggregator (default with --dev: all)")
+	fs.BoolVar(&c.Dev, "dev", false, "single node with every role and embedded defaults, on loopback")
+	fs.StringVar(&c.DataDir, "data-dir", "data", "folder for the store, Raft log, segments and tokens")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "public HTTP address (port 0 picks one)")
+	fs.StringVar(&c.RaftAddr, "raft-addr", "127.0.0.1:0", "Raft TCP address (port 0 picks one)")
+	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:8081", "operator API address (loopback by default)")
+	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of short links (default http://<http-addr>)")
+	fs.IntVar(&c.CacheEntries, "cache-entries", 1<<20, "redirect cache size in entries")
+	fs.Int64Var(&c.BlockCacheBytes, "block-cache-bytes", 128<<20, "Pebble block cache size")
+	fs.DurationVar(&c.PrivateMaxAge, "redirect-max-age", 60*time.Second, "Cache-Control max-age of 302/307 redirects")
+	fs.DurationVar(&c.ApplyTimeout, "apply-timeout", 5*time.Second, "deadline of every replicated write")
+	fs.StringVar(&blocked, "blocked-hosts", "", "comma-separated destination hosts refused as destination-blocked")
+	fs.StringVar(&c.AggregatorURL, "aggregator-url", "", "where segments ship (default with --dev: this node)")
+	fs.StringVar(&proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is believed (--dev: loopback)")
+	fs.StringVar(&c.CountryHeader, "country-header", "CF-IPCountry", "trusted header carrying the visitor's country")
+	fs.StringVar(&c.GeoIPPath, "geoip-db", "", "MaxMind-format country database file")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&checkOnly, "check-config", false, "print the validated configuration and exit")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, false, err
+	}
+	if err := applyEnv(fs); err != nil {
+		return Config{}, false, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, false, fmt.Errorf("%w: unexpected argument %q", ErrBadConfig, fs.Arg(0))
+	}
+	c.Roles = parseRoles(roles)
+	c.BlockedHosts = splitList(blocked)
+	for _, p := range splitList(proxies) {
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			return Config{}, false, fmt.Errorf("%w: --trusted-proxies %q: %w", ErrBadConfig, p, err)
+		}
+		c.TrustedProxies = append(c.TrustedProxies, prefix)
+	}
+	return c, checkOnly, c.Validate()
+}
+
+// applyEnv fills every flag not given on the command line from
+// WAYMARK_<NAME>, so containers can be configured without arguments.
+func applyEnv(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || err != nil {
+			return
+		}
+		env := "WAYMARK_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("%w: %s=%q: %w", ErrBadConfig, env, v, e)
+			}
+		}
+	})
+	return err
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+func parseRoles(s string) []Role {
+	var roles []Role
+	for _, r := range splitList(s) {
+		roles = append(roles, Role(strings.ToLower(r)))
+	}
+	return roles
+}
+
+// Validate checks the configuration and fills in derived defaults.
+func (c *Config) Validate() error {
+	if c.Dev && len(c.Roles) == 0 {
+		c.Roles = []Role{RoleVoter, RoleEdge, RoleAggregator}
+	}
+	if len(c.Roles) == 0 {
+		return fmt.Errorf("%w: no --role given (voter, edge, aggregator) and not --dev", ErrBadConfig)
+	}
+	for _, r := range c.Roles {
+		if r != RoleVoter && r != RoleEdge && r != RoleAggregator {
+			return fmt.Errorf("%w: unknown role %q (want voter, edge or aggregator)", ErrBadConfig, r)
+		}
+	}
+	if !c.Dev {
+		return fmt.Errorf("%w: only --dev single-node mode is supported in this version; multi-node clusters come with gossip membership", ErrBadConfig)
+	}
+	if c.Name == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "waymark"
+		}
+		c.Name = host
+	}
+	if c.Region == "" {
+		return fmt.Errorf("%w: --region must not be empty", ErrBadConfig)
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("%w: --data-dir must not be empty", ErrBadConfig)
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return fmt.Errorf("%w: --data-dir %q: %w", ErrBadConfig, c.DataDir, err)
+	}
+	c.DataDir = abs
+	for name, addr := range map[string]string{"--http-addr": c.HTTPAddr, "--raft-addr": c.RaftAddr, "--admin-addr": c.AdminAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("%w: %s %q: %w", ErrBadConfig, name, addr, err)
+		}
+	}
+	if c.CacheEntries < 0 || c.BlockCacheBytes < 0 || c.ApplyTimeout <= 0 {
+		return fmt.Errorf("%w: sizes must not be negative and --apply-timeout must be positive", ErrBadConfig)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("%w: --log-format %q (want text or json)", ErrBadConfig, c.LogFormat)
+	}
+	if c.Dev && len(c.TrustedProxies) == 0 {
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// CmdNode is `waymark node`: run a node until SIGINT or SIGTERM.
+func CmdNode(args []string) error {
+	cfg, checkOnly, err := ParseFlags(args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &cliError{ExitUsage, err}
+	}
+	if checkOnly {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(cfg)
+	}
+	log, err := NewLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
+	if err != nil {
+		return &cliError{ExitUsage, err}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	n, err := Start(ctx, cfg, log)
+	if err != nil {
+		return fmt.Errorf("cannot start node: %w", err)
+	}
+	<-ctx.Done()
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return n.Close(shutdownCtx)
+}
