@@ -33,6 +33,7 @@ type Node struct {
 
 	store  *store.Store
 	ingest *ingest.Pipeline
+	sites  *ingest.Sites
 	raft   *raft.Node
 	edge   atomic.Pointer[edge.Server]
 	admin  *adminServer
@@ -120,6 +121,7 @@ func (n *Node) openStore() error {
 
 func (n *Node) openIngest() error {
 	sites := ingest.NewSites()
+	n.sites = sites
 	all, err := n.store.Sites()
 	if err != nil {
 		return err
@@ -138,7 +140,7 @@ func (n *Node) openIngest() error {
 		GeoIPPath:      n.cfg.GeoIPPath,
 		Sites:          sites,
 		Salts:          ingest.NewLocalSalts(time.Now),
-		Logger:         n.log.With("component", "ingest"),
+		Logger:         n.log,
 		Metrics:        n.metrics,
 		Now:            time.Now,
 	})
@@ -154,14 +156,14 @@ func (n *Node) openRaft() error {
 		BindAddr:     n.cfg.RaftAddr,
 		Bootstrap:    n.cfg.Dev,
 		ApplyTimeout: n.cfg.ApplyTimeout,
-		Logger:       n.log.With("component", "raft"),
+		Logger:       n.log,
 		Metrics:      n.metrics,
 		OnChange: func(code string) {
 			if srv := n.edge.Load(); srv != nil {
 				srv.Invalidate(code)
 			}
 		},
-		OnSite: n.ingest.Sites().Put,
+		OnSite: n.sites.Put,
 	}, n.store)
 	if err != nil {
 		return err
@@ -184,7 +186,7 @@ func (n *Node) openEdge(publicURL string) error {
 			"/api/event": n.ingest.EventHandler(),
 		},
 		OnRedirect: n.ingest.CaptureClick,
-		Logger:     n.log.With("component", "edge"),
+		Logger:     n.log,
 		Metrics:    n.metrics,
 		Now:        time.Now,
 	}, n.store, n.raft)

@@ -59,6 +59,12 @@ func (b *Batch) CreateLink(l *Link) error {
 	if taken {
 		return ErrCodeTaken
 	}
+	if err := checkLink(l); err != nil {
+		return fmt.Errorf("cannot create link %q: %w", l.Code, err)
+	}
+	if err := checkOwnerID(l.Owner); err != nil {
+		return fmt.Errorf("cannot create link %q: %w", l.Code, err)
+	}
 	if err := b.b.Set(ownerIndexKey(l.Owner, l.Index, l.Code), nil, nil); err != nil {
 		return fmt.Errorf("cannot index link %q: %w", l.Code, err)
 	}
@@ -67,6 +73,9 @@ func (b *Batch) CreateLink(l *Link) error {
 
 // PutLink overwrites a link record.
 func (b *Batch) PutLink(l *Link) error {
+	if err := checkLink(l); err != nil {
+		return fmt.Errorf("cannot write link %q: %w", l.Code, err)
+	}
 	if err := b.b.Set(linkKey(nil, []byte(l.Code)), AppendLink(nil, l), nil); err != nil {
 		return fmt.Errorf("cannot write link %q: %w", l.Code, err)
 	}
@@ -86,6 +95,9 @@ func (b *Batch) PutOwner(o *Owner, h KeyHash) error {
 
 // PutIdempotency stores the answer to an idempotent create.
 func (b *Batch) PutIdempotency(owner, key string, rec *Idempotency) error {
+	if err := checkOwnerID(owner); err != nil {
+		return fmt.Errorf("cannot write idempotency record: %w", err)
+	}
 	if err := b.b.Set(idempotencyKey(owner, key), AppendIdempotency(nil, rec), nil); err != nil {
 		return fmt.Errorf("cannot write idempotency record: %w", err)
 	}
@@ -151,7 +163,12 @@ func (b *Batch) AllocBlock(region string, size uint64) (Block, int, error) {
 	if next >= RegionSpan {
 		return Block{}, slot, fmt.Errorf("cannot allocate in region %q: %w", region, ErrRangeExhausted)
 	}
-	end := min(next+size, RegionSpan)
+	// Compare against what is left rather than computing next+size, which
+	// wraps for a huge size and would move the counter backwards.
+	end := RegionSpan
+	if size < RegionSpan-next {
+		end = next + size
+	}
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], end)
 	if err := b.b.Set(ck, v[:], nil); err != nil {
@@ -164,7 +181,13 @@ func (b *Batch) AllocBlock(region string, size uint64) (Block, int, error) {
 func (b *Batch) regionSlot(region string) (int, error) {
 	rk := regionKey(region)
 	slot := -1
-	if _, err := get(b.b, rk, func(v []byte) error { slot = int(v[0]); return nil }); err != nil {
+	if _, err := get(b.b, rk, func(v []byte) error {
+		if len(v) != 1 || int(v[0]) >= MaxRegions {
+			return ErrCorrupt
+		}
+		slot = int(v[0])
+		return nil
+	}); err != nil {
 		return 0, fmt.Errorf("cannot read region %q: %w", region, err)
 	}
 	if slot >= 0 {

@@ -4,7 +4,9 @@ import "encoding/binary"
 
 // Record encodings are a version byte followed by fields in a fixed order:
 // unsigned varints for integers and varint-length-prefixed bytes for strings.
-// Decoders never panic on bad input; they return ErrCorrupt.
+// Decoders never panic on bad input; they return ErrCorrupt. Every record
+// has exactly one encoding: overlong varints and out-of-range fields are
+// rejected, so decode followed by encode gives back the input bytes.
 
 func appendUvarint(dst []byte, v uint64) []byte { return binary.AppendUvarint(dst, v) }
 
@@ -32,7 +34,7 @@ func (r *reader) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
+	if n <= 0 || overlong(r.b[:n]) {
 		r.bad = true
 		return 0
 	}
@@ -40,12 +42,16 @@ func (r *reader) uvarint() uint64 {
 	return v
 }
 
+// overlong reports whether a varint used more bytes than its value needs
+// (a final 0x00 group). Accepting it would give one record two encodings.
+func overlong(v []byte) bool { return len(v) > 1 && v[len(v)-1] == 0 }
+
 func (r *reader) varint() int64 {
 	if r.bad {
 		return 0
 	}
 	v, n := binary.Varint(r.b)
-	if n <= 0 {
+	if n <= 0 || overlong(r.b[:n]) {
 		r.bad = true
 		return 0
 	}

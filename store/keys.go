@@ -1,6 +1,10 @@
 package store
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+)
 
 // Key layout. One leading byte names the table; the rest is the primary key.
 // Integers are big-endian so that byte order is numeric order.
@@ -24,6 +28,16 @@ var (
 
 func linkKey(dst []byte, code []byte) []byte {
 	return append(append(dst, tabLink), code...)
+}
+
+// checkOwnerID refuses an owner id that holds the 0x00 separator: "a" and
+// "a\x00b" would share the index prefix "Ia\x00" and one owner would list
+// the other's links.
+func checkOwnerID(owner string) error {
+	if strings.IndexByte(owner, 0) >= 0 {
+		return errors.New("owner id contains a NUL byte")
+	}
+	return nil
 }
 
 func ownerIndexPrefix(owner string) []byte {

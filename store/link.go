@@ -90,6 +90,18 @@ func AppendLink(dst []byte, l *Link) []byte {
 	return appendUvarint(dst, l.Index)
 }
 
+// checkLink refuses a link that DecodeLink would reject, so a bad command
+// can never leave an unreadable record on every replica.
+func checkLink(l *Link) error {
+	if l.Status >= statusCount {
+		return fmt.Errorf("unknown status %d", l.Status)
+	}
+	if !ValidRedirect(int(l.Redirect)) {
+		return fmt.Errorf("redirect %d is not 301, 302, 307 or 308", l.Redirect)
+	}
+	return nil
+}
+
 // DecodeLink decodes a record written by AppendLink.
 func DecodeLink(b []byte, l *Link) error {
 	r := reader{b: b}
@@ -104,9 +116,10 @@ func DecodeLink(b []byte, l *Link) error {
 	l.ExpiresAt = r.varint()
 	l.ClickLimit = r.varint()
 	l.Status = Status(r.byte())
-	l.Redirect = uint16(r.uvarint())
+	redirect := r.uvarint()
+	l.Redirect = uint16(redirect)
 	l.Index = r.uvarint()
-	if !r.done() || l.Status >= statusCount || !ValidRedirect(int(l.Redirect)) {
+	if !r.done() || l.Status >= statusCount || redirect > 0xffff || !ValidRedirect(int(l.Redirect)) {
 		return fmt.Errorf("cannot decode link: %w", ErrCorrupt)
 	}
 	return nil

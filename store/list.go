@@ -26,20 +26,25 @@ func (s *Store) ListLinks(owner, cursor string, limit int) (links []Link, next s
 	defer it.Close()
 	for valid := it.First(); valid && len(links) < limit; valid = it.Next() {
 		k := it.Key()
+		if len(k) < len(prefix)+8 {
+			return nil, "", fmt.Errorf("cannot list links: %w: index key %q", ErrCorrupt, k)
+		}
 		code := k[len(prefix)+8:]
 		var l Link
 		found, err := s.GetLink(code, &l)
 		if err != nil {
 			return nil, "", err
 		}
-		if !found {
+		if !found || l.Owner != owner { // the second never happens; it guards invariant 6
 			continue
 		}
 		links = append(links, l)
 		if len(links) == limit {
-			// Only hand out a cursor when there is something after it.
+			// Encode the cursor before Next: Next may overwrite k. Only hand
+			// it out when there is something after it.
+			cursor := base64.RawURLEncoding.EncodeToString(k[len(prefix):])
 			if it.Next() {
-				next = base64.RawURLEncoding.EncodeToString(k[len(prefix):])
+				next = cursor
 			}
 			break
 		}

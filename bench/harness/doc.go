@@ -1,0 +1,10 @@
+// Package harness holds the pieces every Waymark benchmark shares: a
+// log-linear latency histogram, a starter for child processes that always
+// cleans up its process group, a parser that finds a bound address in a
+// child's slog output, a bare fasthttp baseline server, a closed-loop HTTP
+// load generator, and a bulk link loader for the public API.
+//
+// Benchmarks compare Waymark against a baseline measured in the same run on
+// the same machine, so every figure a command reports is a ratio; absolute
+// numbers from a shared two-core box mean little on their own.
+package harness

@@ -1,0 +1,210 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// LoadConfig describes one closed-loop load run against one server.
+type LoadConfig struct {
+	Addr       string        // host:port, loopback only
+	Paths      [][]byte      // request URIs ("/abc1234"); each request picks one at random
+	Conns      int           // concurrent connections, one worker each
+	Warmup     time.Duration // load without recording, to fill caches and pools
+	Duration   time.Duration // the measured window
+	WantStatus int           // the answer that counts as success; zero means 302
+	Timeout    time.Duration // per read and per write; zero means 5 s
+	Seed       uint64        // seeds the per-worker path choice
+}
+
+// LoadResult is what one run measured inside its window. Only requests that
+// completed inside the window count.
+type LoadResult struct {
+	Elapsed         time.Duration  // length of the measured window
+	OK              uint64         // answers with the wanted status
+	BadStatus       uint64         // answers with any other status
+	TransportErrors uint64         // requests that got no answer
+	Statuses        map[int]uint64 // every status seen, wanted one included
+	FirstError      string         // first transport error or bad status, for the report
+	Latency         *Histogram     // every answered request
+}
+
+// RPS returns successful requests per second.
+func (r *LoadResult) RPS() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.OK) / r.Elapsed.Seconds()
+}
+
+// Errors returns failed requests of any kind.
+func (r *LoadResult) Errors() uint64 { return r.BadStatus + r.TransportErrors }
+
+// RunLoad drives cfg.Conns workers against cfg.Addr for Warmup+Duration and
+// returns what happened in the Duration window. Each worker keeps one
+// keep-alive connection busy: send, wait for the answer, send again. The
+// redirect is never followed. Ending ctx stops the run early; the window is
+// then shortened to what was measured.
+func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
+	if len(cfg.Paths) == 0 {
+		return nil, errors.New("cannot run load: no request paths")
+	}
+	if cfg.Conns <= 0 || cfg.Duration <= 0 {
+		return nil, fmt.Errorf("cannot run load: conns %d and duration %v must be positive", cfg.Conns, cfg.Duration)
+	}
+	if cfg.WantStatus == 0 {
+		cfg.WantStatus = fasthttp.StatusFound
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	hc := &fasthttp.HostClient{
+		Addr:                      cfg.Addr,
+		MaxConns:                  cfg.Conns,
+		MaxConnWaitTimeout:        cfg.Timeout,
+		ReadTimeout:               cfg.Timeout,
+		WriteTimeout:              cfg.Timeout,
+		MaxIdleConnDuration:       time.Minute,
+		MaxIdemponentCallAttempts: 1, // a retry would hide an error and skew latency
+		NoDefaultUserAgentHeader:  true,
+		DisablePathNormalizing:    true,
+	}
+	defer hc.CloseIdleConnections()
+
+	var stop atomic.Bool
+	runDone := make(chan struct{})
+	defer close(runDone)
+	go func() {
+		select {
+		case <-ctx.Done():
+			stop.Store(true)
+		case <-runDone:
+		}
+	}()
+
+	begin := time.Now()
+	window := loadWindow{start: begin.Add(cfg.Warmup)}
+	window.end = window.start.Add(cfg.Duration)
+	workers := make([]*loadWorker, cfg.Conns)
+	var wg sync.WaitGroup
+	for i := range workers {
+		w := newLoadWorker(cfg, i)
+		workers[i] = w
+		wg.Go(func() { w.run(hc, window, &stop) })
+	}
+	wg.Wait()
+
+	res := &LoadResult{Elapsed: cfg.Duration, Statuses: make(map[int]uint64), Latency: NewHistogram()}
+	if stoppedAt := time.Now(); stop.Load() && stoppedAt.Before(window.end) {
+		res.Elapsed = max(stoppedAt.Sub(window.start), 0)
+	}
+	for _, w := range workers {
+		w.mergeInto(res, cfg.WantStatus)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("cannot finish load run: %w", err)
+	}
+	return res, nil
+}
+
+type loadWindow struct{ start, end time.Time }
+
+// maxStatus bounds the per-worker status table; anything else is counted in
+// the last slot as status 0 ("unparseable").
+const maxStatus = 600
+
+type loadWorker struct {
+	paths      [][]byte
+	addr       string
+	rng        *rand.Rand
+	latency    *Histogram
+	statuses   [maxStatus]uint64
+	transport  uint64
+	firstError string
+}
+
+func newLoadWorker(cfg LoadConfig, i int) *loadWorker {
+	return &loadWorker{
+		paths:   cfg.Paths,
+		addr:    cfg.Addr,
+		rng:     rand.New(rand.NewPCG(cfg.Seed, uint64(i))),
+		latency: NewHistogram(),
+	}
+}
+
+// run is the hot loop: nothing in it allocates per request.
+func (w *loadWorker) run(hc *fasthttp.HostClient, win loadWindow, stop *atomic.Bool) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetHost(w.addr)
+	for !stop.Load() {
+		req.SetRequestURIBytes(w.paths[w.rng.IntN(len(w.paths))])
+		t0 := time.Now()
+		err := hc.Do(req, resp)
+		t1 := time.Now()
+		if !t1.Before(win.end) {
+			return
+		}
+		if t1.Before(win.start) {
+			continue
+		}
+		if err != nil {
+			w.transport++
+			if w.firstError == "" {
+				w.firstError = err.Error()
+			}
+			continue
+		}
+		w.latency.Record(t1.Sub(t0))
+		status := resp.StatusCode()
+		if status < 0 || status >= maxStatus {
+			status = 0
+		}
+		w.statuses[status]++
+	}
+}
+
+func (w *loadWorker) mergeInto(res *LoadResult, want int) {
+	res.Latency.Merge(w.latency)
+	res.TransportErrors += w.transport
+	if res.FirstError == "" {
+		res.FirstError = w.firstError
+	}
+	for status, n := range w.statuses {
+		if n == 0 {
+			continue
+		}
+		res.Statuses[status] += n
+		if status == want {
+			res.OK += n
+			continue
+		}
+		res.BadStatus += n
+		if res.FirstError == "" {
+			res.FirstError = fmt.Sprintf("status %d", status)
+		}
+	}
+}
+
+// StatusSummary returns the statuses seen, sorted, as "302:1234 404:2".
+func (r *LoadResult) StatusSummary() string {
+	s := ""
+	for _, status := range slices.Sorted(maps.Keys(r.Statuses)) {
+		if s != "" {
+			s += " "
+		}
+		s += fmt.Sprintf("%d:%d", status, r.Statuses[status])
+	}
+	return s
+}

@@ -1,0 +1,131 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/waymark/waymark/store"
+)
+
+const linksPrefix = "/v1/links/"
+
+// serveAPI routes /v1/ requests and counts each answer by route and status.
+func (s *Server) serveAPI(ctx *fasthttp.RequestCtx) {
+	route := s.dispatchAPI(ctx)
+	s.m.apiRequest(route, ctx.Response.StatusCode())
+}
+
+func (s *Server) dispatchAPI(ctx *fasthttp.RequestCtx) string {
+	path := string(ctx.Path())
+	method := string(ctx.Method())
+	switch {
+	case path == "/v1/links":
+		switch method {
+		case fasthttp.MethodPost:
+			s.withOwner(ctx, true, s.createLink)
+			return "links.create"
+		case fasthttp.MethodGet:
+			s.withOwner(ctx, false, s.listLinks)
+			return "links.list"
+		}
+		methodNotAllowed(ctx, "GET, POST")
+		return "links"
+	case strings.HasPrefix(path, linksPrefix) && strings.IndexByte(path[len(linksPrefix):], '/') < 0:
+		code := path[len(linksPrefix):]
+		switch method {
+		case fasthttp.MethodGet:
+			s.withOwner(ctx, false, func(ctx *fasthttp.RequestCtx, o store.Owner) { s.getLink(ctx, o, code) })
+			return "links.get"
+		case fasthttp.MethodPatch:
+			s.withOwner(ctx, true, func(ctx *fasthttp.RequestCtx, o store.Owner) { s.updateLink(ctx, o, code) })
+			return "links.update"
+		case fasthttp.MethodDelete:
+			s.withOwner(ctx, true, func(ctx *fasthttp.RequestCtx, o store.Owner) { s.deleteLink(ctx, o, code) })
+			return "links.delete"
+		}
+		methodNotAllowed(ctx, "GET, PATCH, DELETE")
+		return "link"
+	case path == "/v1/sites":
+		if method == fasthttp.MethodPost {
+			s.withOwner(ctx, true, s.createSite)
+			return "sites.create"
+		}
+		methodNotAllowed(ctx, "POST")
+		return "sites"
+	}
+	if s.cfg.APIFallback != nil {
+		s.cfg.APIFallback(ctx)
+		return "other"
+	}
+	writeProblem(ctx, probNotFound, "there is no API endpoint at "+path)
+	return "unknown"
+}
+
+func methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {
+	writeProblem(ctx, probMethodNotAllowed, "this endpoint answers "+allow)
+	ctx.Response.Header.Set("Allow", allow)
+}
+
+// withOwner authenticates the caller and, for writes, takes a token from
+// the caller's bucket before running fn.
+func (s *Server) withOwner(ctx *fasthttp.RequestCtx, write bool, fn func(*fasthttp.RequestCtx, store.Owner)) {
+	owner, key, ok := s.authenticate(ctx)
+	if !ok {
+		return
+	}
+	if write && s.limiter != nil {
+		if ok, wait := s.limiter.allow(key); !ok {
+			s.m.rateLimited.Inc()
+			secs := int((wait + time.Second - 1) / time.Second)
+			writeRetryProblem(ctx, probRateLimited, "too many writes with this API key; retry in "+strconv.Itoa(max(1, secs))+" s", secs)
+			return
+		}
+	}
+	fn(ctx, owner)
+}
+
+// readBody returns the request body, or answers 413 when it is too large.
+func readBody(ctx *fasthttp.RequestCtx) ([]byte, bool) {
+	b := ctx.PostBody()
+	if len(b) > maxBodyBytes {
+		writeProblem(ctx, probTooLarge, "request body is "+strconv.Itoa(len(b))+" bytes; the limit is "+strconv.Itoa(maxBodyBytes))
+		return nil, false
+	}
+	return b, true
+}
+
+// writeContext bounds a replicated write. The request context ends when the
+// server shuts down.
+func (s *Server) writeContext(ctx *fasthttp.RequestCtx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.ApplyTimeout)
+}
+
+// writeWriteError answers a failed replicated write.
+func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, what string, err error) {
+	switch {
+	case errors.Is(err, store.ErrNoLeader):
+		writeRetryProblem(ctx, probUnavailable, "the cluster has no leader right now, so the "+what+" was not made; retry shortly", 1)
+	case errors.Is(err, store.ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		writeRetryProblem(ctx, probUnavailable, "the "+what+" may or may not have been applied (the cluster did not confirm it in time); retry, with the same Idempotency-Key for a create", 1)
+	default:
+		s.log.Error("cannot complete write", "what", what, "err", err)
+		writeProblem(ctx, probInternal, "the "+what+" failed")
+	}
+}
+
+// writeJSON answers with a JSON body built by marshalJSON.
+func writeJSON(ctx *fasthttp.RequestCtx, status int, body []byte) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetBody(body)
+}
+
+func setIndex(ctx *fasthttp.RequestCtx, index uint64) {
+	ctx.Response.Header.Set("Waymark-Index", strconv.FormatUint(index, 10))
+}

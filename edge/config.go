@@ -1,0 +1,82 @@
+package edge
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+
+	"github.com/waymark/waymark/store"
+)
+
+// Writer is the replicated write path; the node wires the raft package into
+// it. Every method returns only after the change is committed and applied
+// to the local store (or fails with store.ErrNoLeader or
+// store.ErrUnknownOutcome).
+type Writer interface {
+	// CreateLink stores l. When idem is set and the owner already has a
+	// live record under the same key, nothing is written and the record is
+	// returned as existing.
+	CreateLink(ctx context.Context, l *store.Link, idem *store.IdempotencyWrite) (index uint64, existing *store.Idempotency, err error)
+	UpdateLink(ctx context.Context, p *store.LinkPatch) (store.Link, error)
+	CreateSite(ctx context.Context, s *store.Site) (uint64, error)
+	NewCode(ctx context.Context) (string, error) // fresh generated 7-char code
+}
+
+// Config is what the node hands the edge server. Zero values take the
+// defaults documented on each field.
+type Config struct {
+	PublicURL       string        // base of short_url, e.g. "http://127.0.0.1:8080"; its host:port is refused as a destination
+	CacheEntries    int           // redirect cache size; 0 means 1<<20, negative disables the cache
+	PrivateMaxAge   time.Duration // Cache-Control for 302/307; default 60s
+	PermanentMaxAge time.Duration // Cache-Control for 301/308 (public); default 1 year
+	BlockedHosts    []string      // destination-blocked (host or any subdomain)
+	WriteRate       float64       // per-API-key writes/s (token bucket, burst twice the rate); default 100, negative disables
+	ApplyTimeout    time.Duration // context deadline for writes; default 5s
+	Ready           func() (bool, string)
+	WriteMetrics    func(w io.Writer)                   // for /metrics; nil writes this server's Metrics set
+	Routes          map[string]fasthttp.RequestHandler  // extra exact paths checked before the code route; may be nil
+	APIFallback     fasthttp.RequestHandler             // /v1/ paths edge does not serve (e.g. stats); nil answers 404
+	OnRedirect      func(ctx *fasthttp.RequestCtx, code []byte) // after a 3xx (click capture); must not block; may be nil
+	Logger          *slog.Logger
+	Metrics         *metrics.Set
+	Now             func() time.Time
+}
+
+const (
+	defaultCacheEntries    = 1 << 20
+	defaultPrivateMaxAge   = 60 * time.Second
+	defaultPermanentMaxAge = 365 * 24 * time.Hour
+	defaultWriteRate       = 100
+	defaultApplyTimeout    = 5 * time.Second
+)
+
+func (c *Config) setDefaults() {
+	if c.CacheEntries == 0 {
+		c.CacheEntries = defaultCacheEntries
+	}
+	if c.PrivateMaxAge == 0 {
+		c.PrivateMaxAge = defaultPrivateMaxAge
+	}
+	if c.PermanentMaxAge == 0 {
+		c.PermanentMaxAge = defaultPermanentMaxAge
+	}
+	if c.WriteRate == 0 {
+		c.WriteRate = defaultWriteRate
+	}
+	if c.ApplyTimeout <= 0 {
+		c.ApplyTimeout = defaultApplyTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewSet()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}

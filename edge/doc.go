@@ -1,0 +1,23 @@
+// Package edge owns Waymark's public fasthttp server: the redirect hot path
+// and its in-process cache, the link and site API handlers with their
+// validation, RFC 9457 problem responses, and the small HTML pages shown
+// instead of a redirect (not found, gone, legal block, warning, review
+// interstitial).
+//
+// The flows through this package:
+//
+//	redirect: fasthttp -> cache -> store.GetLink (Pebble) -> 3xx -> OnRedirect
+//	create:   fasthttp -> auth -> rate limit -> decode + validate -> idempotency check -> Writer.CreateLink (Raft) -> 201
+//	edit:     fasthttp -> auth -> rate limit -> store.GetLink (ownership) -> Writer.UpdateLink (Raft) -> 200
+//	apply:    FSM commits to Pebble -> OnChange -> Server.Invalidate -> next request reads Pebble again
+//
+// The redirect never leaves the node: no network, no Raft, no waiting. A
+// cache hit copies pre-built bytes into the response and allocates nothing.
+// Expiry is checked against the clock on every request, so a link expires
+// the moment it passes even when its redirect is cached.
+//
+// Answers for a code that does not redirect: unknown 404, expired, disabled
+// or click-limited 410, legal_block 451, blocked 403 (a warning page that
+// names the destination host without linking to it), review 200 (an
+// interstitial with a continue button).
+package edge

@@ -1,0 +1,378 @@
+package edge
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/waymark/waymark/store"
+)
+
+// linkView is a link as the API shows it.
+type linkView struct {
+	Code       string  `json:"code"`
+	ShortURL   string  `json:"short_url"`
+	URL        string  `json:"url"`
+	Redirect   int     `json:"redirect"`
+	ExpiresAt  *string `json:"expires_at"`
+	ClickLimit *int64  `json:"click_limit"`
+	Status     string  `json:"status"`
+	CreatedAt  string  `json:"created_at"`
+	UpdatedAt  string  `json:"updated_at"`
+}
+
+func (s *Server) linkView(l *store.Link, now time.Time) linkView {
+	v := linkView{
+		Code:      l.Code,
+		ShortURL:  s.publicBase + "/" + l.Code,
+		URL:       l.URL,
+		Redirect:  int(l.Redirect),
+		Status:    l.Status.String(),
+		CreatedAt: formatMillis(l.CreatedAt),
+		UpdatedAt: formatMillis(l.UpdatedAt),
+	}
+	if l.ExpiresAt != 0 {
+		t := formatMillis(l.ExpiresAt)
+		v.ExpiresAt = &t
+		if l.Status == store.StatusActive && l.Expired(now) {
+			v.Status = "expired"
+		}
+	}
+	if l.ClickLimit != 0 {
+		n := l.ClickLimit
+		v.ClickLimit = &n
+	}
+	return v
+}
+
+// checkDestination validates and normalises a destination, answering the
+// problem itself when it is refused.
+func (s *Server) checkDestination(ctx *fasthttp.RequestCtx, raw string) (destination, bool) {
+	d, err := parseDestination(raw)
+	if err != nil {
+		writeProblem(ctx, probInvalidURL, err.Error())
+		return destination{}, false
+	}
+	if d.hostPort() == s.ownOrigin {
+		writeProblem(ctx, probInvalidURL, "url points at this short-link service itself; a short link to a short link is refused")
+		return destination{}, false
+	}
+	if s.blocked.matches(d.host) {
+		writeProblem(ctx, probDestinationBlocked, fmt.Sprintf("links to %s are not allowed on this service", d.host))
+		return destination{}, false
+	}
+	return d, true
+}
+
+// checkExpiry refuses an expiry that has already passed.
+func checkExpiry(ctx *fasthttp.RequestCtx, ms int64, now time.Time) bool {
+	if ms != 0 && ms <= now.UnixMilli() {
+		writeProblem(ctx, probInvalidRequest, `field "expires_at" is in the past; to stop a link now, set its status to "disabled"`)
+		return false
+	}
+	return true
+}
+
+func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
+	raw, ok := readBody(ctx)
+	if !ok {
+		return
+	}
+	req, err := decodeCreate(raw)
+	if err != nil {
+		writeProblem(ctx, probInvalidRequest, err.Error())
+		return
+	}
+	now := s.now()
+	d, ok := s.checkDestination(ctx, req.URL)
+	if !ok {
+		return
+	}
+	req.URL = d.url
+	if !checkExpiry(ctx, req.ExpiresAt, now) {
+		return
+	}
+	if req.Alias != "" {
+		if err := s.checkAlias(req.Alias); err != nil {
+			var ae *aliasError
+			if errors.As(err, &ae) && ae.unavailable {
+				writeProblem(ctx, probAliasUnavailable, err.Error())
+			} else {
+				writeProblem(ctx, probInvalidRequest, err.Error())
+			}
+			return
+		}
+	}
+
+	idemKey, ok := idempotencyKey(ctx)
+	if !ok {
+		return
+	}
+	var reqHash [32]byte
+	if idemKey != "" {
+		reqHash = requestHash(owner.ID, "POST /v1/links", marshalJSON(req))
+		rec, found, err := s.st.Idempotency(owner.ID, idemKey)
+		if err != nil {
+			s.log.Error("cannot read idempotency record", "owner", owner.ID, "err", err)
+			writeProblem(ctx, probInternal, "the Idempotency-Key could not be checked")
+			return
+		}
+		if found && idempotencyLive(&rec, now) {
+			s.replay(ctx, &rec, reqHash, idemKey)
+			return
+		}
+	}
+	if req.Alias != "" {
+		var existing store.Link
+		taken, err := s.st.GetLink([]byte(req.Alias), &existing)
+		if err != nil {
+			s.log.Error("cannot check alias", "alias", req.Alias, "err", err)
+			writeProblem(ctx, probInternal, "the alias could not be checked")
+			return
+		}
+		if taken {
+			writeProblem(ctx, probAliasUnavailable, fmt.Sprintf("alias %q is already taken", req.Alias))
+			return
+		}
+	}
+
+	wctx, cancel := s.writeContext(ctx)
+	defer cancel()
+	code := req.Alias
+	if code == "" {
+		if code, err = s.w.NewCode(wctx); err != nil {
+			s.writeWriteError(ctx, "code allocation", err)
+			return
+		}
+	}
+	l := store.Link{
+		Code:       code,
+		URL:        req.URL,
+		Owner:      owner.ID,
+		CreatedAt:  now.UnixMilli(),
+		UpdatedAt:  now.UnixMilli(),
+		ExpiresAt:  req.ExpiresAt,
+		ClickLimit: req.ClickLimit,
+		Status:     store.StatusActive,
+		Redirect:   uint16(req.Redirect),
+	}
+	resp := marshalJSON(s.linkView(&l, now))
+	var idem *store.IdempotencyWrite
+	if idemKey != "" {
+		idem = &store.IdempotencyWrite{Owner: owner.ID, Key: idemKey, Record: store.Idempotency{
+			RequestHash: reqHash, Status: fasthttp.StatusCreated, Response: resp, CreatedAt: now.UnixMilli(),
+		}}
+	}
+	index, existing, err := s.w.CreateLink(wctx, &l, idem)
+	switch {
+	case errors.Is(err, store.ErrCodeTaken) && req.Alias != "":
+		writeProblem(ctx, probAliasUnavailable, fmt.Sprintf("alias %q is already taken", req.Alias))
+		return
+	case errors.Is(err, store.ErrCodeTaken):
+		s.log.Error("BUG: generated code collided with an existing code", "code", code)
+		writeProblem(ctx, probInternal, "the generated code was already in use; please retry")
+		return
+	case errors.Is(err, store.ErrIdempotencyMismatch):
+		writeProblem(ctx, probIdempotencyMismatch, idempotencyMismatchDetail(idemKey))
+		return
+	case err != nil:
+		s.writeWriteError(ctx, "create", err)
+		return
+	case existing != nil:
+		// A concurrent request with the same key committed first.
+		s.replay(ctx, existing, reqHash, idemKey)
+		return
+	}
+	ctx.Response.Header.Set("Location", s.publicBase+linksPrefix+code)
+	setIndex(ctx, index)
+	writeJSON(ctx, fasthttp.StatusCreated, resp)
+}
+
+// ownedLink loads code for owner, answering 404 when it does not exist or
+// belongs to someone else (never 403: that would confirm it exists).
+func (s *Server) ownedLink(ctx *fasthttp.RequestCtx, owner store.Owner, code string) (store.Link, bool) {
+	var l store.Link
+	if !validCodeSyntax(code) {
+		writeProblem(ctx, probNotFound, fmt.Sprintf("there is no link %q", code))
+		return l, false
+	}
+	found, err := s.st.GetLink([]byte(code), &l)
+	if err != nil {
+		s.log.Error("cannot read link", "code", code, "err", err)
+		writeProblem(ctx, probInternal, "the link could not be read")
+		return l, false
+	}
+	if !found || l.Owner != owner.ID {
+		writeProblem(ctx, probNotFound, fmt.Sprintf("there is no link %q", code))
+		return l, false
+	}
+	return l, true
+}
+
+func (s *Server) getLink(ctx *fasthttp.RequestCtx, owner store.Owner, code string) {
+	l, ok := s.ownedLink(ctx, owner, code)
+	if !ok {
+		return
+	}
+	setIndex(ctx, l.Index)
+	writeJSON(ctx, fasthttp.StatusOK, marshalJSON(s.linkView(&l, s.now())))
+}
+
+const (
+	defaultListLimit = 50
+	maxListLimit     = 1000
+)
+
+func (s *Server) listLinks(ctx *fasthttp.RequestCtx, owner store.Owner) {
+	args := ctx.QueryArgs()
+	limit := defaultListLimit
+	if v := args.Peek("limit"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 1 || n > maxListLimit {
+			writeProblem(ctx, probInvalidRequest, fmt.Sprintf("limit must be an integer from 1 to %d", maxListLimit))
+			return
+		}
+		limit = n
+	}
+	cursor := string(args.Peek("cursor"))
+	links, next, err := s.st.ListLinks(owner.ID, cursor, limit)
+	if errors.Is(err, store.ErrCorrupt) && cursor != "" {
+		writeProblem(ctx, probInvalidRequest, "cursor is not valid; use the next_cursor of a previous page")
+		return
+	}
+	if err != nil {
+		s.log.Error("cannot list links", "owner", owner.ID, "err", err)
+		writeProblem(ctx, probInternal, "the links could not be listed")
+		return
+	}
+	now := s.now()
+	page := struct {
+		Links      []linkView `json:"links"`
+		NextCursor *string    `json:"next_cursor"`
+	}{Links: make([]linkView, 0, len(links))}
+	for i := range links {
+		page.Links = append(page.Links, s.linkView(&links[i], now))
+	}
+	if next != "" {
+		page.NextCursor = &next
+	}
+	writeJSON(ctx, fasthttp.StatusOK, marshalJSON(page))
+}
+
+// operatorStatus reports whether only an operator may change the status.
+func operatorStatus(st store.Status) bool {
+	return st == store.StatusBlocked || st == store.StatusLegalBlock || st == store.StatusReview
+}
+
+func lockedDetail(l *store.Link) string {
+	return fmt.Sprintf("link %q is %s by the operator; its owner cannot change its status", l.Code, operatorStatusText(l.Status))
+}
+
+func operatorStatusText(st store.Status) string {
+	switch st {
+	case store.StatusLegalBlock:
+		return "legally blocked"
+	case store.StatusReview:
+		return "under review"
+	}
+	return "blocked"
+}
+
+func (s *Server) updateLink(ctx *fasthttp.RequestCtx, owner store.Owner, code string) {
+	raw, ok := readBody(ctx)
+	if !ok {
+		return
+	}
+	req, err := decodePatch(raw)
+	if err != nil {
+		writeProblem(ctx, probInvalidRequest, err.Error())
+		return
+	}
+	l, ok := s.ownedLink(ctx, owner, code)
+	if !ok {
+		return
+	}
+	now := s.now()
+	p := store.LinkPatch{Code: l.Code, Owner: owner.ID, UpdatedAt: now.UnixMilli()}
+	if req.url != nil {
+		d, ok := s.checkDestination(ctx, *req.url)
+		if !ok {
+			return
+		}
+		if d.url != l.URL && l.Permanent() {
+			writeProblem(ctx, probPermanentRedirect, fmt.Sprintf("link %q is a permanent %d redirect that browsers may have cached; its destination cannot change", l.Code, l.Redirect))
+			return
+		}
+		p.SetURL, p.URL = true, d.url
+	}
+	if req.setExpiry {
+		if !checkExpiry(ctx, req.expiresAt, now) {
+			return
+		}
+		p.SetExpiresAt, p.ExpiresAt = true, req.expiresAt
+	}
+	if req.setLimit {
+		p.SetClickLimit, p.ClickLimit = true, req.clickLimit
+	}
+	if req.status != nil {
+		if operatorStatus(l.Status) {
+			writeProblem(ctx, probLinkLocked, lockedDetail(&l))
+			return
+		}
+		p.SetStatus, p.Status = true, *req.status
+	}
+	if !p.SetURL && !p.SetExpiresAt && !p.SetClickLimit && !p.SetStatus {
+		setIndex(ctx, l.Index)
+		writeJSON(ctx, fasthttp.StatusOK, marshalJSON(s.linkView(&l, now)))
+		return
+	}
+	updated, ok := s.applyPatch(ctx, &p, "update")
+	if !ok {
+		return
+	}
+	setIndex(ctx, updated.Index)
+	writeJSON(ctx, fasthttp.StatusOK, marshalJSON(s.linkView(&updated, now)))
+}
+
+// deleteLink disables the link; the code stays reserved and answers 410.
+func (s *Server) deleteLink(ctx *fasthttp.RequestCtx, owner store.Owner, code string) {
+	l, ok := s.ownedLink(ctx, owner, code)
+	if !ok {
+		return
+	}
+	if operatorStatus(l.Status) {
+		writeProblem(ctx, probLinkLocked, lockedDetail(&l))
+		return
+	}
+	index := l.Index
+	if l.Status != store.StatusDisabled {
+		p := store.LinkPatch{Code: l.Code, Owner: owner.ID, UpdatedAt: s.now().UnixMilli(), SetStatus: true, Status: store.StatusDisabled}
+		updated, ok := s.applyPatch(ctx, &p, "delete")
+		if !ok {
+			return
+		}
+		index = updated.Index
+	}
+	setIndex(ctx, index)
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+func (s *Server) applyPatch(ctx *fasthttp.RequestCtx, p *store.LinkPatch, what string) (store.Link, bool) {
+	wctx, cancel := s.writeContext(ctx)
+	defer cancel()
+	updated, err := s.w.UpdateLink(wctx, p)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeProblem(ctx, probNotFound, fmt.Sprintf("there is no link %q", p.Code))
+	case errors.Is(err, store.ErrPermanentRedirect):
+		writeProblem(ctx, probPermanentRedirect, fmt.Sprintf("link %q is a permanent redirect; its destination cannot change", p.Code))
+	case err != nil:
+		s.writeWriteError(ctx, what, err)
+	default:
+		return updated, true
+	}
+	return store.Link{}, false
+}

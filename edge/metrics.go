@@ -1,0 +1,74 @@
+package edge
+
+import (
+	"fmt"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// serverMetrics holds the counters the hot path touches, resolved once so a
+// redirect only does an atomic add.
+type serverMetrics struct {
+	set *metrics.Set
+
+	redirectHit    *metrics.Counter // 3xx from the cache
+	redirectMiss   *metrics.Counter // 3xx after a Pebble read
+	notFound       *metrics.Counter
+	gone           *metrics.Counter
+	legalBlock     *metrics.Counter
+	blocked        *metrics.Counter
+	review         *metrics.Counter
+	redirectErrors *metrics.Counter
+
+	cacheHits   *metrics.Counter
+	cacheMisses *metrics.Counter
+
+	rateLimited  *metrics.Counter
+	authFailures *metrics.Counter
+}
+
+func newServerMetrics(set *metrics.Set, c *cache) *serverMetrics {
+	result := func(r string) *metrics.Counter {
+		return set.GetOrCreateCounter(`waymark_redirects_total{result="` + r + `"}`)
+	}
+	m := &serverMetrics{
+		set:            set,
+		redirectHit:    result("hit"),
+		redirectMiss:   result("miss"),
+		notFound:       result("not_found"),
+		gone:           result("gone"),
+		legalBlock:     result("legal_block"),
+		blocked:        result("blocked"),
+		review:         result("review"),
+		redirectErrors: result("error"),
+		cacheHits:      set.GetOrCreateCounter("waymark_edge_cache_hits_total"),
+		cacheMisses:    set.GetOrCreateCounter("waymark_edge_cache_misses_total"),
+		rateLimited:    set.GetOrCreateCounter("waymark_api_rate_limited_total"),
+		authFailures:   set.GetOrCreateCounter("waymark_api_auth_failures_total"),
+	}
+	if c != nil {
+		set.GetOrCreateGauge("waymark_edge_cache_entries", func() float64 { return float64(c.len()) })
+	}
+	return m
+}
+
+// apiRequest counts one API answer by route and status.
+func (m *serverMetrics) apiRequest(route string, status int) {
+	m.set.GetOrCreateCounter(fmt.Sprintf(`waymark_api_requests_total{route=%q,status="%d"}`, route, status)).Inc()
+}
+
+// countKind counts a redirect-path answer that is not a 3xx.
+func (m *serverMetrics) countKind(k entryKind) {
+	switch k {
+	case kindNotFound:
+		m.notFound.Inc()
+	case kindGone:
+		m.gone.Inc()
+	case kindLegal:
+		m.legalBlock.Inc()
+	case kindBlocked:
+		m.blocked.Inc()
+	case kindReview:
+		m.review.Inc()
+	}
+}

@@ -1,0 +1,175 @@
+package edge
+
+import (
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/waymark/waymark/store"
+)
+
+// Header names and values the hot path sets as raw bytes, so fasthttp
+// neither normalises nor rewrites them.
+var (
+	hdrLocation       = []byte("Location")
+	hdrCacheControl   = []byte("Cache-Control")
+	hdrCSP            = []byte("Content-Security-Policy")
+	hdrNoSniff        = []byte("X-Content-Type-Options")
+	hdrReferrerPolicy = []byte("Referrer-Policy")
+
+	valHTML       = []byte("text/html; charset=utf-8")
+	valNoStore    = []byte("no-store")
+	valPageCSP    = []byte("default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+	valNoSniff    = []byte("nosniff")
+	valNoReferrer = []byte("no-referrer")
+)
+
+// serveCode answers GET and HEAD /{code}: cache, then Pebble, then the
+// answer. Nothing here touches the network or Raft.
+func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
+	if !ctx.IsGet() && !ctx.IsHead() {
+		ctx.Response.Header.Set("Allow", "GET, HEAD")
+		writePage(ctx, fasthttp.StatusMethodNotAllowed, pageMethod)
+		return
+	}
+	e, hit := s.lookup(code)
+	if e == nil {
+		s.m.redirectErrors.Inc()
+		writePage(ctx, fasthttp.StatusInternalServerError, pageError)
+		return
+	}
+	now := s.now().UnixMilli()
+	kind := e.kind
+	if e.expiresAt != 0 && now >= e.expiresAt && (kind == kindRedirect || kind == kindReview) {
+		kind = kindGone
+	}
+	switch kind {
+	case kindRedirect:
+		writeRedirect(ctx, e, now)
+		if hit {
+			s.m.redirectHit.Inc()
+		} else {
+			s.m.redirectMiss.Inc()
+		}
+		if s.onRedirect != nil {
+			s.onRedirect(ctx, code)
+		}
+		return
+	case kindNotFound:
+		writePage(ctx, fasthttp.StatusNotFound, pageNotFound)
+	case kindGone:
+		writePage(ctx, fasthttp.StatusGone, pageGone)
+	case kindLegal:
+		writePage(ctx, fasthttp.StatusUnavailableForLegalReasons, pageLegal)
+	default:
+		writePage(ctx, e.status, e.body)
+	}
+	s.m.countKind(kind)
+}
+
+// lookup returns the answer for code and whether it came from the cache.
+// A nil entry means the store failed (already logged).
+func (s *Server) lookup(code []byte) (*entry, bool) {
+	if s.cache == nil {
+		return s.load(code), false
+	}
+	if e := s.cache.get(code); e != nil {
+		s.m.cacheHits.Inc()
+		return e, true
+	}
+	s.m.cacheMisses.Inc()
+	gen := s.cache.generation(code)
+	e := s.load(code)
+	if e != nil {
+		s.cache.add(gen, e)
+	}
+	return e, false
+}
+
+// load builds the answer for code from the local store.
+func (s *Server) load(code []byte) *entry {
+	var l store.Link
+	found, err := s.st.GetLink(code, &l)
+	if err != nil {
+		s.log.Error("cannot load link for redirect", "code", string(code), "err", err)
+		return nil
+	}
+	if !found {
+		return &entry{code: string(code), kind: kindNotFound, status: fasthttp.StatusNotFound}
+	}
+	return s.buildEntry(string(code), &l)
+}
+
+// buildEntry pre-builds everything a later hit copies into the response.
+func (s *Server) buildEntry(code string, l *store.Link) *entry {
+	e := &entry{code: code, expiresAt: l.ExpiresAt}
+	switch l.Status {
+	case store.StatusActive:
+		e.kind = kindRedirect
+		e.status = int(l.Redirect)
+		e.location = []byte(l.URL)
+		e.public = l.Permanent()
+		e.maxAge = s.privateMaxAge
+		if e.public {
+			e.maxAge = s.permanentMaxAge
+		}
+		e.cacheControl = appendCacheControl(nil, e.public, e.maxAge)
+	case store.StatusLegalBlock:
+		e.kind, e.status = kindLegal, fasthttp.StatusUnavailableForLegalReasons
+	case store.StatusBlocked:
+		e.kind, e.status = kindBlocked, fasthttp.StatusForbidden
+		e.body = blockedPage(hostOf(l.URL))
+	case store.StatusReview:
+		e.kind, e.status = kindReview, fasthttp.StatusOK
+		e.body = reviewPage(hostOf(l.URL), l.URL)
+	default: // disabled, click-limited, or a status this build does not know
+		e.kind, e.status = kindGone, fasthttp.StatusGone
+	}
+	return e
+}
+
+// writeRedirect copies a cached redirect into the response. It does not
+// allocate: the header values are copied into the response's own buffers.
+func writeRedirect(ctx *fasthttp.RequestCtx, e *entry, now int64) {
+	ctx.Response.SetStatusCode(e.status)
+	h := &ctx.Response.Header
+	h.SetCanonical(hdrLocation, e.location)
+	if e.expiresAt == 0 {
+		h.SetCanonical(hdrCacheControl, e.cacheControl)
+		return
+	}
+	// A browser must not keep following the redirect after the link expires.
+	maxAge := min(e.maxAge, (e.expiresAt-now)/1000)
+	var buf [40]byte
+	h.SetCanonical(hdrCacheControl, appendCacheControl(buf[:0], e.public, maxAge))
+}
+
+func appendCacheControl(dst []byte, public bool, maxAge int64) []byte {
+	if public {
+		dst = append(dst, "public, max-age="...)
+	} else {
+		dst = append(dst, "private, max-age="...)
+	}
+	return strconv.AppendInt(dst, max(0, maxAge), 10)
+}
+
+// writePage answers with one of the HTML pages. body is shared and never
+// modified, so it is handed to fasthttp without a copy.
+func writePage(ctx *fasthttp.RequestCtx, status int, body []byte) {
+	ctx.Response.SetStatusCode(status)
+	h := &ctx.Response.Header
+	h.SetContentTypeBytes(valHTML)
+	h.SetCanonical(hdrCacheControl, valNoStore)
+	h.SetCanonical(hdrCSP, valPageCSP)
+	h.SetCanonical(hdrNoSniff, valNoSniff)
+	h.SetCanonical(hdrReferrerPolicy, valNoReferrer)
+	ctx.Response.SetBodyRaw(body)
+}
+
+// hostOf returns the host a stored destination points at, for the pages.
+func hostOf(url string) string {
+	if d, err := parseDestination(url); err == nil {
+		return d.host
+	}
+	return "an unknown site"
+}

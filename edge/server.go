@@ -1,0 +1,228 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/waymark/waymark/store"
+)
+
+// Server is the public HTTP server of one node.
+type Server struct {
+	cfg        Config
+	st         *store.Store
+	w          Writer
+	log        *slog.Logger
+	now        func() time.Time
+	onRedirect func(ctx *fasthttp.RequestCtx, code []byte)
+
+	publicBase string // PublicURL without a trailing slash
+	ownOrigin  string // host:port of PublicURL, refused as a destination
+	blocked    hostSet
+	reserved   map[string]struct{}
+	routes     map[string]fasthttp.RequestHandler
+
+	cache           *cache // nil when disabled
+	privateMaxAge   int64  // seconds
+	permanentMaxAge int64  // seconds
+
+	auth    *authCache
+	limiter *limiter
+	m       *serverMetrics
+	srv     *fasthttp.Server
+}
+
+// New builds the server; it does not listen yet (see Serve).
+func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
+	if st == nil || w == nil {
+		return nil, errors.New("cannot create edge server: store and writer are required")
+	}
+	cfg.setDefaults()
+	pub, err := parseDestination(cfg.PublicURL)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create edge server: public URL %q: %w", cfg.PublicURL, err)
+	}
+	s := &Server{
+		cfg:             cfg,
+		st:              st,
+		w:               w,
+		log:             cfg.Logger.With("component", "edge"),
+		now:             cfg.Now,
+		onRedirect:      cfg.OnRedirect,
+		publicBase:      strings.TrimRight(pub.url, "/"),
+		ownOrigin:       pub.hostPort(),
+		blocked:         newHostSet(cfg.BlockedHosts),
+		reserved:        make(map[string]struct{}),
+		privateMaxAge:   int64(cfg.PrivateMaxAge / time.Second),
+		permanentMaxAge: int64(cfg.PermanentMaxAge / time.Second),
+	}
+	for _, a := range reservedAliases {
+		s.reserved[a] = struct{}{}
+	}
+	if cfg.CacheEntries > 0 {
+		s.cache = newCache(cfg.CacheEntries, cfg.Metrics)
+	}
+	s.m = newServerMetrics(cfg.Metrics, s.cache)
+	s.auth = newAuthCache(st, cfg.Now)
+	if cfg.WriteRate > 0 {
+		s.limiter = newLimiter(cfg.WriteRate, 2*cfg.WriteRate, cfg.Now)
+	}
+	s.routes = map[string]fasthttp.RequestHandler{
+		"/healthz": s.serveHealth,
+		"/readyz":  s.serveReady,
+		"/metrics": s.serveMetrics,
+	}
+	for path, h := range cfg.Routes {
+		if !strings.HasPrefix(path, "/") || h == nil {
+			return nil, fmt.Errorf("cannot create edge server: route %q must start with / and have a handler", path)
+		}
+		if _, dup := s.routes[path]; dup || strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/problems/") {
+			return nil, fmt.Errorf("cannot create edge server: route %q clashes with a built-in route", path)
+		}
+		s.routes[path] = h
+		// A route's first segment can never be an alias.
+		first, _, _ := strings.Cut(path[1:], "/")
+		if first != "" {
+			s.reserved[strings.ToLower(first)] = struct{}{}
+		}
+	}
+	s.srv = &fasthttp.Server{
+		Handler:                      s.handle,
+		ErrorHandler:                 s.handleParseError,
+		Logger:                       fasthttpLogger{s.log},
+		ReadTimeout:                  10 * time.Second,
+		WriteTimeout:                 10 * time.Second,
+		IdleTimeout:                  90 * time.Second,
+		MaxRequestBodySize:           1 << 20, // per-endpoint limits are tighter
+		DisablePreParseMultipartForm: true,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		LazyRequestTime:              true,
+		CloseOnShutdown:              true,
+		TCPKeepalive:                 true,
+	}
+	return s, nil
+}
+
+// Handler returns the whole public router.
+func (s *Server) Handler() fasthttp.RequestHandler { return s.handle }
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	if err := s.srv.Serve(ln); err != nil {
+		return fmt.Errorf("cannot serve public HTTP on %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// Shutdown stops accepting, closes idle connections and waits for open
+// requests until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if err := s.srv.ShutdownWithContext(ctx); err != nil {
+		return fmt.Errorf("cannot shut down public HTTP: %w", err)
+	}
+	return nil
+}
+
+// Invalidate drops the cached answer for code, positive or negative. The FSM
+// calls it for every code it changes, after the change is committed to
+// Pebble and before the apply returns, so the very next request reads the
+// new state.
+func (s *Server) Invalidate(code string) {
+	if s.cache != nil {
+		s.cache.invalidate(code)
+	}
+}
+
+var (
+	prefixAPI      = []byte("/v1/")
+	prefixProblems = []byte("/problems/")
+)
+
+// handle routes a request: exact routes, then the API, then the code route.
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	path := ctx.Path()
+	if h, ok := s.routes[string(path)]; ok {
+		h(ctx)
+		return
+	}
+	switch {
+	case bytes.HasPrefix(path, prefixAPI):
+		s.serveAPI(ctx)
+	case bytes.HasPrefix(path, prefixProblems):
+		serveProblemDoc(ctx)
+	case len(path) > 1 && validCodeSyntax(path[1:]):
+		s.serveCode(ctx, path[1:])
+	default:
+		if !ctx.IsGet() && !ctx.IsHead() {
+			ctx.Response.Header.Set("Allow", "GET, HEAD")
+			writePage(ctx, fasthttp.StatusMethodNotAllowed, pageMethod)
+			return
+		}
+		// Not a possible code: answer without a lookup or a cache entry.
+		s.m.notFound.Inc()
+		writePage(ctx, fasthttp.StatusNotFound, pageNotFound)
+	}
+}
+
+// handleParseError answers requests fasthttp could not read. The default
+// would call an oversized body a 400.
+func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var netErr net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		writeProblem(ctx, probTooLarge, "request body is too large")
+	case errors.As(err, &small):
+		ctx.Error("request header too large", fasthttp.StatusRequestHeaderFieldsTooLarge)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		ctx.Error("request timeout", fasthttp.StatusRequestTimeout)
+	default:
+		ctx.Error("malformed HTTP request", fasthttp.StatusBadRequest)
+	}
+}
+
+func (s *Server) serveHealth(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("text/plain; charset=utf-8")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetBodyString("ok\n")
+}
+
+func (s *Server) serveReady(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("text/plain; charset=utf-8")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	if s.cfg.Ready != nil {
+		if ok, detail := s.cfg.Ready(); !ok {
+			ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+			ctx.SetBodyString("not ready: " + detail + "\n")
+			return
+		}
+	}
+	ctx.SetBodyString("ready\n")
+}
+
+func (s *Server) serveMetrics(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	if s.cfg.WriteMetrics != nil {
+		s.cfg.WriteMetrics(ctx)
+		return
+	}
+	s.cfg.Metrics.WritePrometheus(ctx)
+}
+
+// fasthttpLogger sends fasthttp's own messages (bad requests, timeouts) to
+// slog.
+type fasthttpLogger struct{ l *slog.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) {
+	f.l.Warn(fmt.Sprintf(format, args...), "source", "fasthttp")
+}

@@ -1,0 +1,170 @@
+package ingest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// The shipping protocol, node to aggregator:
+//
+//	POST AggregatorURL + ShipPath
+//	Authorization: Bearer <ShipToken>
+//	Content-Type: application/x-waymark-segments
+//	Content-Encoding: zstd            (gzip and identity are accepted too)
+//
+//	body (after decompression):
+//	  magic "WMSB" | version byte (1)
+//	  repeated: node id (uvarint length + bytes) | sequence uint64 big endian
+//	            | segment length uvarint | the segment file's bytes, unchanged
+//
+// The aggregator answers 200 with a ShipAck naming every segment it has
+// stored durably (including ones it already had: that is what makes a
+// retry safe). The node deletes exactly those and retries the rest later.
+// Anything else than 200 means "nothing acknowledged".
+const (
+	ShipPath        = "/internal/v1/segments"
+	ShipContentType = "application/x-waymark-segments"
+	batchMagic      = "WMSB"
+	batchVersion    = 1
+)
+
+// SegmentRef is a segment's identity: the node that wrote it and its
+// sequence number on that node.
+type SegmentRef struct {
+	Node string `json:"node"`
+	Seq  uint64 `json:"seq"`
+}
+
+// ShipAck is the aggregator's JSON answer to a batch.
+type ShipAck struct {
+	Acked []SegmentRef `json:"acked"`
+}
+
+// BatchSegment is one segment in a batch.
+type BatchSegment struct {
+	Ref  SegmentRef
+	Data []byte // the whole segment file
+}
+
+// AppendBatch appends the uncompressed encoding of a batch to dst.
+func AppendBatch(dst []byte, segs []BatchSegment) []byte {
+	dst = append(dst, batchMagic...)
+	dst = append(dst, batchVersion)
+	for _, s := range segs {
+		dst = appendString(dst, s.Ref.Node)
+		dst = binary.BigEndian.AppendUint64(dst, s.Ref.Seq)
+		dst = binary.AppendUvarint(dst, uint64(len(s.Data)))
+		dst = append(dst, s.Data...)
+	}
+	return dst
+}
+
+// ReadBatch decodes a batch body sent with the given Content-Encoding
+// ("zstd", "gzip" or empty), refusing more than maxBytes once decompressed.
+// It parses the whole framing before calling fn once per segment, so a
+// malformed batch (error wrapping ErrCorruptSegment) delivers nothing. Each
+// segment's own contents are checked by ReadSegment, which the aggregator
+// calls from fn; it should also check that the segment's header matches
+// the ref. An error from fn stops the walk and is returned as is.
+func ReadBatch(body []byte, contentEncoding string, maxBytes int64, fn func(seg BatchSegment) error) error {
+	raw, err := decompress(body, contentEncoding, maxBytes)
+	if err != nil {
+		return err
+	}
+	segs, err := parseBatch(raw)
+	if err != nil {
+		return err
+	}
+	for _, s := range segs {
+		if err := fn(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decompress(body []byte, encoding string, maxBytes int64) ([]byte, error) {
+	switch strings.ToLower(strings.TrimSpace(encoding)) {
+	case "", "identity":
+		if int64(len(body)) > maxBytes {
+			return nil, fmt.Errorf("cannot read batch: %w: larger than %d bytes", ErrCorruptSegment, maxBytes)
+		}
+		return body, nil
+	case "zstd":
+		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(maxBytes)))
+		if err != nil {
+			return nil, fmt.Errorf("cannot read batch: %w", err)
+		}
+		defer dec.Close()
+		raw, err := dec.DecodeAll(body, nil)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read batch: %w: %v", ErrCorruptSegment, err)
+		}
+		if int64(len(raw)) > maxBytes {
+			return nil, fmt.Errorf("cannot read batch: %w: larger than %d bytes", ErrCorruptSegment, maxBytes)
+		}
+		return raw, nil
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("cannot read batch: %w: %v", ErrCorruptSegment, err)
+		}
+		raw, err := io.ReadAll(io.LimitReader(zr, maxBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("cannot read batch: %w: %v", ErrCorruptSegment, err)
+		}
+		if int64(len(raw)) > maxBytes {
+			return nil, fmt.Errorf("cannot read batch: %w: larger than %d bytes", ErrCorruptSegment, maxBytes)
+		}
+		return raw, nil
+	}
+	return nil, fmt.Errorf("cannot read batch: unsupported Content-Encoding %q", encoding)
+}
+
+func parseBatch(b []byte) ([]BatchSegment, error) {
+	if len(b) < len(batchMagic)+1 || string(b[:4]) != batchMagic {
+		return nil, fmt.Errorf("cannot read batch: %w: bad magic", ErrCorruptSegment)
+	}
+	if b[4] != batchVersion {
+		return nil, fmt.Errorf("cannot read batch: %w: unknown version %d", ErrCorruptSegment, b[4])
+	}
+	d := decoder{b: b, off: 5, validateOnly: true}
+	var segs []BatchSegment
+	for d.off < len(b) && d.err == "" {
+		nodeLen := d.uvarint()
+		if nodeLen > maxNodeIDLen || uint64(len(b)-d.off) < nodeLen {
+			d.fail("bad node id")
+			break
+		}
+		node := string(b[d.off : d.off+int(nodeLen)])
+		d.off += int(nodeLen)
+		seq := d.beUint64()
+		n := d.uvarint()
+		if d.err != "" || uint64(len(b)-d.off) < n {
+			d.fail("truncated segment")
+			break
+		}
+		segs = append(segs, BatchSegment{Ref: SegmentRef{Node: node, Seq: seq}, Data: b[d.off : d.off+int(n)]})
+		d.off += int(n)
+	}
+	if d.err != "" {
+		return nil, fmt.Errorf("cannot read batch: %w: %s", ErrCorruptSegment, d.err)
+	}
+	return segs, nil
+}
+
+func (d *decoder) beUint64() uint64 {
+	if len(d.b)-d.off < 8 {
+		d.fail("truncated")
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b[d.off:])
+	d.off += 8
+	return v
+}

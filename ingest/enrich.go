@@ -1,0 +1,145 @@
+package ingest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/medama-io/go-useragent"
+	"github.com/medama-io/go-useragent/agents"
+	"github.com/oschwald/maxminddb-golang"
+	"github.com/x-way/crawlerdetect"
+)
+
+// uaCacheSize bounds the user-agent cache. Real traffic has a few thousand
+// distinct user agents; when the cache fills it is simply cleared.
+const uaCacheSize = 8192
+
+// uaInfo is what a user agent tells us.
+type uaInfo struct {
+	browser, os, device string
+	bot                 bool
+}
+
+// enricher turns raw request inputs into event fields. It is used only by
+// the writer goroutine, so its cache needs no lock.
+type enricher struct {
+	parser  *useragent.Parser
+	cache   map[string]uaInfo
+	geo     *maxminddb.Reader
+	ip16    [16]byte
+}
+
+func newEnricher(geoIPPath string) (*enricher, error) {
+	e := &enricher{
+		parser: useragent.NewParser(), // shared, read-only after first use
+		cache:  make(map[string]uaInfo, 256),
+	}
+	if geoIPPath != "" {
+		db, err := maxminddb.Open(geoIPPath)
+		if err != nil {
+			return nil, fmt.Errorf("cannot open GeoIP database: %w", err)
+		}
+		e.geo = db
+	}
+	return e, nil
+}
+
+func (e *enricher) close() {
+	if e.geo != nil {
+		e.geo.Close()
+	}
+}
+
+// userAgent classifies a user agent, from the cache when it can.
+func (e *enricher) userAgent(ua []byte) uaInfo {
+	if info, ok := e.cache[string(ua)]; ok { // no allocation for the lookup
+		return info
+	}
+	info := e.classify(string(ua))
+	if len(e.cache) >= uaCacheSize {
+		clear(e.cache)
+	}
+	e.cache[string(ua)] = info
+	return info
+}
+
+func (e *enricher) classify(ua string) uaInfo {
+	if ua == "" {
+		return uaInfo{bot: true}
+	}
+	parsed := e.parser.Parse(ua)
+	info := uaInfo{
+		browser: string(parsed.Browser()),
+		os:      string(parsed.OS()),
+		device:  deviceClass(parsed.Device()),
+	}
+	info.bot = parsed.IsBot() || parsed.Device() == agents.DeviceBot ||
+		bytes.Contains(bytes.ToLower([]byte(ua)), []byte("headless")) ||
+		crawlerdetect.IsCrawler(ua) // the package's shared, read-only pattern set
+	return info
+}
+
+func deviceClass(d agents.Device) string {
+	switch d {
+	case agents.DeviceDesktop:
+		return "desktop"
+	case agents.DeviceMobile:
+		return "mobile"
+	case agents.DeviceTablet:
+		return "tablet"
+	case agents.DeviceTV:
+		return "tv"
+	}
+	return ""
+}
+
+// geoRecord reads both MaxMind's layout (country.iso_code) and the
+// ip-location-db layout (country_code).
+type geoRecord struct {
+	Country struct {
+		ISOCode string `maxminddb:"iso_code"`
+	} `maxminddb:"country"`
+	CountryCode string `maxminddb:"country_code"`
+}
+
+// country looks ip up in the GeoIP database, if there is one.
+func (e *enricher) country(ip netip.Addr) string {
+	if e.geo == nil || !ip.IsValid() {
+		return ""
+	}
+	var rec geoRecord
+	e.ip16 = ip.As16()
+	var nip net.IP = e.ip16[:]
+	if ip.Is4() {
+		nip = e.ip16[12:]
+	}
+	if err := e.geo.Lookup(nip, &rec); err != nil {
+		return ""
+	}
+	c := rec.Country.ISOCode
+	if c == "" {
+		c = rec.CountryCode
+	}
+	code := countryCode([]byte(c))
+	if code == [2]byte{} {
+		return ""
+	}
+	return countryString(code)
+}
+
+// countryString returns a shared string for a two-letter code, so events
+// do not allocate one each.
+func countryString(c [2]byte) string {
+	i := int(c[0]-'A')*26 + int(c[1]-'A')
+	return countryStrings[i]
+}
+
+var countryStrings = func() [26 * 26]string {
+	var s [26 * 26]string
+	for i := range s {
+		s[i] = string([]byte{byte('A' + i/26), byte('A' + i%26)})
+	}
+	return s
+}()

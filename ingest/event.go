@@ -1,0 +1,106 @@
+package ingest
+
+// Kind says which family and type an Event belongs to.
+type Kind uint8
+
+// Event kinds. Clicks come from redirects; the others from /api/event.
+const (
+	KindClick      Kind = 1
+	KindPageview   Kind = 2
+	KindEngagement Kind = 3
+	KindCustom     Kind = 4
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindClick:
+		return "click"
+	case KindPageview:
+		return "pageview"
+	case KindEngagement:
+		return "engagement"
+	case KindCustom:
+		return "custom"
+	}
+	return "unknown"
+}
+
+func (k Kind) valid() bool { return k >= KindClick && k <= KindCustom }
+
+// Event flags.
+const (
+	// FlagBot marks an event from a crawler, a headless browser or a client
+	// without a user agent. Bots are stored and counted apart, never dropped.
+	FlagBot uint8 = 1 << 0
+	// FlagNonInteractive marks an event sent with "i": false; it does not
+	// affect bounce rate.
+	FlagNonInteractive uint8 = 1 << 1
+	flagsKnown               = FlagBot | FlagNonInteractive
+)
+
+// Limits on event fields. The endpoint rejects (400) anything longer; the
+// decoder treats longer fields as corruption.
+const (
+	MaxNameLen     = 120  // event name, as Plausible
+	MaxPathLen     = 2000 // path, as Plausible's pathname limit
+	MaxHostLen     = 253  // referrer host
+	MaxUTMLen      = 300  // each UTM value
+	MaxCodeLen     = 64   // link code
+	MaxSiteIDLen   = 64   // site id
+	MaxShortLen    = 64   // node, region, country, device, browser, OS
+	MaxProps       = 30   // custom properties per event, as Plausible
+	MaxPropKeyLen  = 300  // as Plausible
+	MaxPropValLen  = 2000 // as Plausible
+	maxEngagedMS   = 30 * 24 * 60 * 60 * 1000
+	maxScrollDepth = 100
+)
+
+// Prop is one custom property of a site event.
+type Prop struct {
+	Key, Value string
+}
+
+// Event is one click, pageview, engagement or custom event. Clicks use
+// Code; site events use SiteID, Name, Path, ClientTime, ScreenWidth,
+// EngagedMS, ScrollDepth and Props. There is deliberately no field for an
+// IP address, a cookie, a full URL or a full referrer.
+type Event struct {
+	Kind  Kind
+	Flags uint8
+	ID    [16]byte // random; the aggregator deduplicates on it
+	Time  int64    // server receive time, Unix milliseconds
+	// ClientTime is the tracker's clock (Unix ms) when it sent one; 0 if not.
+	ClientTime  int64
+	VisitorHash uint64 // keyed hash of (daily salt, site or code, IP, UA)
+
+	Code   string // short-link code (clicks)
+	SiteID string // site id (site events)
+	Name   string // "pageview", "engagement" or a custom name (site events)
+	Node   string // node that captured the event
+	Region string // region of that node
+
+	Path         string // page path without query string (site events)
+	ReferrerHost string // host of the referrer, nothing more
+
+	UTMSource, UTMMedium, UTMCampaign, UTMTerm, UTMContent string
+
+	Country string // ISO 3166-1 alpha-2, or empty
+	Device  string // "desktop", "mobile", "tablet", "tv" or empty
+	Browser string
+	OS      string
+
+	ScreenWidth uint32 // CSS pixels, when the tracker sends it
+	EngagedMS   uint64 // visible time on page (engagement events)
+	ScrollDepth uint8  // 0-100 percent (engagement events)
+
+	Props []Prop // at most MaxProps (site events)
+}
+
+// Bot reports whether the event carries the bot flag.
+func (ev *Event) Bot() bool { return ev.Flags&FlagBot != 0 }
+
+// Reset clears ev for reuse, keeping the Props capacity.
+func (ev *Event) Reset() {
+	props := ev.Props[:0]
+	*ev = Event{Props: props}
+}

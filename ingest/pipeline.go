@@ -1,0 +1,351 @@
+package ingest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// Config configures a Pipeline. Zero values take the defaults noted.
+type Config struct {
+	Dir             string        // segment folder (DATA_DIR/segments)
+	NodeID, Region  string        // NodeID must stay with Dir: (NodeID, seq) names a segment forever
+	SegmentMaxBytes int64         // rotate by size (default 8 MiB)
+	SegmentMaxAge   time.Duration // rotate by age (default 2s; bounds aggregator freshness)
+	SyncInterval    time.Duration // group fsync interval (default 200ms) = loss window on a crash
+	MaxPendingBytes int64         // byte cap on unshipped data (default 1 GiB); past it new events are dropped and counted
+	QueueSize       int           // bounded in-memory event queue (default 65536); full -> drop + count, never block
+
+	AggregatorURL string // shipper POSTs batches to AggregatorURL+ShipPath; empty: segments accumulate
+	ShipToken     string // sent as "Authorization: Bearer ..." to the aggregator
+	// ShipBatchMaxBytes bounds the raw segment bytes in one POST (default
+	// 4 MiB); a single larger segment still goes alone.
+	ShipBatchMaxBytes int64
+	ShipMaxBackoff    time.Duration // retry backoff ceiling (default 30s)
+	HTTPClient        *http.Client  // default: a client with a 30s timeout
+
+	TrustedProxies []netip.Prefix // X-Forwarded-For / CountryHeader honoured only from these
+	CountryHeader  string         // e.g. "CF-IPCountry"
+	GeoIPPath      string         // optional MaxMind-format country database
+
+	// Rate limits of /api/event, in events per second with a burst. Zero
+	// takes the default (site: 1000/s, burst 2000; IP: 20/s, burst 100).
+	SiteRate, SiteBurst float64
+	IPRate, IPBurst     float64
+	// MaxBodyBytes bounds an /api/event body (default 64 KiB); larger is 413.
+	MaxBodyBytes int
+
+	Sites   *Sites     // in-memory site table, kept current by the node
+	Salts   SaltSource // daily salt; default LocalSalts
+	Logger  *slog.Logger
+	Metrics *metrics.Set
+	Now     func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.SegmentMaxBytes <= 0 {
+		c.SegmentMaxBytes = 8 << 20
+	}
+	if c.SegmentMaxAge <= 0 {
+		c.SegmentMaxAge = 2 * time.Second
+	}
+	if c.SyncInterval <= 0 {
+		c.SyncInterval = 200 * time.Millisecond
+	}
+	if c.MaxPendingBytes <= 0 {
+		c.MaxPendingBytes = 1 << 30
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = 65536
+	}
+	if c.ShipBatchMaxBytes <= 0 {
+		c.ShipBatchMaxBytes = 4 << 20
+	}
+	if c.ShipMaxBackoff <= 0 {
+		c.ShipMaxBackoff = 30 * time.Second
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if c.SiteRate <= 0 {
+		c.SiteRate = 1000
+	}
+	if c.SiteBurst <= 0 {
+		c.SiteBurst = 2000
+	}
+	if c.IPRate <= 0 {
+		c.IPRate = 20
+	}
+	if c.IPBurst <= 0 {
+		c.IPBurst = 100
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 64 << 10
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewSet()
+	}
+	if c.Sites == nil {
+		c.Sites = NewSites()
+	}
+	if c.Salts == nil {
+		c.Salts = NewLocalSalts(c.Now)
+	}
+}
+
+// Pipeline captures events, writes them to segment files and ships sealed
+// segments. It is safe for concurrent use.
+type Pipeline struct {
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+	m     *pipelineMetrics
+	queue chan *pending
+	pool  sync.Pool
+
+	closed     atomic.Bool
+	stopWriter chan struct{}
+	writerDone chan struct{}
+
+	// Used only by the writer goroutine.
+	seg    *segmentWriter
+	enrich *enricher
+	rng    *mrand.ChaCha8
+	hashIn []byte
+
+	pendingBytes   atomic.Int64
+	oldestSealedMs atomic.Int64 // created time of the oldest sealed segment, 0 if none
+	openCreatedMs  atomic.Int64 // created time of the open segment, 0 if none
+
+	limits  *rateLimits
+	ship    *shipper
+	script  scriptAsset
+	closeMu sync.Mutex
+}
+
+// Open recovers the segment folder (cutting any torn tail), then starts the
+// writer and shipper goroutines.
+func Open(cfg Config) (*Pipeline, error) {
+	if cfg.Dir == "" || cfg.NodeID == "" {
+		return nil, errors.New("cannot open ingest pipeline: Dir and NodeID are required")
+	}
+	if len(cfg.NodeID) > maxNodeIDLen {
+		return nil, errors.New("cannot open ingest pipeline: NodeID longer than 255 bytes")
+	}
+	cfg.setDefaults()
+	p := &Pipeline{
+		cfg:        cfg,
+		log:        cfg.Logger.With("component", "ingest"),
+		now:        cfg.Now,
+		queue:      make(chan *pending, cfg.QueueSize),
+		stopWriter: make(chan struct{}),
+		writerDone: make(chan struct{}),
+		script:     newScriptAsset(),
+	}
+	p.pool.New = func() any { return new(pending) }
+	p.m = newPipelineMetrics(cfg.Metrics, p)
+	var seed [32]byte
+	_, _ = rand.Read(seed[:])
+	p.rng = mrand.NewChaCha8(seed)
+	p.limits = newRateLimits(cfg.SiteRate, cfg.SiteBurst, cfg.IPRate, cfg.IPBurst)
+
+	enrich, err := newEnricher(cfg.GeoIPPath)
+	if err != nil {
+		return nil, err
+	}
+	p.enrich = enrich
+	p.seg = &segmentWriter{
+		dir: cfg.Dir, nodeID: cfg.NodeID,
+		maxBytes: cfg.SegmentMaxBytes, maxAge: cfg.SegmentMaxAge, capBytes: cfg.MaxPendingBytes,
+		now: cfg.Now, log: p.log, pending: &p.pendingBytes,
+	}
+	if err := p.seg.recoverDir(); err != nil {
+		enrich.close()
+		return nil, fmt.Errorf("cannot open ingest pipeline: %w", err)
+	}
+	p.ship = newShipper(p)
+	p.seg.onSeal = func(seq uint64, records int) {
+		p.openCreatedMs.Store(0)
+		p.ship.wake()
+	}
+	go p.runWriter()
+	p.ship.start()
+	p.log.Info("ingest pipeline open", "dir", cfg.Dir, "node", cfg.NodeID,
+		"pending_bytes", p.pendingBytes.Load(), "next_seq", p.seg.nextSeq)
+	return p, nil
+}
+
+// enqueue hands a filled pending event to the writer, or drops it.
+func (p *Pipeline) enqueue(pe *pending) bool {
+	select {
+	case p.queue <- pe:
+		return true
+	default:
+		p.m.drop(DropQueueFull)
+		p.release(pe)
+		return false
+	}
+}
+
+func (p *Pipeline) release(pe *pending) {
+	pe.reset()
+	p.pool.Put(pe)
+}
+
+// runWriter is the only goroutine that touches segment files.
+func (p *Pipeline) runWriter() {
+	defer close(p.writerDone)
+	tick := time.NewTicker(min(p.cfg.SyncInterval, p.cfg.SegmentMaxAge))
+	defer tick.Stop()
+	for {
+		select {
+		case pe := <-p.queue:
+			p.write(pe)
+			p.drainQueue(writeBufBytes / 64)
+			// The queue is momentarily empty: hand the batch to the kernel,
+			// so a process crash loses at most what is still queued.
+			p.handleErr(p.seg.flush())
+		case <-tick.C:
+			p.handleErr(p.seg.sync())
+			if p.seg.dueForAge() {
+				p.handleErr(p.seg.seal())
+			}
+		case <-p.stopWriter:
+			p.drainQueue(-1)
+			p.handleErr(p.seg.close())
+			p.openCreatedMs.Store(0)
+			return
+		}
+	}
+}
+
+// drainQueue writes queued events without blocking, at most limit of them
+// (all when limit < 0).
+func (p *Pipeline) drainQueue(limit int) {
+	for i := 0; limit < 0 || i < limit; i++ {
+		select {
+		case pe := <-p.queue:
+			p.write(pe)
+		default:
+			return
+		}
+	}
+}
+
+// write enriches one event, hashes the visitor, forgets the IP and appends
+// the event to the open segment.
+func (p *Pipeline) write(pe *pending) {
+	ev := &pe.ev
+	p.finish(pe)
+	hadFile := p.seg.f != nil
+	err := p.seg.append(ev)
+	if !hadFile && p.seg.f != nil {
+		p.openCreatedMs.Store(p.seg.created.UnixMilli())
+	}
+	switch {
+	case err == nil:
+		p.m.written.Inc()
+		if ev.Bot() {
+			p.m.bots.Inc()
+		}
+	case errors.Is(err, errDiskCap):
+		p.m.drop(DropDiskCap)
+	default:
+		p.m.drop(DropIOError)
+		p.handleErr(err)
+	}
+	p.release(pe)
+}
+
+// finish fills in what the edge request did not carry directly: node,
+// region, event id, browser, OS, device, bot flag, country and the visitor
+// hash. After it the IP is gone.
+func (p *Pipeline) finish(pe *pending) {
+	ev := &pe.ev
+	ev.Node, ev.Region = p.cfg.NodeID, p.cfg.Region
+	_, _ = p.rng.Read(ev.ID[:])
+	info := p.enrich.userAgent(pe.ua)
+	ev.Browser, ev.OS, ev.Device = info.browser, info.os, info.device
+	if info.bot {
+		ev.Flags |= FlagBot
+	}
+	if pe.country != ([2]byte{}) {
+		ev.Country = countryString(pe.country)
+	} else {
+		ev.Country = p.enrich.country(pe.ip)
+	}
+	scope := ev.SiteID
+	if ev.Kind == KindClick {
+		scope = ev.Code
+	}
+	salt := p.cfg.Salts.Salt(time.UnixMilli(ev.Time))
+	ev.VisitorHash, p.hashIn = visitorHash(salt, scope, pe.ip, pe.ua, p.hashIn)
+	clear(p.hashIn)
+	pe.ip = netip.Addr{}
+}
+
+// handleErr logs a writer error and counts the records a failed write lost.
+func (p *Pipeline) handleErr(err error) {
+	if err == nil {
+		return
+	}
+	var we *writeError
+	if errors.As(err, &we) {
+		p.m.dropped[DropIOError].Add(we.dropped)
+	}
+	p.log.Error("segment write failed", "err", err)
+}
+
+// Close stops accepting events, drains the queue into the segment, fsyncs
+// and seals it, and stops the shipper. Unshipped segments stay on disk for
+// the next Open. Callers stop their HTTP servers first; an event captured
+// after Close is dropped and counted.
+func (p *Pipeline) Close(ctx context.Context) error {
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	if p.closed.Swap(true) {
+		return nil
+	}
+	close(p.stopWriter)
+	var err error
+	select {
+	case <-p.writerDone:
+	case <-ctx.Done():
+		err = fmt.Errorf("cannot close ingest pipeline: %w", ctx.Err())
+	}
+	p.ship.stop()
+	if err == nil {
+		// Stragglers that slipped in after the writer drained.
+		p.dropQueued()
+		p.enrich.close()
+	}
+	return err
+}
+
+func (p *Pipeline) dropQueued() {
+	for {
+		select {
+		case pe := <-p.queue:
+			p.m.drop(DropClosed)
+			p.release(pe)
+		default:
+			return
+		}
+	}
+}

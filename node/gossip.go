@@ -1,0 +1,231 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Meta is what every node advertises through gossip. Gossip is a hint for
+// routing and health; Raft decides membership.
+type Meta struct {
+	Name      string `json:"n"`
+	Region    string `json:"r"`
+	Roles     []Role `json:"o"`
+	RaftAddr  string `json:"ra"`
+	HTTPAddr  string `json:"h"`
+	AdminAddr string `json:"a"`
+	Version   string `json:"v"`
+}
+
+// Member is one gossip member as `waymark members` shows it.
+type Member struct {
+	Meta
+	Addr   string `json:"gossip_addr"`
+	Status string `json:"status"` // alive, suspect, dead, left
+}
+
+// MemberEvent reports a change in gossip membership to the reconciler.
+type MemberEvent struct {
+	Member Member
+	At     time.Time
+}
+
+// GossipConfig configures the memberlist layer.
+type GossipConfig struct {
+	BindAddr  string // host:port, port 0 picks one
+	SecretKey []byte // 16, 24 or 32 bytes; nil disables encryption (dev only)
+	Meta      Meta
+	Logger    *slog.Logger
+	Events    chan<- MemberEvent // non-blocking sends; the periodic reconcile catches drops
+}
+
+// Gossip wraps memberlist and remembers every member it has heard of,
+// including dead and left ones, so operators can see them.
+type Gossip struct {
+	ml    *memberlist.Memberlist
+	cfg   GossipConfig
+	meta  []byte
+	mu    sync.Mutex
+	known map[string]Member
+	// leaving holds members that announced a graceful leave; memberlist's
+	// leave notification does not say whether a node left or died.
+	leaving map[string]bool
+	events  chan<- MemberEvent
+}
+
+// StartGossip binds the gossip ports and starts memberlist.
+func StartGossip(cfg GossipConfig) (*Gossip, error) {
+	host, portStr, err := net.SplitHostPort(cfg.BindAddr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot parse --gossip-addr %q: %w", cfg.BindAddr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot parse --gossip-addr port %q: %w", portStr, err)
+	}
+	meta, err := json.Marshal(cfg.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode gossip metadata: %w", err)
+	}
+	if len(meta) > memberlist.MetaMaxSize {
+		return nil, fmt.Errorf("cannot gossip: metadata is %d bytes; memberlist allows %d", len(meta), memberlist.MetaMaxSize)
+	}
+	g := &Gossip{cfg: cfg, meta: meta, known: map[string]Member{}, leaving: map[string]bool{}, events: cfg.Events}
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = cfg.Meta.Name
+	mc.BindAddr = host
+	mc.BindPort = port
+	mc.AdvertisePort = 0
+	mc.SecretKey = cfg.SecretKey
+	mc.Delegate = g
+	mc.Events = g
+	mc.LogOutput = slogWriter{cfg.Logger}
+	if g.ml, err = memberlist.Create(mc); err != nil {
+		return nil, fmt.Errorf("cannot start gossip on %q: %w", cfg.BindAddr, err)
+	}
+	return g, nil
+}
+
+// Addr is the bound gossip address.
+func (g *Gossip) Addr() string {
+	n := g.ml.LocalNode()
+	return net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+}
+
+// Join contacts existing members; it succeeds if any one answers.
+func (g *Gossip) Join(addrs []string) (int, error) {
+	n, err := g.ml.Join(addrs)
+	if err != nil && n == 0 {
+		return 0, fmt.Errorf("cannot join %v: %w", addrs, err)
+	}
+	return n, nil
+}
+
+// leaveIntent is the one user message gossip carries: "I am leaving".
+const leaveIntent = "leave:"
+
+// Leave announces departure and stops gossiping.
+func (g *Gossip) Leave(timeout time.Duration) error {
+	msg := []byte(leaveIntent + g.cfg.Meta.Name)
+	for _, n := range g.ml.Members() {
+		if n.Name != g.cfg.Meta.Name {
+			g.ml.SendReliable(n, msg)
+		}
+	}
+	if err := g.ml.Leave(timeout); err != nil {
+		return fmt.Errorf("cannot leave gossip: %w", err)
+	}
+	return g.ml.Shutdown()
+}
+
+// Members lists every member ever seen, by name.
+func (g *Gossip) Members() []Member {
+	g.mu.Lock()
+	out := make([]Member, 0, len(g.known))
+	for _, m := range g.known {
+		out = append(out, m)
+	}
+	g.mu.Unlock()
+	for _, n := range g.ml.Members() { // refresh suspect/alive from the live view
+		for i := range out {
+			if out[i].Name == n.Name {
+				out[i].Status = stateName(n.State)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func stateName(s memberlist.NodeStateType) string {
+	switch s {
+	case memberlist.StateAlive:
+		return "alive"
+	case memberlist.StateSuspect:
+		return "suspect"
+	case memberlist.StateDead:
+		return "dead"
+	case memberlist.StateLeft:
+		return "left"
+	}
+	return "unknown"
+}
+
+func (g *Gossip) record(n *memberlist.Node, status string) {
+	var meta Meta
+	if err := json.Unmarshal(n.Meta, &meta); err != nil {
+		g.cfg.Logger.Warn("ignoring gossip member with bad metadata", "member", n.Name, "err", err)
+		return
+	}
+	m := Member{Meta: meta, Addr: net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port))), Status: status}
+	g.mu.Lock()
+	g.known[n.Name] = m
+	g.mu.Unlock()
+	if g.events != nil {
+		select {
+		case g.events <- MemberEvent{Member: m, At: time.Now()}:
+		default: // the periodic full reconcile picks it up
+		}
+	}
+}
+
+// memberlist.EventDelegate
+func (g *Gossip) NotifyJoin(n *memberlist.Node) {
+	g.mu.Lock()
+	delete(g.leaving, n.Name)
+	g.mu.Unlock()
+	g.record(n, "alive")
+}
+func (g *Gossip) NotifyUpdate(n *memberlist.Node) { g.record(n, "alive") }
+func (g *Gossip) NotifyLeave(n *memberlist.Node) {
+	g.mu.Lock()
+	left := g.leaving[n.Name]
+	g.mu.Unlock()
+	status := "dead"
+	if left || n.State == memberlist.StateLeft {
+		status = "left"
+	}
+	g.record(n, status)
+}
+
+// memberlist.Delegate
+func (g *Gossip) NodeMeta(limit int) []byte { return g.meta }
+func (g *Gossip) NotifyMsg(b []byte) {
+	if name, ok := strings.CutPrefix(string(b), leaveIntent); ok {
+		g.mu.Lock()
+		g.leaving[name] = true
+		g.mu.Unlock()
+	}
+}
+func (g *Gossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (g *Gossip) LocalState(join bool) []byte                { return nil }
+func (g *Gossip) MergeRemoteState(buf []byte, join bool)     {}
+
+// slogWriter forwards memberlist's log lines to slog at debug level.
+type slogWriter struct{ l *slog.Logger }
+
+var _ io.Writer = slogWriter{}
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	if w.l != nil {
+		w.l.Debug(string(trimNewline(p)), "component", "gossip")
+	}
+	return len(p), nil
+}
+
+func trimNewline(p []byte) []byte {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return p
+}

@@ -1,0 +1,89 @@
+package node
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+)
+
+func startTestGossip(t *testing.T, name, region string, key []byte) *Gossip {
+	t.Helper()
+	g, err := StartGossip(GossipConfig{
+		BindAddr:  "127.0.0.1:0",
+		SecretKey: key,
+		Meta:      Meta{Name: name, Region: region, Roles: []Role{RoleVoter}, Version: Version},
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.ml.Shutdown() })
+	return g
+}
+
+// Three real memberlist instances over loopback find each other from one
+// seed and carry each other's metadata; a graceful leave shows as "left".
+func TestGossipMembership(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	var gs []*Gossip
+	for i, region := range []string{"us", "eu", "ap"} {
+		gs = append(gs, startTestGossip(t, fmt.Sprintf("n%d", i), region, key))
+	}
+	for _, g := range gs[1:] {
+		if _, err := g.Join([]string{gs[0].Addr()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "all members alive everywhere", 10*time.Second, func() bool {
+		for _, g := range gs {
+			alive := 0
+			for _, m := range g.Members() {
+				if m.Status == "alive" {
+					alive++
+				}
+			}
+			if alive != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, m := range gs[0].Members() {
+		if m.Name == "n1" && (m.Region != "eu" || len(m.Roles) != 1 || m.Roles[0] != RoleVoter) {
+			t.Fatalf("metadata of n1: got %+v; want region eu, roles [voter]", m.Meta)
+		}
+	}
+	if err := gs[2].Leave(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "n2 shown as left", 10*time.Second, func() bool {
+		for _, m := range gs[0].Members() {
+			if m.Name == "n2" {
+				return m.Status == "left"
+			}
+		}
+		return false
+	})
+}
+
+// A member with the wrong cluster key cannot join.
+func TestGossipWrongKeyRefused(t *testing.T) {
+	a := startTestGossip(t, "a", "us", []byte("0123456789abcdef0123456789abcdef"))
+	b := startTestGossip(t, "b", "us", []byte("fedcba9876543210fedcba9876543210"))
+	if _, err := b.Join([]string{a.Addr()}); err == nil {
+		t.Fatal("join with a different cluster key succeeded; want an error")
+	}
+}
+
+func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

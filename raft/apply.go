@@ -1,0 +1,134 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/waymark/waymark/store"
+)
+
+// applier carries one batch's state through the commands that apply to it.
+// Every apply method checks before it writes (as store's Batch methods do),
+// so a refused command leaves nothing behind in the batch.
+type applier struct {
+	st      *store.Store
+	b       *store.Batch
+	changed []string                     // link codes to evict from caches
+	sites   []store.Site                 // sites to announce
+	idem    map[string]store.Idempotency // idempotency records written earlier in this batch
+	failed  error                        // the store itself failed; the batch must not commit
+}
+
+func newApplier(st *store.Store, b *store.Batch) *applier {
+	return &applier{st: st, b: b}
+}
+
+// isCommandError reports whether err is a command being refused, as
+// opposed to the store failing.
+func isCommandError(err error) bool {
+	for _, e := range [...]error{
+		store.ErrCodeTaken, store.ErrNotFound, store.ErrPermanentRedirect,
+		store.ErrDomainTaken, store.ErrRangeExhausted, store.ErrRegionSpaceFull,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// reject records err as the command's answer; a store failure also stops
+// the batch.
+func (a *applier) reject(res *applyResult, err error) {
+	res.Err = err
+	if !isCommandError(err) {
+		a.failed = err
+	}
+}
+
+// idempotency looks up a record as of this batch: the store has no batch
+// read for idempotency records, so records written earlier in the batch
+// are tracked here.
+func (a *applier) idempotency(owner, key string) (store.Idempotency, bool, error) {
+	if rec, ok := a.idem[owner+"\x00"+key]; ok {
+		return rec, true, nil
+	}
+	return a.st.Idempotency(owner, key)
+}
+
+// idempotencyExpired reports whether rec is past its TTL at now (the new
+// request's time, carried in the command so every node agrees).
+func idempotencyExpired(rec *store.Idempotency, now int64) bool {
+	return now != 0 && rec.CreatedAt+store.IdempotencyTTL <= now
+}
+
+func (c *createLinkCmd) apply(a *applier, index uint64, res *applyResult) {
+	if c.Idem != nil {
+		rec, found, err := a.idempotency(c.Idem.Owner, c.Idem.Key)
+		if err != nil {
+			a.reject(res, err)
+			return
+		}
+		if found && !idempotencyExpired(&rec, c.Idem.Record.CreatedAt) {
+			res.Existing = &rec
+			return
+		}
+	}
+	l := c.Link
+	l.Index = index
+	if err := a.b.CreateLink(&l); err != nil {
+		a.reject(res, fmt.Errorf("cannot create link %q: %w", l.Code, err))
+		return
+	}
+	if c.Idem != nil {
+		if err := a.b.PutIdempotency(c.Idem.Owner, c.Idem.Key, &c.Idem.Record); err != nil {
+			a.reject(res, err)
+			return
+		}
+		if a.idem == nil {
+			a.idem = make(map[string]store.Idempotency)
+		}
+		a.idem[c.Idem.Owner+"\x00"+c.Idem.Key] = c.Idem.Record
+	}
+	res.Link = l
+	a.changed = append(a.changed, l.Code)
+}
+
+func (c *updateLinkCmd) apply(a *applier, index uint64, res *applyResult) {
+	l, err := a.b.UpdateLink(&c.Patch, index)
+	if err != nil {
+		a.reject(res, err)
+		return
+	}
+	res.Link = l
+	a.changed = append(a.changed, l.Code)
+}
+
+func (c *createOwnerCmd) apply(a *applier, _ uint64, res *applyResult) {
+	if err := a.b.PutOwner(&c.Owner, c.Key); err != nil {
+		a.reject(res, err)
+	}
+}
+
+func (c *createSiteCmd) apply(a *applier, _ uint64, res *applyResult) {
+	if err := a.b.PutSite(&c.Site); err != nil {
+		a.reject(res, err)
+		return
+	}
+	a.sites = append(a.sites, c.Site)
+}
+
+func (c *allocBlockCmd) apply(a *applier, _ uint64, res *applyResult) {
+	blk, _, err := a.b.AllocBlock(c.Region, c.Size)
+	if err != nil {
+		a.reject(res, err)
+		return
+	}
+	res.Block = blk
+}
+
+func (c *setSecretCmd) apply(a *applier, _ uint64, res *applyResult) {
+	if err := a.b.SetSecret(c.Key); err != nil {
+		a.reject(res, err)
+	}
+}

@@ -1,0 +1,386 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/waymark/waymark/store"
+)
+
+// A log entry's Data is a command: a three-byte header, then the payload.
+//
+//	type    byte  what the command does (cmdType); never renumbered or reused
+//	version byte  payload layout of that type, starting at 1
+//	flags   byte  bit 0 = skippable; other bits are ignored
+//	payload ...   per type and version, see the append* encoders
+//
+// A node that meets a type or version it does not know skips the entry if
+// the writer marked it skippable (a rolling upgrade can then add optional
+// commands) and otherwise reports a broken invariant for that entry.
+const headerLen = 3
+
+// cmdType names a command in the log.
+type cmdType byte
+
+const (
+	cmdCreateLink  cmdType = 1
+	cmdUpdateLink  cmdType = 2
+	cmdCreateOwner cmdType = 3
+	cmdCreateSite  cmdType = 4
+	cmdAllocBlock  cmdType = 5
+	cmdSetSecret   cmdType = 6
+)
+
+// flagSkippable lets a node that does not know the command skip it.
+const flagSkippable byte = 1 << 0
+
+// errUnknownCommand means the type or version is newer than this node.
+var errUnknownCommand = errors.New("unknown command")
+
+// command is one decoded log command. apply lives in apply.go.
+type command interface {
+	kind() cmdType
+	appendPayload(dst []byte) []byte
+	apply(a *applier, index uint64, res *applyResult)
+}
+
+// commandSpec is one row of the dispatch table.
+type commandSpec struct {
+	name    string
+	version byte // newest payload version this node reads and writes
+	flags   byte // flags this node sets when it writes the command
+	decode  func(version byte, payload []byte) (command, error)
+}
+
+// commandTable maps each type to its decoder; the decoded command applies
+// itself. It is read-only after init.
+var commandTable = map[cmdType]commandSpec{
+	cmdCreateLink:  {name: "create_link", version: 1, decode: decodeCreateLink},
+	cmdUpdateLink:  {name: "update_link", version: 1, decode: decodeUpdateLink},
+	cmdCreateOwner: {name: "create_owner", version: 1, decode: decodeCreateOwner},
+	cmdCreateSite:  {name: "create_site", version: 1, decode: decodeCreateSite},
+	cmdAllocBlock:  {name: "alloc_block", version: 1, decode: decodeAllocBlock},
+	cmdSetSecret:   {name: "set_secret", version: 1, decode: decodeSetSecret},
+}
+
+// header is the fixed start of every command.
+type header struct {
+	typ     cmdType
+	version byte
+	flags   byte
+}
+
+func (h header) skippable() bool { return h.flags&flagSkippable != 0 }
+
+// appendCommand appends c with its header to dst.
+func appendCommand(dst []byte, c command) []byte {
+	spec := commandTable[c.kind()]
+	dst = append(dst, byte(c.kind()), spec.version, spec.flags)
+	return c.appendPayload(dst)
+}
+
+// decodeCommand splits data into header and command. It returns
+// errUnknownCommand (with a valid header) for a type or version this node
+// does not know, and an error wrapping store.ErrCorrupt for bad bytes. It
+// never panics.
+func decodeCommand(data []byte) (header, command, error) {
+	if len(data) < headerLen {
+		return header{}, nil, fmt.Errorf("cannot decode command: %w: %d bytes", store.ErrCorrupt, len(data))
+	}
+	h := header{typ: cmdType(data[0]), version: data[1], flags: data[2]}
+	spec, ok := commandTable[h.typ]
+	if !ok || h.version == 0 || h.version > spec.version {
+		return h, nil, fmt.Errorf("cannot decode command type %d version %d: %w", h.typ, h.version, errUnknownCommand)
+	}
+	c, err := spec.decode(h.version, data[headerLen:])
+	if err != nil {
+		return h, nil, err
+	}
+	return h, c, nil
+}
+
+func corrupt(name string) error {
+	return fmt.Errorf("cannot decode %s command: %w", name, store.ErrCorrupt)
+}
+
+// validStatus reports whether s is a status this build knows.
+func validStatus(s store.Status) bool {
+	_, ok := store.ParseStatus(s.String())
+	return ok
+}
+
+// createLinkCmd creates a link, optionally with the idempotency record that
+// answers a retry of the same request.
+type createLinkCmd struct {
+	Link store.Link // Index is set by the FSM, not carried
+	Idem *store.IdempotencyWrite
+}
+
+func (c *createLinkCmd) kind() cmdType { return cmdCreateLink }
+
+// appendCreateLink encodes a CreateLink command.
+func appendCreateLink(dst []byte, l *store.Link, idem *store.IdempotencyWrite) []byte {
+	return appendCommand(dst, &createLinkCmd{Link: *l, Idem: idem})
+}
+
+func (c *createLinkCmd) appendPayload(dst []byte) []byte {
+	l := &c.Link
+	dst = appendString(dst, l.Code)
+	dst = appendString(dst, l.URL)
+	dst = appendString(dst, l.Owner)
+	dst = appendVarints(dst, l.CreatedAt, l.UpdatedAt, l.ExpiresAt, l.ClickLimit)
+	dst = append(dst, byte(l.Status))
+	dst = appendUvarint(dst, uint64(l.Redirect))
+	if c.Idem == nil {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	dst = appendString(dst, c.Idem.Owner)
+	dst = appendString(dst, c.Idem.Key)
+	rec := &c.Idem.Record
+	dst = append(dst, rec.RequestHash[:]...)
+	dst = appendUvarint(dst, uint64(rec.Status))
+	dst = appendBytes(dst, rec.Response)
+	return appendVarints(dst, rec.CreatedAt)
+}
+
+func decodeCreateLink(_ byte, p []byte) (command, error) {
+	r := reader{b: p}
+	c := &createLinkCmd{}
+	l := &c.Link
+	l.Code = r.string()
+	l.URL = r.string()
+	l.Owner = r.string()
+	l.CreatedAt = r.varint()
+	l.UpdatedAt = r.varint()
+	l.ExpiresAt = r.varint()
+	l.ClickLimit = r.varint()
+	l.Status = store.Status(r.byte())
+	redirect := r.uvarint()
+	switch r.byte() {
+	case 0:
+	case 1:
+		c.Idem = &store.IdempotencyWrite{Owner: r.string(), Key: r.string()}
+		rec := &c.Idem.Record
+		copy(rec.RequestHash[:], r.fixed(len(rec.RequestHash)))
+		status := r.uvarint()
+		if status > 999 {
+			r.bad = true
+		}
+		rec.Status = int(status)
+		if resp := r.bytes(); len(resp) > 0 {
+			rec.Response = append([]byte(nil), resp...)
+		}
+		rec.CreatedAt = r.varint()
+	default:
+		r.bad = true
+	}
+	if !r.done() || l.Code == "" || redirect > 999 || !store.ValidRedirect(int(redirect)) || !validStatus(l.Status) {
+		return nil, corrupt("create_link")
+	}
+	l.Redirect = uint16(redirect)
+	return c, nil
+}
+
+// updateLinkCmd edits a link.
+type updateLinkCmd struct {
+	Patch store.LinkPatch
+}
+
+func (c *updateLinkCmd) kind() cmdType { return cmdUpdateLink }
+
+// appendUpdateLink encodes an UpdateLink command.
+func appendUpdateLink(dst []byte, p *store.LinkPatch) []byte {
+	return appendCommand(dst, &updateLinkCmd{Patch: *p})
+}
+
+// Bits of the UpdateLink field mask.
+const (
+	patchURL byte = 1 << iota
+	patchExpiresAt
+	patchClickLimit
+	patchStatus
+	patchKnown = patchURL | patchExpiresAt | patchClickLimit | patchStatus
+)
+
+func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
+	p := &c.Patch
+	dst = appendString(dst, p.Code)
+	dst = appendString(dst, p.Owner)
+	dst = appendVarints(dst, p.UpdatedAt)
+	var mask byte
+	if p.SetURL {
+		mask |= patchURL
+	}
+	if p.SetExpiresAt {
+		mask |= patchExpiresAt
+	}
+	if p.SetClickLimit {
+		mask |= patchClickLimit
+	}
+	if p.SetStatus {
+		mask |= patchStatus
+	}
+	dst = append(dst, mask)
+	if p.SetURL {
+		dst = appendString(dst, p.URL)
+	}
+	if p.SetExpiresAt {
+		dst = appendVarints(dst, p.ExpiresAt)
+	}
+	if p.SetClickLimit {
+		dst = appendVarints(dst, p.ClickLimit)
+	}
+	if p.SetStatus {
+		dst = append(dst, byte(p.Status))
+	}
+	return dst
+}
+
+func decodeUpdateLink(_ byte, b []byte) (command, error) {
+	r := reader{b: b}
+	c := &updateLinkCmd{}
+	p := &c.Patch
+	p.Code = r.string()
+	p.Owner = r.string()
+	p.UpdatedAt = r.varint()
+	mask := r.byte()
+	if mask&^patchKnown != 0 {
+		r.bad = true
+	}
+	if p.SetURL = mask&patchURL != 0; p.SetURL {
+		p.URL = r.string()
+	}
+	if p.SetExpiresAt = mask&patchExpiresAt != 0; p.SetExpiresAt {
+		p.ExpiresAt = r.varint()
+	}
+	if p.SetClickLimit = mask&patchClickLimit != 0; p.SetClickLimit {
+		p.ClickLimit = r.varint()
+	}
+	if p.SetStatus = mask&patchStatus != 0; p.SetStatus {
+		p.Status = store.Status(r.byte())
+	}
+	if !r.done() || p.Code == "" || !validStatus(p.Status) {
+		return nil, corrupt("update_link")
+	}
+	return c, nil
+}
+
+// createOwnerCmd registers an owner and the hash of its API key.
+type createOwnerCmd struct {
+	Owner store.Owner
+	Key   store.KeyHash
+}
+
+func (c *createOwnerCmd) kind() cmdType { return cmdCreateOwner }
+
+// appendCreateOwner encodes a CreateOwner command.
+func appendCreateOwner(dst []byte, o *store.Owner, h store.KeyHash) []byte {
+	return appendCommand(dst, &createOwnerCmd{Owner: *o, Key: h})
+}
+
+func (c *createOwnerCmd) appendPayload(dst []byte) []byte {
+	dst = appendString(dst, c.Owner.ID)
+	dst = appendString(dst, c.Owner.Name)
+	dst = appendVarints(dst, c.Owner.CreatedAt)
+	return append(dst, c.Key[:]...)
+}
+
+func decodeCreateOwner(_ byte, b []byte) (command, error) {
+	r := reader{b: b}
+	c := &createOwnerCmd{}
+	c.Owner.ID = r.string()
+	c.Owner.Name = r.string()
+	c.Owner.CreatedAt = r.varint()
+	copy(c.Key[:], r.fixed(len(c.Key)))
+	if !r.done() || c.Owner.ID == "" {
+		return nil, corrupt("create_owner")
+	}
+	return c, nil
+}
+
+// createSiteCmd registers a site for pageview analytics.
+type createSiteCmd struct {
+	Site store.Site
+}
+
+func (c *createSiteCmd) kind() cmdType { return cmdCreateSite }
+
+// appendCreateSite encodes a CreateSite command.
+func appendCreateSite(dst []byte, s *store.Site) []byte {
+	return appendCommand(dst, &createSiteCmd{Site: *s})
+}
+
+func (c *createSiteCmd) appendPayload(dst []byte) []byte {
+	s := &c.Site
+	dst = appendString(dst, s.ID)
+	dst = appendString(dst, s.Domain)
+	dst = appendString(dst, s.Timezone)
+	dst = appendString(dst, s.Owner)
+	return appendVarints(dst, s.CreatedAt)
+}
+
+func decodeCreateSite(_ byte, b []byte) (command, error) {
+	r := reader{b: b}
+	c := &createSiteCmd{}
+	s := &c.Site
+	s.ID = r.string()
+	s.Domain = r.string()
+	s.Timezone = r.string()
+	s.Owner = r.string()
+	s.CreatedAt = r.varint()
+	if !r.done() || s.ID == "" || s.Domain == "" {
+		return nil, corrupt("create_site")
+	}
+	return c, nil
+}
+
+// allocBlockCmd hands the next Size IDs of a region's range to the caller.
+type allocBlockCmd struct {
+	Region string
+	Size   uint64
+}
+
+func (c *allocBlockCmd) kind() cmdType { return cmdAllocBlock }
+
+// appendAllocBlock encodes an AllocBlock command.
+func appendAllocBlock(dst []byte, region string, size uint64) []byte {
+	return appendCommand(dst, &allocBlockCmd{Region: region, Size: size})
+}
+
+func (c *allocBlockCmd) appendPayload(dst []byte) []byte {
+	dst = appendString(dst, c.Region)
+	return appendUvarint(dst, c.Size)
+}
+
+func decodeAllocBlock(_ byte, b []byte) (command, error) {
+	r := reader{b: b}
+	c := &allocBlockCmd{Region: r.string(), Size: r.uvarint()}
+	if !r.done() || c.Region == "" || c.Size == 0 || c.Size > store.RegionSpan {
+		return nil, corrupt("alloc_block")
+	}
+	return c, nil
+}
+
+// setSecretCmd fixes the cluster permutation key; the first one wins.
+type setSecretCmd struct {
+	Key []byte
+}
+
+func (c *setSecretCmd) kind() cmdType { return cmdSetSecret }
+
+// appendSetSecret encodes a SetSecret command.
+func appendSetSecret(dst []byte, key []byte) []byte {
+	return appendCommand(dst, &setSecretCmd{Key: key})
+}
+
+func (c *setSecretCmd) appendPayload(dst []byte) []byte { return appendBytes(dst, c.Key) }
+
+func decodeSetSecret(_ byte, b []byte) (command, error) {
+	r := reader{b: b}
+	key := r.bytes()
+	if !r.done() || len(key) != store.KeySize {
+		return nil, corrupt("set_secret")
+	}
+	return &setSecretCmd{Key: append([]byte(nil), key...)}, nil
+}

@@ -1,0 +1,116 @@
+package raft
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/waymark/waymark/store"
+)
+
+func sampleCommands() []command {
+	idem := &store.IdempotencyWrite{Owner: "o1", Key: "k-1", Record: store.Idempotency{
+		RequestHash: [32]byte{1, 2, 3}, Status: 201, Response: []byte(`{"code":"abc"}`), CreatedAt: 1700000000000,
+	}}
+	return []command{
+		&createLinkCmd{Link: *testLink("abc1234")},
+		&createLinkCmd{Link: store.Link{Code: "x", URL: "u", Owner: "o", ExpiresAt: -5, ClickLimit: 9, Status: store.StatusReview, Redirect: 308}, Idem: idem},
+		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", Owner: "o1", UpdatedAt: 7}},
+		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", SetURL: true, URL: "https://b", SetExpiresAt: true, ExpiresAt: 99,
+			SetClickLimit: true, ClickLimit: 3, SetStatus: true, Status: store.StatusLegalBlock}},
+		&createOwnerCmd{Owner: store.Owner{ID: "o1", Name: "Ada", CreatedAt: 5}, Key: store.HashAPIKey([]byte("secret"))},
+		&createSiteCmd{Site: store.Site{ID: "s1", Domain: "example.com", Timezone: "Europe/Paris", Owner: "o1", CreatedAt: 6}},
+		&allocBlockCmd{Region: "eu", Size: 4096},
+		&setSecretCmd{Key: []byte("0123456789abcdef")},
+	}
+}
+
+func TestCommandRoundTrip(t *testing.T) {
+	for _, c := range sampleCommands() {
+		data := appendCommand(nil, c)
+		h, got, err := decodeCommand(data)
+		if err != nil {
+			t.Fatalf("%T: decode: %v", c, err)
+		}
+		if h.typ != c.kind() || h.version != commandTable[c.kind()].version || h.skippable() {
+			t.Errorf("%T: got header %+v; want type %d version 1 not skippable", c, h, c.kind())
+		}
+		if !reflect.DeepEqual(got, c) {
+			t.Errorf("%T: got %+v; want %+v", c, got, c)
+		}
+	}
+}
+
+func TestAppendEncodersMatchCommands(t *testing.T) {
+	l := testLink("abc1234")
+	if got, want := appendCreateLink(nil, l, nil), appendCommand(nil, &createLinkCmd{Link: *l}); string(got) != string(want) {
+		t.Errorf("appendCreateLink: got %x; want %x", got, want)
+	}
+	prefix := []byte("xy")
+	got := appendAllocBlock(prefix, "us", 16)
+	if string(got[:2]) != "xy" {
+		t.Errorf("appendAllocBlock dropped dst: got %q", got)
+	}
+	if _, c, err := decodeCommand(got[2:]); err != nil || !reflect.DeepEqual(c, &allocBlockCmd{Region: "us", Size: 16}) {
+		t.Errorf("decode alloc block: got %+v, %v", c, err)
+	}
+}
+
+func TestDecodeCommandRejects(t *testing.T) {
+	good := appendCreateLink(nil, testLink("abc1234"), nil)
+	badStatus := appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "a", Status: 77, Redirect: 302}})
+	badRedirect := appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "a", Redirect: 200}})
+	badPatch := appendCommand(nil, &updateLinkCmd{Patch: store.LinkPatch{Code: "a"}})
+	badPatch[len(badPatch)-1] = 0x80 // the field mask is the last byte of an empty patch
+	cases := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"empty", nil, store.ErrCorrupt},
+		{"header only short", []byte{1, 1}, store.ErrCorrupt},
+		{"truncated", good[:len(good)-1], store.ErrCorrupt},
+		{"trailing", append(append([]byte(nil), good...), 0), store.ErrCorrupt},
+		{"bad status", badStatus, store.ErrCorrupt},
+		{"bad redirect", badRedirect, store.ErrCorrupt},
+		{"empty code", appendCommand(nil, &createLinkCmd{Link: store.Link{Redirect: 302}}), store.ErrCorrupt},
+		{"short secret", appendCommand(nil, &setSecretCmd{Key: []byte("short")}), store.ErrCorrupt},
+		{"zero block", appendCommand(nil, &allocBlockCmd{Region: "us"}), store.ErrCorrupt},
+		{"unknown patch bits", badPatch, store.ErrCorrupt},
+		{"unknown type", []byte{200, 1, 0}, errUnknownCommand},
+		{"newer version", []byte{byte(cmdCreateLink), 2, 0}, errUnknownCommand},
+		{"version zero", []byte{byte(cmdCreateLink), 0, 0}, errUnknownCommand},
+	}
+	for _, tc := range cases {
+		_, _, err := decodeCommand(tc.data)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: got %v; want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+func FuzzDecodeCommand(f *testing.F) {
+	for _, c := range sampleCommands() {
+		f.Add(appendCommand(nil, c))
+	}
+	f.Add([]byte{})
+	f.Add([]byte{200, 1, 1, 5})
+	f.Add([]byte{1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, c, err := decodeCommand(data)
+		if err != nil {
+			if !errors.Is(err, store.ErrCorrupt) && !errors.Is(err, errUnknownCommand) {
+				t.Fatalf("got error %v; want ErrCorrupt or errUnknownCommand", err)
+			}
+			return
+		}
+		again := appendCommand(nil, c)
+		_, c2, err := decodeCommand(again)
+		if err != nil {
+			t.Fatalf("re-decode of %x: %v", again, err)
+		}
+		if !reflect.DeepEqual(c, c2) {
+			t.Fatalf("round trip: got %+v; want %+v", c2, c)
+		}
+	})
+}

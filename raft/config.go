@@ -1,0 +1,114 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/waymark/waymark/store"
+)
+
+// Defaults for Config. DESIGN.md explains the snapshot and log numbers.
+const (
+	DefaultApplyTimeout      = 5 * time.Second
+	DefaultBlockSize         = 4096
+	DefaultSnapshotInterval  = 5 * time.Minute
+	DefaultSnapshotThreshold = 65536
+	DefaultTrailingLogs      = 65536
+	DefaultSnapshotRetain    = 2
+)
+
+// Config is everything Open needs besides the store.
+type Config struct {
+	NodeID        string // raft server ID
+	Region        string // region name; owns a slot of the ID space
+	Dir           string // raft.db (log and stable store) and snapshots/
+	BindAddr      string // TCP transport; may be "127.0.0.1:0"
+	AdvertiseAddr string // optional; defaults to the bound address
+	// Bootstrap makes this node a single-voter cluster when Dir holds no
+	// raft state yet.
+	Bootstrap bool
+	// Secret is the permutation key (store.KeySize bytes) the first leader
+	// applies; nil means 16 random bytes. The first applied key wins.
+	Secret []byte
+
+	ApplyTimeout time.Duration // deadline for every apply; default 5s
+	BlockSize    uint64        // IDs per counter block; default 4096
+
+	SnapshotInterval  time.Duration // how often raft checks whether to snapshot; default 5m
+	SnapshotThreshold uint64        // new entries that trigger a snapshot; default 65536
+	TrailingLogs      uint64        // entries kept behind a snapshot; default 65536
+	SnapshotRetain    int           // snapshot files kept; default 2
+
+	// HeartbeatTimeout and ElectionTimeout tune failure detection. Zero
+	// keeps raft's defaults (1s); tests use less so a node elects itself
+	// quickly.
+	HeartbeatTimeout time.Duration
+	ElectionTimeout  time.Duration
+
+	Logger  *slog.Logger // nil means slog.Default()
+	Metrics *metrics.Set // nil means a private set
+
+	// OnChange is called with every link code a batch created or edited,
+	// after the batch is committed and before the writes are acknowledged.
+	// It runs on raft's FSM goroutine and must be quick.
+	OnChange func(code string)
+	// OnSite is called for every site a batch created, like OnChange.
+	OnSite func(store.Site)
+	// OnRestore is called after the whole store was replaced by a
+	// snapshot: every cached link or site may be stale.
+	OnRestore func()
+}
+
+// withDefaults validates c and fills in every unset field.
+func (c Config) withDefaults() (Config, error) {
+	switch {
+	case c.NodeID == "":
+		return c, errors.New("cannot configure raft: NodeID is empty")
+	case c.Region == "":
+		return c, errors.New("cannot configure raft: Region is empty")
+	case c.Dir == "":
+		return c, errors.New("cannot configure raft: Dir is empty")
+	case c.BindAddr == "":
+		return c, errors.New("cannot configure raft: BindAddr is empty")
+	case c.Secret != nil && len(c.Secret) != store.KeySize:
+		return c, fmt.Errorf("cannot configure raft: Secret is %d bytes; want %d", len(c.Secret), store.KeySize)
+	}
+	if c.ApplyTimeout <= 0 {
+		c.ApplyTimeout = DefaultApplyTimeout
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
+	}
+	if c.SnapshotInterval <= 0 {
+		c.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = DefaultSnapshotThreshold
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = DefaultTrailingLogs
+	}
+	if c.SnapshotRetain <= 0 {
+		c.SnapshotRetain = DefaultSnapshotRetain
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewSet()
+	}
+	if c.OnChange == nil {
+		c.OnChange = func(string) {}
+	}
+	if c.OnSite == nil {
+		c.OnSite = func(store.Site) {}
+	}
+	if c.OnRestore == nil {
+		c.OnRestore = func() {}
+	}
+	return c, nil
+}

@@ -1,0 +1,294 @@
+package raft
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	hraft "github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/waymark/waymark/store"
+)
+
+// Node is this process's member of the raft cluster and the only way to
+// write to the replicated store.
+type Node struct {
+	cfg   Config
+	st    *store.Store
+	log   *slog.Logger
+	m     *nodeMetrics
+	fsm   *fsm
+	raft  *hraft.Raft
+	trans *hraft.NetworkTransport
+	bolt  *raftboltdb.BoltStore
+
+	blocks    *blockPool
+	perm      atomic.Pointer[store.Permuter]
+	caughtUp  atomic.Bool // applied the commit index once since start
+	securing  atomic.Bool // a SetSecret loop is running
+	ctx       context.Context
+	cancel    context.CancelFunc
+	goMu      sync.Mutex // guards closed and wg.Add against Close
+	closed    bool
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open starts raft on cfg.Dir over st. The store must stay open until
+// after Close.
+func Open(cfg Config, st *store.Store) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	n := &Node{cfg: cfg, st: st, log: cfg.Logger.With("component", "raft", "node", cfg.NodeID)}
+	n.m = newNodeMetrics(cfg.Metrics)
+	n.fsm = newFSM(st, Config{
+		Logger: n.log, OnChange: cfg.OnChange, OnSite: cfg.OnSite, OnRestore: n.onRestore(cfg.OnRestore),
+	}, n.m)
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.blocks = newBlockPool(n.ctx, cfg.BlockSize, n.allocBlock, n.goSafe, n.log)
+	if err := n.start(); err != nil {
+		n.cancel()
+		n.closeResources()
+		return nil, err
+	}
+	n.log.Info("raft started", "raft_addr", n.Addr(), "region", cfg.Region, "dir", cfg.Dir, "duration", time.Since(start))
+	return n, nil
+}
+
+// onRestore wraps the user's hook: a restored store may hold a different
+// secret state, so the cached permuter is dropped too.
+func (n *Node) onRestore(user func()) func() {
+	return func() {
+		n.perm.Store(nil)
+		user()
+	}
+}
+
+func (n *Node) start() error {
+	cfg := n.cfg
+	hlog := newHCLogger(n.log, "raft")
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create raft dir: %w", err)
+	}
+	boltOpts := *bbolt.DefaultOptions
+	boltOpts.Timeout = time.Second // fail, not hang, when another process holds the file
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db"), BoltOptions: &boltOpts})
+	if err != nil {
+		return fmt.Errorf("cannot open raft log %q: %w", cfg.Dir, err)
+	}
+	n.bolt = bolt
+	snaps, err := hraft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotRetain, hlog.Named("snapshot"))
+	if err != nil {
+		return fmt.Errorf("cannot open raft snapshots: %w", err)
+	}
+	var advertise net.Addr
+	if cfg.AdvertiseAddr != "" {
+		if advertise, err = net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr); err != nil {
+			return fmt.Errorf("cannot resolve raft advertise address %q: %w", cfg.AdvertiseAddr, err)
+		}
+	}
+	n.trans, err = hraft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, hlog.Named("transport"))
+	if err != nil {
+		return fmt.Errorf("cannot listen for raft on %q: %w", cfg.BindAddr, err)
+	}
+
+	rc := n.raftConfig(hlog)
+	applied, err := n.st.AppliedIndex()
+	if err != nil {
+		return err
+	}
+	behind, snapIndex, err := storeBehindSnapshot(applied, snaps, bolt)
+	if err != nil {
+		return err
+	}
+	if behind {
+		// Pebble lost entries the log no longer has: let raft load the
+		// snapshot into the store, then replay the log after it.
+		rc.NoSnapshotRestoreOnStart = false
+		n.log.Warn("store is behind the newest raft snapshot; restoring it", "store_applied", applied, "snapshot_index", snapIndex)
+	}
+
+	existing, err := hraft.HasExistingState(bolt, bolt, snaps)
+	if err != nil {
+		return fmt.Errorf("cannot inspect raft state: %w", err)
+	}
+	if !existing && cfg.Bootstrap {
+		if applied > 0 {
+			return fmt.Errorf("cannot bootstrap raft: the store already holds entries up to index %d of another cluster; start with an empty store or the matching raft dir", applied)
+		}
+		boot := hraft.Configuration{Servers: []hraft.Server{{Suffrage: hraft.Voter, ID: rc.LocalID, Address: n.trans.LocalAddr()}}}
+		if err := hraft.BootstrapCluster(rc, bolt, bolt, snaps, n.trans, boot); err != nil {
+			return fmt.Errorf("cannot bootstrap raft: %w", err)
+		}
+		n.log.Info("bootstrapped single-voter raft cluster")
+	}
+
+	notify := make(chan bool, 8)
+	rc.NotifyCh = notify
+	n.raft, err = hraft.NewRaft(rc, n.fsm, bolt, bolt, snaps, n.trans)
+	if err != nil {
+		return fmt.Errorf("cannot start raft: %w", err)
+	}
+	n.goSafe(func() { n.watchLeadership(notify) })
+	n.goSafe(n.observeLoop)
+	return nil
+}
+
+func (n *Node) raftConfig(hlog hclog.Logger) *hraft.Config {
+	cfg := n.cfg
+	rc := hraft.DefaultConfig()
+	rc.LocalID = hraft.ServerID(cfg.NodeID)
+	rc.Logger = hlog
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.TrailingLogs = cfg.TrailingLogs
+	// Pebble already holds the state; raft only replays the log after the
+	// store's applied index (the FSM skips the rest).
+	rc.NoSnapshotRestoreOnStart = true
+	// Let concurrent applies queue up and go out as one disk write.
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 256
+	if cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+		rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, cfg.HeartbeatTimeout)
+	}
+	if cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+	return rc
+}
+
+// goSafe runs fn on a goroutine that Close waits for; after Close it
+// reports false and runs nothing.
+func (n *Node) goSafe(fn func()) bool {
+	n.goMu.Lock()
+	defer n.goMu.Unlock()
+	if n.closed {
+		return false
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// Close stops raft and releases the transport and the raft log. It does
+// not close the store.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.cancel()
+		var errs []error
+		if n.raft != nil {
+			if err := n.raft.Shutdown().Error(); err != nil {
+				errs = append(errs, fmt.Errorf("cannot shut down raft: %w", err))
+			}
+		}
+		n.goMu.Lock()
+		n.closed = true
+		n.goMu.Unlock()
+		n.wg.Wait()
+		errs = append(errs, n.closeResources())
+		n.closeErr = errors.Join(errs...)
+		n.log.Info("raft stopped")
+	})
+	return n.closeErr
+}
+
+func (n *Node) closeResources() error {
+	var errs []error
+	if n.trans != nil {
+		if err := n.trans.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("cannot close raft transport: %w", err))
+		}
+	}
+	if n.bolt != nil {
+		if err := n.bolt.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("cannot close raft log: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Addr is the advertised raft address.
+func (n *Node) Addr() string { return string(n.trans.LocalAddr()) }
+
+// Raft exposes the raft instance for operator commands.
+func (n *Node) Raft() *hraft.Raft { return n.raft }
+
+// IsLeader reports whether this node is the raft leader now.
+func (n *Node) IsLeader() bool { return n.raft.State() == hraft.Leader }
+
+// watchLeadership logs leadership changes and, on gaining it, makes sure
+// the cluster has a permutation key.
+func (n *Node) watchLeadership(notify <-chan bool) {
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case leader := <-notify:
+			n.log.Info("raft leadership changed", "leader", leader)
+			if leader && n.securing.CompareAndSwap(false, true) {
+				if !n.goSafe(n.ensureSecret) {
+					n.securing.Store(false)
+				}
+			}
+		}
+	}
+}
+
+// ensureSecret applies SetSecret until the store holds a key or this node
+// stops leading. The first key wins, so racing leaders cannot change it.
+func (n *Node) ensureSecret() {
+	defer n.securing.Store(false)
+	for n.ctx.Err() == nil && n.IsLeader() {
+		if _, found, err := n.st.Secret(); err == nil && found {
+			return
+		}
+		key := n.cfg.Secret
+		if key == nil {
+			key = make([]byte, store.KeySize)
+			rand.Read(key)
+		}
+		_, err := n.apply(n.ctx, appendSetSecret(nil, key))
+		if err == nil {
+			n.log.Info("cluster permutation key set")
+			return
+		}
+		n.log.Warn("cannot set cluster permutation key; retrying", "err", err)
+		select {
+		case <-n.ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// observeLoop keeps the gauges current.
+func (n *Node) observeLoop() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		n.m.observe(n.raft)
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package raft
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+)
+
+// Stats is a point-in-time view of this node's raft state.
+type Stats struct {
+	NodeID            string
+	State             string // Follower, Candidate, Leader or Shutdown
+	LeaderID          string
+	LeaderAddr        string
+	AppliedIndex      uint64 // raft's applied index (includes no-op entries)
+	StoreAppliedIndex uint64 // last entry whose effects are in Pebble
+	CommitIndex       uint64
+	LastIndex         uint64
+	LastSnapshotIndex uint64
+	LastContact       time.Time // last message from the leader; zero on the leader
+	Ready             bool
+	ReadyDetail       string
+}
+
+// Stats reports this node's raft state.
+func (n *Node) Stats() Stats {
+	addr, id := n.raft.LeaderWithID()
+	storeApplied, _ := n.st.AppliedIndex()
+	snapIndex, _ := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64)
+	s := Stats{
+		NodeID:            n.cfg.NodeID,
+		State:             n.raft.State().String(),
+		LeaderID:          string(id),
+		LeaderAddr:        string(addr),
+		AppliedIndex:      n.raft.AppliedIndex(),
+		StoreAppliedIndex: storeApplied,
+		CommitIndex:       n.raft.CommitIndex(),
+		LastIndex:         n.raft.LastIndex(),
+		LastSnapshotIndex: snapIndex,
+	}
+	if n.raft.State() != hraft.Leader {
+		s.LastContact = n.raft.LastContact()
+	}
+	s.Ready, s.ReadyDetail = n.Ready()
+	return s
+}
+
+// Ready reports whether this node can serve: a leader is known, the FSM has
+// caught up with the log once since start and is not halted, and the
+// cluster permutation key is in the store.
+func (n *Node) Ready() (ok bool, detail string) {
+	if err := n.fsm.haltErr(); err != nil {
+		return false, err.Error()
+	}
+	state := n.raft.State()
+	if state == hraft.Shutdown {
+		return false, "raft is shut down"
+	}
+	addr, id := n.raft.LeaderWithID()
+	if addr == "" {
+		return false, "no raft leader known"
+	}
+	if !n.caughtUp.Load() {
+		commit, applied := n.raft.CommitIndex(), n.raft.AppliedIndex()
+		if commit == 0 || applied < commit {
+			return false, fmt.Sprintf("applying raft log: %d of %d", applied, commit)
+		}
+		n.caughtUp.Store(true)
+	}
+	if _, err := n.Permuter(); err != nil {
+		return false, "cluster secret not applied yet"
+	}
+	return true, fmt.Sprintf("%s, leader %s", state, id)
+}
+
+// WaitReady blocks until Ready reports true or ctx ends.
+func (n *Node) WaitReady(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok, detail := n.Ready()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cannot wait for raft to be ready (%s): %w", detail, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,315 @@
+package rollup
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/waymark/waymark/ingest"
+)
+
+// verifiedSegment is a segment whose header and every record passed
+// ingest.ReadSegment, re-encoded and ready to apply.
+type verifiedSegment struct {
+	ref    ingest.SegmentRef
+	enc    []byte // the events' encodings, back to back
+	events []pendingEvent
+}
+
+// pendingEvent is what apply needs of one event; enc[off:end] is the event.
+type pendingEvent struct {
+	id       [16]byte
+	time     int64
+	bot      bool
+	code     string
+	site     string
+	off, end int
+}
+
+// verifySegment checks raw with ingest.ReadSegment and keeps its events. A
+// damaged segment returns an error wrapping ingest.ErrCorruptSegment and no
+// events: ReadSegment checks everything before delivering the first one.
+func verifySegment(raw []byte, seg *verifiedSegment) error {
+	seg.enc = seg.enc[:0]
+	seg.events = seg.events[:0]
+	h, err := ingest.ReadSegment(raw, func(ev *ingest.Event) error {
+		off := len(seg.enc)
+		seg.enc = ingest.AppendEvent(seg.enc, ev)
+		seg.events = append(seg.events, pendingEvent{
+			id: ev.ID, time: ev.Time, bot: ev.Bot(),
+			code: ev.Code, site: ev.SiteID,
+			off: off, end: len(seg.enc),
+		})
+		return nil
+	})
+	if err != nil {
+		seg.enc = seg.enc[:0]
+		seg.events = seg.events[:0]
+		return err
+	}
+	seg.ref = ingest.SegmentRef{Node: h.NodeID, Seq: h.Seq}
+	return nil
+}
+
+// applyResult says what one apply did, for metrics and logs.
+type applyResult struct {
+	applied, duplicate   int // segments
+	stored, deduplicated int // events
+	expired, future      int // events dropped for their time
+	acked                []ingest.SegmentRef
+	newDays              int
+}
+
+// counterKey names one exact counter of one day.
+type counterKey struct {
+	day   day
+	class byte
+	name  string
+}
+
+// applyState is the scratch of one apply: the batch and what it adds.
+type applyState struct {
+	b       *pebble.Batch
+	deltas  map[counterKey]uint64
+	dayAdds map[day]dayStat
+	inBatch map[ingest.SegmentRef]bool
+	kb      []byte
+}
+
+func (s *applyState) count(d day, class byte, name string) {
+	s.deltas[counterKey{d, class, name}]++
+}
+
+// apply stores the segments that were not applied before, all in one
+// Pebble batch committed with Sync, together with their segment records
+// and counters. It returns the identities that are now durably stored:
+// the ones it applied and the ones applied earlier. On error nothing was
+// stored and nothing may be acknowledged.
+func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
+	var res applyResult
+	if err := a.enter(); err != nil {
+		return res, err
+	}
+	defer a.leave()
+	start := time.Now()
+	defer a.m.applyDuration.UpdateDuration(start)
+
+	now := a.cfg.Now()
+	nowMS := now.UnixMilli()
+	cutoff := a.cutoffDay(now)
+	maxMS := now.Add(futureSlack).UnixMilli()
+	window := a.cfg.DedupWindow.Milliseconds()
+	recvDay := dayOf(nowMS)
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+
+	// An indexed batch reads its own writes, so an event id repeated
+	// inside this very request is caught like one stored earlier.
+	st := applyState{
+		b:       a.db.NewIndexedBatch(),
+		deltas:  make(map[counterKey]uint64),
+		dayAdds: make(map[day]dayStat),
+		inBatch: make(map[ingest.SegmentRef]bool),
+	}
+	defer st.b.Close()
+
+	for _, seg := range segs {
+		segKey := segmentKey(seg.ref.Node, seg.ref.Seq)
+		if st.inBatch[seg.ref] {
+			res.duplicate++
+			res.acked = append(res.acked, seg.ref)
+			continue
+		}
+		done, err := has(a.db, segKey)
+		if err != nil {
+			return applyResult{}, fmt.Errorf("cannot look up segment %d of %q: %w", seg.ref.Seq, seg.ref.Node, err)
+		}
+		if done {
+			res.duplicate++
+			res.acked = append(res.acked, seg.ref)
+			continue
+		}
+		var stored, dups uint32
+		for i := range seg.events {
+			ev := &seg.events[i]
+			d := dayOf(ev.time)
+			switch {
+			case d < cutoff:
+				res.expired++
+				continue
+			case ev.time > maxMS:
+				res.future++
+				continue
+			}
+			dup, err := a.seen(&st, ev, window)
+			if err != nil {
+				return applyResult{}, err
+			}
+			if dup {
+				dups++
+				continue
+			}
+			if err := a.stage(&st, d, ev, seg.enc[ev.off:ev.end]); err != nil {
+				return applyResult{}, err
+			}
+			stored++
+		}
+		rec := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(nowMS))
+		rec = binary.BigEndian.AppendUint32(rec, stored)
+		rec = binary.BigEndian.AppendUint32(rec, dups)
+		if err := st.b.Set(segKey, rec, nil); err != nil {
+			return applyResult{}, fmt.Errorf("cannot stage segment record: %w", err)
+		}
+		if err := st.b.Set(segmentDayKey(recvDay, seg.ref.Node, seg.ref.Seq), nil, nil); err != nil {
+			return applyResult{}, fmt.Errorf("cannot stage segment record: %w", err)
+		}
+		st.inBatch[seg.ref] = true
+		res.applied++
+		res.stored += int(stored)
+		res.deduplicated += int(dups)
+		res.acked = append(res.acked, seg.ref)
+	}
+	if res.applied == 0 {
+		// Only duplicates: their records were fsynced when first applied.
+		a.countApply(&res)
+		return res, nil
+	}
+	if err := a.stageCounters(&st); err != nil {
+		return applyResult{}, err
+	}
+	if err := st.b.Commit(pebble.Sync); err != nil {
+		return applyResult{}, fmt.Errorf("cannot commit segment batch: %w", err)
+	}
+	for d, add := range st.dayAdds {
+		cur, ok := a.days[d]
+		if !ok {
+			res.newDays++
+		}
+		a.days[d] = dayStat{cur.events + add.events, cur.bytes + add.bytes}
+	}
+	a.countApply(&res)
+	a.updateGauges()
+	return res, nil
+}
+
+// seen reports whether ev's id is already held on a day that the window
+// around its time touches, or earlier in this batch. Days not held cannot
+// hold it, so they cost no read.
+func (a *Aggregator) seen(st *applyState, ev *pendingEvent, window int64) (bool, error) {
+	for d, hi := dayOf(ev.time-window), dayOf(ev.time+window); d <= hi; d++ {
+		if _, ok := a.days[d]; !ok {
+			if _, ok := st.dayAdds[d]; !ok {
+				continue
+			}
+		}
+		st.kb = appendEventIDKey(st.kb[:0], d, &ev.id)
+		found, err := has(st.b, st.kb)
+		if err != nil {
+			return false, fmt.Errorf("cannot look up event id: %w", err)
+		}
+		if found {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// stage adds one event, its id index entry and its counters to the batch.
+func (a *Aggregator) stage(st *applyState, d day, ev *pendingEvent, enc []byte) error {
+	st.kb = appendEventKey(st.kb[:0], d, ev.time, &ev.id)
+	size := len(st.kb) + len(enc)
+	if err := st.b.Set(st.kb, enc, nil); err != nil {
+		return fmt.Errorf("cannot stage event: %w", err)
+	}
+	st.kb = appendEventIDKey(st.kb[:0], d, &ev.id)
+	var tb [8]byte
+	binary.BigEndian.PutUint64(tb[:], uint64(ev.time))
+	if err := st.b.Set(st.kb, tb[:], nil); err != nil {
+		return fmt.Errorf("cannot stage event id: %w", err)
+	}
+	add := st.dayAdds[d]
+	add.events++
+	add.bytes += uint64(size)
+	st.dayAdds[d] = add
+
+	st.count(d, classAll, "")
+	if ev.bot {
+		st.count(d, classBots, "")
+	}
+	if ev.code != "" {
+		st.count(d, classCode, ev.code)
+		if ev.bot {
+			st.count(d, classCodeBot, ev.code)
+		}
+	}
+	if ev.site != "" {
+		st.count(d, classSite, ev.site)
+		if ev.bot {
+			st.count(d, classSiteBot, ev.site)
+		}
+	}
+	return nil
+}
+
+// stageCounters adds the batch's counter deltas to the per-day counters,
+// the totals and the day records. Only the writer changes them, and it
+// holds mu, so reading the committed value and adding is safe.
+func (a *Aggregator) stageCounters(st *applyState) error {
+	type totalKey struct {
+		class byte
+		name  string
+	}
+	totals := make(map[totalKey]uint64, len(st.deltas))
+	var vb [8]byte
+	for k, n := range st.deltas {
+		totals[totalKey{k.class, k.name}] += n
+		st.kb = appendDayCounterKey(st.kb[:0], k.day, k.class, k.name)
+		if err := addCounter(a.db, st.b, st.kb, n, &vb); err != nil {
+			return err
+		}
+	}
+	for k, n := range totals {
+		st.kb = appendTotalKey(st.kb[:0], k.class, k.name)
+		if err := addCounter(a.db, st.b, st.kb, n, &vb); err != nil {
+			return err
+		}
+	}
+	for d, add := range st.dayAdds {
+		cur := a.days[d]
+		v := dayStat{cur.events + add.events, cur.bytes + add.bytes}.encode()
+		if err := st.b.Set(dayKey(d), v, nil); err != nil {
+			return fmt.Errorf("cannot stage day record: %w", err)
+		}
+	}
+	return nil
+}
+
+func addCounter(db *pebble.DB, b *pebble.Batch, key []byte, n uint64, vb *[8]byte) error {
+	cur, err := getUint64(db, key)
+	if err != nil {
+		return err
+	}
+	binary.BigEndian.PutUint64(vb[:], cur+n)
+	if err := b.Set(key, vb[:], nil); err != nil {
+		return fmt.Errorf("cannot stage counter: %w", err)
+	}
+	return nil
+}
+
+// cutoffDay is the first day retention keeps at now: every event of an
+// earlier day is older than Retention.
+func (a *Aggregator) cutoffDay(now time.Time) day {
+	return dayOf(now.Add(-a.cfg.Retention).UnixMilli())
+}
+
+func (a *Aggregator) countApply(res *applyResult) {
+	a.m.segmentsApplied.Add(res.applied)
+	a.m.segmentsDuplicate.Add(res.duplicate)
+	a.m.eventsStored.Add(res.stored)
+	a.m.eventsDeduplicated.Add(res.deduplicated)
+	a.m.eventsExpired.Add(res.expired)
+	a.m.eventsFuture.Add(res.future)
+}

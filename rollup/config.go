@@ -1,0 +1,78 @@
+package rollup
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// Defaults for Config.
+const (
+	DefaultRetention   = 90 * 24 * time.Hour
+	DefaultDedupWindow = 48 * time.Hour
+	// DefaultMaxBatchBytes leaves room for a batch of the shipper's
+	// default size (4 MiB) and for single segments far past its default
+	// 8 MiB rotation size.
+	DefaultMaxBatchBytes = 256 << 20
+	// retentionInterval is how often the background goroutine drops days.
+	retentionInterval = time.Hour
+	// futureSlack bounds how far past the aggregator's clock an event time
+	// may be. Edge clocks drift by seconds; an event a day ahead comes from a
+	// broken clock and would sit in a day that retention cannot reach.
+	futureSlack = 24 * time.Hour
+)
+
+// Config configures the aggregator's receiving side.
+type Config struct {
+	// Dir is the aggregator's own Pebble database (DATA_DIR/aggregator).
+	Dir string
+	// Retention: whole days whose every event is older than this are
+	// dropped. Zero means DefaultRetention.
+	Retention time.Duration
+	// DedupWindow: an event id seen again within this window (by event
+	// time, rounded out to whole days) is not stored twice. Zero means
+	// DefaultDedupWindow.
+	DedupWindow time.Duration
+	// Token is the bearer token every shipping node must present.
+	Token string
+	// MaxBatchBytes bounds one request body once decompressed. Zero means
+	// DefaultMaxBatchBytes. The HTTP server's own body limit applies first.
+	MaxBatchBytes int64
+
+	Logger  *slog.Logger
+	Metrics *metrics.Set
+	Now     func() time.Time
+}
+
+// withDefaults validates c and fills in every unset field.
+func (c Config) withDefaults() (Config, error) {
+	switch {
+	case c.Dir == "":
+		return c, errors.New("cannot configure rollup: Dir is empty")
+	case c.Token == "":
+		return c, errors.New("cannot configure rollup: Token is empty")
+	case c.Retention < 0 || c.DedupWindow < 0:
+		return c, errors.New("cannot configure rollup: negative Retention or DedupWindow")
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.DedupWindow == 0 {
+		c.DedupWindow = DefaultDedupWindow
+	}
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewSet()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}
