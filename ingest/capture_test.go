@@ -153,16 +153,16 @@ func TestRotationByAge(t *testing.T) {
 	})
 	p.CaptureClick(clickCtx("http://wm.example/c", "203.0.113.7", nil), []byte("c"))
 	waitFor(t, "the event to be written", func() bool { return p.m.written.Get() == 1 })
-	// Several ticks pass in real time; the injected clock has not moved.
-	time.Sleep(30 * time.Millisecond)
 	if n := len(sealedFiles(t, p.cfg.Dir)); n != 0 {
 		t.Fatalf("got %d sealed segments before the age bound; want 0", n)
 	}
-	clock.Advance(time.Minute)
-	waitFor(t, "the segment to seal by age", func() bool { return len(sealedFiles(t, p.cfg.Dir)) == 1 })
-	if age := p.OldestPendingAge(); age != time.Minute {
-		waitFor(t, "the oldest-pending gauge", func() bool { return p.OldestPendingAge() == time.Minute })
+	clock.Advance(30 * time.Second)
+	if age := p.OldestPendingAge(); age != 30*time.Second {
+		t.Errorf("got oldest pending age %v; want 30s (the open segment)", age)
 	}
+	clock.Advance(30 * time.Second)
+	waitFor(t, "the segment to seal by age", func() bool { return len(sealedFiles(t, p.cfg.Dir)) == 1 })
+	waitFor(t, "the oldest-pending gauge", func() bool { return p.OldestPendingAge() == time.Minute })
 }
 
 // TestDiskCapDrops fills the byte cap with no aggregator: CaptureClick

@@ -25,10 +25,10 @@ type uaInfo struct {
 // enricher turns raw request inputs into event fields. It is used only by
 // the writer goroutine, so its cache needs no lock.
 type enricher struct {
-	parser  *useragent.Parser
-	cache   map[string]uaInfo
-	geo     *maxminddb.Reader
-	ip16    [16]byte
+	parser *useragent.Parser
+	cache  map[string]uaInfo
+	geo    *maxminddb.Reader
+	ip16   [16]byte
 }
 
 func newEnricher(geoIPPath string) (*enricher, error) {

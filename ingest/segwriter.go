@@ -68,9 +68,9 @@ type segmentWriter struct {
 	// file, where a failed write is cut back to.
 	written        int64
 	writtenRecords int
-	buf     []byte // framed records not yet written to f
-	dirty   bool   // written to f but not fsynced
-	scratch []byte
+	buf            []byte // framed records not yet written to f
+	dirty          bool   // written to f but not fsynced
+	scratch        []byte
 
 	pending *atomic.Int64           // bytes on disk not yet acknowledged by the aggregator
 	onSeal  func(seq uint64, n int) // tells the shipper a segment is ready

@@ -38,8 +38,9 @@ type Aggregator struct {
 	// mu makes apply and retention the only writer, one at a time, so
 	// duplicate checks and counter read-modify-writes see every earlier
 	// commit. Reads do not take it.
-	mu   sync.Mutex
-	days map[day]dayStat // mirror of the Y table
+	mu        sync.Mutex
+	days      map[day]dayStat // mirror of the Y table
+	diskCheck time.Time       // when diskBytes was last refreshed
 
 	stop chan struct{}
 	done chan struct{}
@@ -180,6 +181,9 @@ func (a *Aggregator) retentionLoop() {
 	}
 }
 
+// diskCheckInterval limits how often the disk usage gauge asks Pebble.
+const diskCheckInterval = 10 * time.Second
+
 // updateGauges copies the day mirror into the gauges. Callers hold mu or
 // own the aggregator exclusively.
 func (a *Aggregator) updateGauges() {
@@ -191,7 +195,10 @@ func (a *Aggregator) updateGauges() {
 	a.m.rawDays.Set(float64(len(a.days)))
 	a.m.rawEvents.Set(float64(total.events))
 	a.m.rawBytes.Set(float64(total.bytes))
-	a.m.diskBytes.Set(float64(a.db.Metrics().DiskSpaceUsage()))
+	if now := time.Now(); now.Sub(a.diskCheck) >= diskCheckInterval {
+		a.diskCheck = now
+		a.m.diskBytes.Set(float64(a.db.Metrics().DiskSpaceUsage()))
+	}
 }
 
 // getUint64 reads a be64 value; a missing key reads as zero.

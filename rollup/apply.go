@@ -59,7 +59,6 @@ type applyResult struct {
 	stored, deduplicated int // events
 	expired, future      int // events dropped for their time
 	acked                []ingest.SegmentRef
-	newDays              int
 }
 
 // counterKey names one exact counter of one day.
@@ -75,7 +74,10 @@ type applyState struct {
 	deltas  map[counterKey]uint64
 	dayAdds map[day]dayStat
 	inBatch map[ingest.SegmentRef]bool
-	kb      []byte
+	// ids are the events staged so far, with their day: the batch is not
+	// indexed, so repeats inside it are found here.
+	ids map[[16]byte]day
+	kb  []byte
 }
 
 func (s *applyState) count(d day, class byte, name string) {
@@ -106,13 +108,12 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 
-	// An indexed batch reads its own writes, so an event id repeated
-	// inside this very request is caught like one stored earlier.
 	st := applyState{
-		b:       a.db.NewIndexedBatch(),
+		b:       a.db.NewBatch(),
 		deltas:  make(map[counterKey]uint64),
 		dayAdds: make(map[day]dayStat),
 		inBatch: make(map[ingest.SegmentRef]bool),
+		ids:     make(map[[16]byte]day),
 	}
 	defer st.b.Close()
 
@@ -184,10 +185,7 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 		return applyResult{}, fmt.Errorf("cannot commit segment batch: %w", err)
 	}
 	for d, add := range st.dayAdds {
-		cur, ok := a.days[d]
-		if !ok {
-			res.newDays++
-		}
+		cur := a.days[d]
 		a.days[d] = dayStat{cur.events + add.events, cur.bytes + add.bytes}
 	}
 	a.countApply(&res)
@@ -199,14 +197,16 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 // around its time touches, or earlier in this batch. Days not held cannot
 // hold it, so they cost no read.
 func (a *Aggregator) seen(st *applyState, ev *pendingEvent, window int64) (bool, error) {
-	for d, hi := dayOf(ev.time-window), dayOf(ev.time+window); d <= hi; d++ {
+	lo, hi := dayOf(ev.time-window), dayOf(ev.time+window)
+	if d, ok := st.ids[ev.id]; ok && d >= lo && d <= hi {
+		return true, nil
+	}
+	for d := lo; d <= hi; d++ {
 		if _, ok := a.days[d]; !ok {
-			if _, ok := st.dayAdds[d]; !ok {
-				continue
-			}
+			continue
 		}
 		st.kb = appendEventIDKey(st.kb[:0], d, &ev.id)
-		found, err := has(st.b, st.kb)
+		found, err := has(a.db, st.kb)
 		if err != nil {
 			return false, fmt.Errorf("cannot look up event id: %w", err)
 		}
@@ -230,6 +230,7 @@ func (a *Aggregator) stage(st *applyState, d day, ev *pendingEvent, enc []byte) 
 	if err := st.b.Set(st.kb, tb[:], nil); err != nil {
 		return fmt.Errorf("cannot stage event id: %w", err)
 	}
+	st.ids[ev.id] = d
 	add := st.dayAdds[d]
 	add.events++
 	add.bytes += uint64(size)

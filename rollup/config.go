@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -61,6 +62,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DedupWindow == 0 {
 		c.DedupWindow = DefaultDedupWindow
+	}
+	if c.DedupWindow > c.Retention {
+		return c, fmt.Errorf("cannot configure rollup: DedupWindow %s is longer than Retention %s", c.DedupWindow, c.Retention)
 	}
 	if c.MaxBatchBytes <= 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes

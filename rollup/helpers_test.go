@@ -131,3 +131,32 @@ func wantCount(t *testing.T, a *Aggregator, f Filter, want uint64) {
 		t.Errorf("Count(%+v): got %d; want %d", f, got, want)
 	}
 }
+
+func TestConfigValidation(t *testing.T) {
+	clock := &testClock{base}
+	cases := []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"no dir", func(c *Config) { c.Dir = "" }},
+		{"no token", func(c *Config) { c.Token = "" }},
+		{"negative retention", func(c *Config) { c.Retention = -time.Hour }},
+		{"window past retention", func(c *Config) { c.Retention = 24 * time.Hour; c.DedupWindow = 48 * time.Hour }},
+	}
+	for _, c := range cases {
+		cfg := testConfig(t, t.TempDir(), clock)
+		c.edit(&cfg)
+		if a, err := Open(cfg); err == nil {
+			a.Close()
+			t.Errorf("%s: Open succeeded; want an error", c.name)
+		}
+	}
+	cfg, err := testConfig(t, t.TempDir(), clock).withDefaults()
+	if err != nil {
+		t.Fatalf("withDefaults: %v", err)
+	}
+	if cfg.Retention != DefaultRetention || cfg.DedupWindow != DefaultDedupWindow || cfg.MaxBatchBytes != DefaultMaxBatchBytes {
+		t.Errorf("defaults: got %v %v %d; want %v %v %d", cfg.Retention, cfg.DedupWindow, cfg.MaxBatchBytes,
+			DefaultRetention, DefaultDedupWindow, DefaultMaxBatchBytes)
+	}
+}
