@@ -9,13 +9,11 @@ import (
 )
 
 var sampleLinks = []Link{
-	{},
+	{Redirect: 307}, // the zero Link has no valid redirect
 	{Code: "aB3xY9q", URL: "https://example.com/a?b=c", Owner: "own_1", CreatedAt: 1_700_000_000_000, UpdatedAt: 1_700_000_000_500, Status: StatusActive, Redirect: 302, Index: 42},
 	{Code: "my-alias", URL: "https://example.org/ü", Owner: "o", ExpiresAt: -1, ClickLimit: math.MaxInt64, Status: StatusLimited, Redirect: 308, Index: math.MaxUint64},
 	{Code: "x", URL: string(bytes.Repeat([]byte("u"), 5000)), CreatedAt: math.MinInt64, Status: StatusReview, Redirect: 301},
 }
-
-func init() { sampleLinks[0].Redirect = 307 } // the zero Link has no valid redirect
 
 var sampleOwners = []Owner{
 	{},
