@@ -99,10 +99,11 @@ func readBody(ctx *fasthttp.RequestCtx) ([]byte, bool) {
 	return b, true
 }
 
-// writeContext bounds a replicated write. The request context ends when the
-// server shuts down.
-func (s *Server) writeContext(ctx *fasthttp.RequestCtx) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.cfg.ApplyTimeout)
+// writeContext bounds a replicated write. It does not derive from the
+// RequestCtx: that one only works inside a running fasthttp.Server, and a
+// write already submitted should get its full chance to commit.
+func (s *Server) writeContext(*fasthttp.RequestCtx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
 }
 
 // writeWriteError answers a failed replicated write.

@@ -172,5 +172,20 @@ func (c *cache) invalidate(code string) {
 	c.invalidated.Inc()
 }
 
+// invalidateAll empties the cache and fences off every load in flight.
+func (c *cache) invalidateAll() {
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.gen.Add(1)
+		n := len(sh.m)
+		clear(sh.m)
+		sh.ring, sh.free, sh.hand = sh.ring[:0], sh.free[:0], 0
+		sh.mu.Unlock()
+		c.entries.Add(-int64(n))
+	}
+	c.invalidated.Inc()
+}
+
 // len is the number of cached entries.
 func (c *cache) len() int64 { return c.entries.Load() }

@@ -37,13 +37,26 @@ type Config struct {
 	WriteRate       float64       // per-API-key writes/s (token bucket, burst twice the rate); default 100, negative disables
 	ApplyTimeout    time.Duration // context deadline for writes; default 5s
 	Ready           func() (bool, string)
-	WriteMetrics    func(w io.Writer)                   // for /metrics; nil writes this server's Metrics set
-	Routes          map[string]fasthttp.RequestHandler  // extra exact paths checked before the code route; may be nil
-	APIFallback     fasthttp.RequestHandler             // /v1/ paths edge does not serve (e.g. stats); nil answers 404
+	WriteMetrics    func(w io.Writer)                           // for /metrics; nil writes this server's Metrics set
+	Routes          map[string]fasthttp.RequestHandler          // extra exact paths checked before the code route; may be nil
+	APIFallback     fasthttp.RequestHandler                     // /v1/ paths edge does not serve (e.g. stats); nil answers 404
 	OnRedirect      func(ctx *fasthttp.RequestCtx, code []byte) // after a 3xx (click capture); must not block; may be nil
-	Logger          *slog.Logger
-	Metrics         *metrics.Set
-	Now             func() time.Time
+
+	// Read-your-writes across regions: a local miss on a code that
+	// MaybeFresh says could have been created but not yet applied here asks
+	// Remote (a voter) with RemoteTimeout, instead of answering 404 for a
+	// code that exists. Both nil on a single node.
+	Remote        func(ctx context.Context, code string) (store.Link, bool, error)
+	MaybeFresh    func(code []byte) bool
+	RemoteTimeout time.Duration // default 300ms
+
+	// MaxRequestBodyBytes caps every request body the server reads (the
+	// API's own limits are tighter); aggregators raise it for segment
+	// batches. Default 1 MiB.
+	MaxRequestBodyBytes int
+	Logger              *slog.Logger
+	Metrics             *metrics.Set
+	Now                 func() time.Time
 }
 
 const (
@@ -66,6 +79,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.WriteRate == 0 {
 		c.WriteRate = defaultWriteRate
+	}
+	if c.MaxRequestBodyBytes <= 0 {
+		c.MaxRequestBodyBytes = 1 << 20
+	}
+	if c.RemoteTimeout <= 0 {
+		c.RemoteTimeout = 300 * time.Millisecond
 	}
 	if c.ApplyTimeout <= 0 {
 		c.ApplyTimeout = defaultApplyTimeout

@@ -216,15 +216,15 @@ const (
 
 // env is one edge server on a loopback listener over a fresh Pebble store.
 type env struct {
-	t       *testing.T
-	st      *store.Store
-	w       *testWriter
-	srv     *Server
-	clock   *fakeClock
-	set     *metrics.Set
-	addr    string
-	client  *fasthttp.HostClient
-	cfg     Config
+	t      *testing.T
+	st     *store.Store
+	w      *testWriter
+	srv    *Server
+	clock  *fakeClock
+	set    *metrics.Set
+	addr   string
+	client *fasthttp.HostClient
+	cfg    Config
 }
 
 func openStore(t testing.TB) *store.Store {
@@ -363,12 +363,18 @@ func (e *env) createLink(key, body string, header ...string) linkView {
 // head exactly as written on the wire.
 func (e *env) rawGet(path string) (statusLine string, headers map[string]string) {
 	e.t.Helper()
+	return e.rawRequest("GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+}
+
+// rawRequest writes request bytes as they are and reads the response head.
+func (e *env) rawRequest(request string) (statusLine string, headers map[string]string) {
+	e.t.Helper()
 	c, err := net.Dial("tcp", e.addr)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(c, request); err != nil {
 		e.t.Fatal(err)
 	}
 	br := bufio.NewReader(c)
@@ -399,3 +405,5 @@ func counterValue(set *metrics.Set, name string) uint64 {
 }
 
 var errInjected = errors.New("injected")
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -56,7 +57,7 @@ func (s *Server) checkDestination(ctx *fasthttp.RequestCtx, raw string) (destina
 		writeProblem(ctx, probInvalidURL, err.Error())
 		return destination{}, false
 	}
-	if d.hostPort() == s.ownOrigin {
+	if s.isOwnDestination(d) {
 		writeProblem(ctx, probInvalidURL, "url points at this short-link service itself; a short link to a short link is refused")
 		return destination{}, false
 	}
@@ -65,6 +66,15 @@ func (s *Server) checkDestination(ctx *fasthttp.RequestCtx, raw string) (destina
 		return destination{}, false
 	}
 	return d, true
+}
+
+// isOwnDestination reports whether d points back at this service, which
+// would make a short link to a short link (or a redirect loop).
+func (s *Server) isOwnDestination(d destination) bool {
+	if strings.TrimSuffix(d.host, ".") != s.ownHost {
+		return false
+	}
+	return s.ownOrigin == "" || d.hostPort() == s.ownOrigin
 }
 
 // checkExpiry refuses an expiry that has already passed.
@@ -369,6 +379,8 @@ func (s *Server) applyPatch(ctx *fasthttp.RequestCtx, p *store.LinkPatch, what s
 		writeProblem(ctx, probNotFound, fmt.Sprintf("there is no link %q", p.Code))
 	case errors.Is(err, store.ErrPermanentRedirect):
 		writeProblem(ctx, probPermanentRedirect, fmt.Sprintf("link %q is a permanent redirect; its destination cannot change", p.Code))
+	case errors.Is(err, store.ErrLinkLocked):
+		writeProblem(ctx, probLinkLocked, fmt.Sprintf("link %q is locked by an operator (blocked, legal block or under review); the owner cannot change it", p.Code))
 	case err != nil:
 		s.writeWriteError(ctx, what, err)
 	default:

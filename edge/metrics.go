@@ -23,6 +23,8 @@ type serverMetrics struct {
 	cacheHits   *metrics.Counter
 	cacheMisses *metrics.Counter
 
+	remoteLookups, remoteHits, remoteErrors *metrics.Counter
+
 	rateLimited  *metrics.Counter
 	authFailures *metrics.Counter
 }
@@ -43,6 +45,9 @@ func newServerMetrics(set *metrics.Set, c *cache) *serverMetrics {
 		redirectErrors: result("error"),
 		cacheHits:      set.GetOrCreateCounter("waymark_edge_cache_hits_total"),
 		cacheMisses:    set.GetOrCreateCounter("waymark_edge_cache_misses_total"),
+		remoteLookups:  set.GetOrCreateCounter("waymark_edge_remote_lookups_total"),
+		remoteHits:     set.GetOrCreateCounter("waymark_edge_remote_lookup_hits_total"),
+		remoteErrors:   set.GetOrCreateCounter("waymark_edge_remote_lookup_errors_total"),
 		rateLimited:    set.GetOrCreateCounter("waymark_api_rate_limited_total"),
 		authFailures:   set.GetOrCreateCounter("waymark_api_auth_failures_total"),
 	}

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -95,9 +96,34 @@ func (s *Server) load(code []byte) *entry {
 		return nil
 	}
 	if !found {
+		if l, ok := s.askRemote(code); ok {
+			return s.buildEntry(string(code), &l)
+		}
 		return &entry{code: string(code), kind: kindNotFound, status: fasthttp.StatusNotFound}
 	}
 	return s.buildEntry(string(code), &l)
+}
+
+// askRemote is the read-your-writes fallback: only for codes that could be
+// fresh, only with a short deadline, and any failure is a plain miss. The
+// answer is cached like a local one; the local apply evicts it later.
+func (s *Server) askRemote(code []byte) (store.Link, bool) {
+	if s.remote == nil || s.maybeFresh == nil || !s.maybeFresh(code) {
+		return store.Link{}, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.remoteWait)
+	defer cancel()
+	s.m.remoteLookups.Inc()
+	l, found, err := s.remote(ctx, string(code))
+	if err != nil {
+		s.m.remoteErrors.Inc()
+		s.log.Debug("read-your-writes lookup failed", "code", string(code), "err", err)
+		return store.Link{}, false
+	}
+	if found {
+		s.m.remoteHits.Inc()
+	}
+	return l, found
 }
 
 // buildEntry pre-builds everything a later hit copies into the response.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -23,9 +24,13 @@ type Server struct {
 	log        *slog.Logger
 	now        func() time.Time
 	onRedirect func(ctx *fasthttp.RequestCtx, code []byte)
+	remote     func(ctx context.Context, code string) (store.Link, bool, error)
+	maybeFresh func(code []byte) bool
+	remoteWait time.Duration
 
 	publicBase string // PublicURL without a trailing slash
-	ownOrigin  string // host:port of PublicURL, refused as a destination
+	ownHost    string // host of PublicURL, refused as a destination...
+	ownOrigin  string // ...on this host:port only, when PublicURL names a port
 	blocked    hostSet
 	reserved   map[string]struct{}
 	routes     map[string]fasthttp.RequestHandler
@@ -38,6 +43,10 @@ type Server struct {
 	limiter *limiter
 	m       *serverMetrics
 	srv     *fasthttp.Server
+
+	lnMu      sync.Mutex
+	listeners map[net.Listener]struct{}
+	closed    bool
 }
 
 // New builds the server; it does not listen yet (see Serve).
@@ -57,12 +66,21 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		log:             cfg.Logger.With("component", "edge"),
 		now:             cfg.Now,
 		onRedirect:      cfg.OnRedirect,
+		remote:          cfg.Remote,
+		maybeFresh:      cfg.MaybeFresh,
+		remoteWait:      cfg.RemoteTimeout,
 		publicBase:      strings.TrimRight(pub.url, "/"),
-		ownOrigin:       pub.hostPort(),
+		ownHost:         strings.TrimSuffix(pub.host, "."),
 		blocked:         newHostSet(cfg.BlockedHosts),
 		reserved:        make(map[string]struct{}),
 		privateMaxAge:   int64(cfg.PrivateMaxAge / time.Second),
 		permanentMaxAge: int64(cfg.PermanentMaxAge / time.Second),
+		listeners:       make(map[net.Listener]struct{}),
+	}
+	if pub.port != "" {
+		// An explicit port (dev, tests) means other ports on the host are
+		// other services; a public domain is refused on every port.
+		s.ownOrigin = pub.hostPort()
 	}
 	for _, a := range reservedAliases {
 		s.reserved[a] = struct{}{}
@@ -101,7 +119,7 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		ReadTimeout:                  10 * time.Second,
 		WriteTimeout:                 10 * time.Second,
 		IdleTimeout:                  90 * time.Second,
-		MaxRequestBodySize:           1 << 20, // per-endpoint limits are tighter
+		MaxRequestBodySize:           cfg.MaxRequestBodyBytes, // per-endpoint limits are tighter
 		DisablePreParseMultipartForm: true,
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
@@ -115,8 +133,21 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 // Handler returns the whole public router.
 func (s *Server) Handler() fasthttp.RequestHandler { return s.handle }
 
-// Serve accepts connections on ln until Shutdown.
+// Serve accepts connections on ln until Shutdown, then returns nil.
 func (s *Server) Serve(ln net.Listener) error {
+	s.lnMu.Lock()
+	if s.closed {
+		s.lnMu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.listeners[ln] = struct{}{}
+	s.lnMu.Unlock()
+	defer func() {
+		s.lnMu.Lock()
+		delete(s.listeners, ln)
+		s.lnMu.Unlock()
+	}()
 	if err := s.srv.Serve(ln); err != nil {
 		return fmt.Errorf("cannot serve public HTTP on %s: %w", ln.Addr(), err)
 	}
@@ -126,7 +157,19 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops accepting, closes idle connections and waits for open
 // requests until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
-	if err := s.srv.ShutdownWithContext(ctx); err != nil {
+	s.lnMu.Lock()
+	s.closed = true
+	s.lnMu.Unlock()
+	err := s.srv.ShutdownWithContext(ctx)
+	// fasthttp only closes listeners its Serve has registered; a Serve that
+	// started just before Shutdown may not have, so close them here too (a
+	// second Close of the same listener is harmless).
+	s.lnMu.Lock()
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	s.lnMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("cannot shut down public HTTP: %w", err)
 	}
 	return nil
@@ -139,6 +182,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Invalidate(code string) {
 	if s.cache != nil {
 		s.cache.invalidate(code)
+	}
+}
+
+// InvalidateAll drops every cached answer. The node calls it after a
+// snapshot restore replaces the store underneath the cache.
+func (s *Server) InvalidateAll() {
+	if s.cache != nil {
+		s.cache.invalidateAll()
 	}
 }
 

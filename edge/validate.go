@@ -64,6 +64,11 @@ func parseDestination(raw string) (destination, error) {
 		return destination{}, errors.New("url must be absolute, starting with http:// or https://")
 	}
 	scheme := strings.ToLower(raw[:colon])
+	if after := raw[colon+1:]; scheme != "http" && scheme != "https" &&
+		(strings.IndexByte(scheme, '.') >= 0 || after != "" && after[0] >= '0' && after[0] <= '9') {
+		// "example.com:8080/x" is a host and port, not a scheme.
+		return destination{}, errors.New("url must be absolute, starting with http:// or https://")
+	}
 	if scheme != "http" && scheme != "https" {
 		return destination{}, fmt.Errorf("url scheme %q is not allowed; use http or https", scheme)
 	}

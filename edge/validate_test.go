@@ -193,3 +193,35 @@ func FuzzNormalizeURL(f *testing.F) {
 		}
 	})
 }
+
+func TestOwnDestination(t *testing.T) {
+	st := openStore(t)
+	w := newTestWriter(t, st)
+	tests := []struct {
+		public string
+		dest   string
+		own    bool
+	}{
+		{"https://wm.example", "https://wm.example/abc", true},
+		{"https://wm.example", "http://WM.example./abc", true},
+		{"https://wm.example", "https://wm.example:8443/abc", true},
+		{"https://wm.example", "https://www.wm.example/abc", false},
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080/abc", true},
+		{"http://127.0.0.1:8080", "https://127.0.0.1:8080/abc", true},
+		{"http://127.0.0.1:8080", "http://127.0.0.1:9090/abc", false},
+		{"http://127.0.0.1:8080", "http://127.0.0.1/abc", false},
+	}
+	for _, tt := range tests {
+		srv, err := New(Config{PublicURL: tt.public, Logger: discardLogger()}, st, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := parseDestination(tt.dest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.isOwnDestination(d); got != tt.own {
+			t.Errorf("public %s, destination %s: own %v; want %v", tt.public, tt.dest, got, tt.own)
+		}
+	}
+}

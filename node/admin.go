@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/waymark/waymark/store"
@@ -33,6 +34,13 @@ func (n *Node) openAdmin() error {
 	mux.HandleFunc("POST /v1/owners", a.createOwner)
 	mux.HandleFunc("GET /v1/status", a.status)
 	mux.HandleFunc("GET /v1/raft/peers", a.raftPeers)
+	mux.HandleFunc("GET /v1/members", a.members)
+	mux.HandleFunc("GET /v1/events/count", a.eventsCount)
+	mux.HandleFunc("GET /v1/events/tail", a.eventsTail)
+	mux.HandleFunc("POST /v1/join", a.join)
+	mux.HandleFunc("POST /v1/leave", a.leave)
+	mux.HandleFunc("POST /v1/raft/remove-peer", a.membership("remove-peer"))
+	mux.HandleFunc("POST /v1/raft/transfer-leader", a.membership("transfer-leader"))
 	a.srv = &http.Server{
 		Handler:           a.auth(mux),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -133,12 +141,12 @@ type Peer struct {
 	Address  string `json:"address"`
 	Suffrage string `json:"suffrage"`
 	Leader   bool   `json:"leader"`
-	Applied  uint64 `json:"applied_index"`
-	Trailing uint64 `json:"trailing"`
+	Applied  int64  `json:"applied_index"` // -1 when the peer did not answer
+	Trailing int64  `json:"trailing"`
 }
 
 func (a *adminServer) raftPeers(w http.ResponseWriter, r *http.Request) {
-	peers, err := a.n.raftPeers()
+	peers, err := a.n.raftPeers(r.Context())
 	if err != nil {
 		writeProblem(w, http.StatusServiceUnavailable, "unavailable", err.Error())
 		return
@@ -146,22 +154,48 @@ func (a *adminServer) raftPeers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, peers)
 }
 
-func (n *Node) raftPeers() ([]Peer, error) {
-	f := n.raft.Raft().GetConfiguration()
-	if err := f.Error(); err != nil {
+func (n *Node) raftPeers(ctx context.Context) ([]Peer, error) {
+	servers, err := n.raft.Servers()
+	if err != nil {
 		return nil, fmt.Errorf("cannot read raft configuration: %w", err)
 	}
 	st := n.raft.Stats()
-	var peers []Peer
-	for _, s := range f.Configuration().Servers {
-		p := Peer{ID: string(s.ID), Address: string(s.Address), Suffrage: strings.ToLower(s.Suffrage.String()), Leader: string(s.ID) == st.LeaderID}
-		if string(s.ID) == n.cfg.Name {
-			p.Applied = st.AppliedIndex
-			if st.CommitIndex > st.AppliedIndex {
-				p.Trailing = st.CommitIndex - st.AppliedIndex
-			}
+	peers := make([]Peer, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		p := &peers[i]
+		*p = Peer{ID: s.ID, Address: s.Address, Suffrage: "nonvoter", Leader: s.ID == st.LeaderID, Applied: -1}
+		if s.Voter {
+			p.Suffrage = "voter"
 		}
-		peers = append(peers, p)
+		addr, ok := n.httpAddrOf(s.ID)
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			b, _, err := n.peers.do(c, addr, internalStatus, nil)
+			var is InternalStatus
+			if err != nil || json.Unmarshal(b, &is) != nil {
+				return
+			}
+			p.Applied = int64(is.AppliedIndex)
+		}()
+	}
+	wg.Wait()
+	// Trailing is measured against the highest applied index seen: on the
+	// leader that is its own, the freshest in the cluster.
+	var top int64
+	for _, p := range peers {
+		top = max(top, p.Applied)
+	}
+	for i := range peers {
+		if peers[i].Applied >= 0 {
+			peers[i].Trailing = top - peers[i].Applied
+		}
 	}
 	return peers, nil
 }
@@ -189,4 +223,62 @@ func writeWriteError(w http.ResponseWriter, err error) {
 		return
 	}
 	writeProblem(w, http.StatusInternalServerError, "internal", err.Error())
+}
+
+func (a *adminServer) members(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, a.n.gossip.Members())
+}
+
+func (a *adminServer) join(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Addrs []string `json:"addrs"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || len(req.Addrs) == 0 {
+		writeProblem(w, http.StatusBadRequest, "invalid-request", `body must be {"addrs": ["host:port", ...]}`)
+		return
+	}
+	n, err := a.n.gossip.Join(req.Addrs)
+	if err != nil {
+		writeProblem(w, http.StatusBadGateway, "join-failed", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"contacted": n})
+}
+
+func (a *adminServer) leave(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if err := a.n.Leave(ctx); err != nil {
+		writeProblem(w, http.StatusConflict, "leave-failed", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"left": a.n.cfg.Name})
+}
+
+func (a *adminServer) membership(op string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req := MembershipRequest{Op: op}
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
+			writeProblem(w, http.StatusBadRequest, "invalid-request", `body must be {"id": "..."}`)
+			return
+		}
+		req.Op = op
+		if op == "remove-peer" && req.ID == "" {
+			writeProblem(w, http.StatusBadRequest, "invalid-request", "remove-peer needs a peer id")
+			return
+		}
+		if op == "remove-peer" && req.ID == a.n.cfg.Name && a.n.raft.IsLeader() {
+			writeProblem(w, http.StatusConflict, "invalid-request", "cannot remove the leader from itself; transfer leadership first or use `waymark leave`")
+			return
+		}
+		err := a.n.changeMembership(r.Context(), req)
+		switch {
+		case err == nil:
+			writeJSON(w, http.StatusOK, map[string]string{"done": op, "id": req.ID})
+		case errors.Is(err, errUnknownPeer):
+			writeProblem(w, http.StatusNotFound, "not-found", err.Error())
+		default:
+			writeWriteError(w, err)
+		}
+	}
 }

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -249,7 +251,11 @@ func CmdRaftPeers(args []string) error {
 	return c.print(peers, func(w *tabwriter.Writer) {
 		fmt.Fprintln(w, "ID\tADDRESS\tSUFFRAGE\tLEADER\tAPPLIED\tTRAILING")
 		for _, p := range peers {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%d\n", p.ID, p.Address, p.Suffrage, p.Leader, p.Applied, p.Trailing)
+			applied, trailing := fmt.Sprint(p.Applied), fmt.Sprint(p.Trailing)
+			if p.Applied < 0 {
+				applied, trailing = "unreachable", "-"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\n", p.ID, p.Address, p.Suffrage, p.Leader, applied, trailing)
 		}
 	})
 }
@@ -265,4 +271,161 @@ func CmdKeygen(args []string) error {
 	}
 	_, err := fmt.Println(base64.StdEncoding.EncodeToString(key))
 	return err
+}
+
+// CmdMembers is `waymark members`: every gossip member this node knows.
+func CmdMembers(args []string) error {
+	_, mk, err := parseCommand("members", args, "[flags]", 0, 0)
+	if err != nil {
+		return err
+	}
+	c, err := mk()
+	if err != nil {
+		return err
+	}
+	var members []Member
+	if err := c.call("GET", "/v1/members", nil, &members); err != nil {
+		return err
+	}
+	return c.print(members, func(w *tabwriter.Writer) {
+		fmt.Fprintln(w, "NAME\tADDRESS\tREGION\tROLES\tSTATUS\tVERSION")
+		for _, m := range members {
+			roles := make([]string, len(m.Roles))
+			for i, r := range m.Roles {
+				roles[i] = string(r)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", m.Name, m.Addr, m.Region, strings.Join(roles, ","), m.Status, m.Version)
+		}
+	})
+}
+
+// CmdJoin is `waymark join ADDR...`: gossip with existing members.
+func CmdJoin(args []string) error {
+	fs, mk, err := parseCommand("join", args, "[flags] GOSSIP_ADDR...", 1, -1)
+	if err != nil {
+		return err
+	}
+	c, err := mk()
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Contacted int `json:"contacted"`
+	}
+	if err := c.call("POST", "/v1/join", map[string]any{"addrs": fs.Args()}, &out); err != nil {
+		return err
+	}
+	return c.print(out, func(w *tabwriter.Writer) { fmt.Fprintf(w, "joined: contacted %d member(s)\n", out.Contacted) })
+}
+
+// CmdLeave is `waymark leave`: graceful departure of the addressed node.
+func CmdLeave(args []string) error {
+	_, mk, err := parseCommand("leave", args, "[flags]", 0, 0)
+	if err != nil {
+		return err
+	}
+	c, err := mk()
+	if err != nil {
+		return err
+	}
+	var out map[string]string
+	if err := c.call("POST", "/v1/leave", map[string]string{}, &out); err != nil {
+		return err
+	}
+	return c.print(out, func(w *tabwriter.Writer) { fmt.Fprintf(w, "%s left the cluster\n", out["left"]) })
+}
+
+// CmdRemovePeer is `waymark raft remove-peer ID`.
+func CmdRemovePeer(args []string) error {
+	fs, mk, err := parseCommand("raft remove-peer", args, "[flags] ID", 1, 1)
+	if err != nil {
+		return err
+	}
+	return membershipCommand(mk, "/v1/raft/remove-peer", fs.Arg(0), "removed peer %s\n")
+}
+
+// CmdTransferLeader is `waymark raft transfer-leader [ID]`.
+func CmdTransferLeader(args []string) error {
+	fs, mk, err := parseCommand("raft transfer-leader", args, "[flags] [ID]", 0, 1)
+	if err != nil {
+		return err
+	}
+	return membershipCommand(mk, "/v1/raft/transfer-leader", fs.Arg(0), "leadership transferred %s\n")
+}
+
+func membershipCommand(mk func() (*client, error), path, id, done string) error {
+	c, err := mk()
+	if err != nil {
+		return err
+	}
+	var out map[string]string
+	if err := c.call("POST", path, map[string]string{"id": id}, &out); err != nil {
+		return err
+	}
+	return c.print(out, func(w *tabwriter.Writer) { fmt.Fprintf(w, done, id) })
+}
+
+// CmdEventsCount is `waymark events count [--link CODE] [--site ID] [--bots]`:
+// prints only the number of raw events the aggregator holds.
+func CmdEventsCount(args []string) error {
+	fs := flag.NewFlagSet("events count", flag.ContinueOnError)
+	link := fs.String("link", "", "only clicks of this link code")
+	site := fs.String("site", "", "only events of this site id")
+	bots := fs.Bool("bots", false, "only bot-flagged events")
+	mk := clientFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return usageErr(err)
+	}
+	c, err := mk()
+	if err != nil {
+		return err
+	}
+	var out EventsCount
+	q := url.Values{"link": {*link}, "site": {*site}, "bots": {strconv.FormatBool(*bots)}}
+	if err := c.call("GET", "/v1/events/count?"+q.Encode(), nil, &out); err != nil {
+		return err
+	}
+	if c.format == "json" {
+		return c.print(out, nil)
+	}
+	_, err = fmt.Fprintln(c.out, out.Count)
+	return err
+}
+
+// CmdEventsTail is `waymark events tail [-n N]`: the newest raw events.
+func CmdEventsTail(args []string) error {
+	fs := flag.NewFlagSet("events tail", flag.ContinueOnError)
+	limit := fs.Int("n", 20, "how many events")
+	link := fs.String("link", "", "only clicks of this link code")
+	site := fs.String("site", "", "only events of this site id")
+	mk := clientFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return usageErr(err)
+	}
+	c, err := mk()
+	if err != nil {
+		return err
+	}
+	var out []TailEvent
+	q := url.Values{"n": {strconv.Itoa(*limit)}, "link": {*link}, "site": {*site}}
+	if err := c.call("GET", "/v1/events/tail?"+q.Encode(), nil, &out); err != nil {
+		return err
+	}
+	return c.print(out, func(w *tabwriter.Writer) {
+		fmt.Fprintln(w, "TIME\tKIND\tCODE/SITE\tPATH\tREFERRER\tCOUNTRY\tDEVICE\tBROWSER\tBOT\tNODE")
+		for _, e := range out {
+			target := e.Code
+			if target == "" {
+				target = e.Site
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\n", e.Time.Format(time.RFC3339), e.Kind, target, e.Path, e.Referrer, e.Country, e.Device, e.Browser, e.Bot, e.Node)
+		}
+	})
+}
+
+func usageErr(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return &cliError{ExitUsage, err}
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +36,12 @@ type Config struct {
 	AdminAddr string
 	PublicURL string
 
+	GossipAddr      string
+	Join            []string
+	BootstrapExpect int
+	ClusterKey      []byte // 32 bytes; encrypts gossip, authenticates node-to-node calls
+	DeadGrace       time.Duration
+
 	CacheEntries    int
 	BlockCacheBytes int64
 	PrivateMaxAge   time.Duration
@@ -43,6 +51,10 @@ type Config struct {
 	TrustedProxies  []netip.Prefix
 	CountryHeader   string
 	GeoIPPath       string
+	IngestIPRate    float64
+	IngestMaxBytes  int64
+	MaxShipLag      time.Duration
+	Retention       time.Duration
 
 	LogFormat string // text or json
 	LogLevel  string // debug, info, warn, error
@@ -65,7 +77,7 @@ var ErrBadConfig = errors.New("invalid configuration")
 // environment variables (dashes as underscores) for flags not given.
 func ParseFlags(args []string) (Config, bool, error) {
 	var c Config
-	var roles, blocked, proxies string
+	var roles, blocked, proxies, joins, keyFile, configFile string
 	var checkOnly bool
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.StringVar(&c.Name, "name", "", "node name, unique in the cluster (default: host name)")
@@ -77,6 +89,12 @@ func ParseFlags(args []string) (Config, bool, error) {
 	fs.StringVar(&c.RaftAddr, "raft-addr", "127.0.0.1:0", "Raft TCP address (port 0 picks one)")
 	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:8081", "operator API address (loopback by default)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of short links (default http://<http-addr>)")
+	fs.StringVar(&c.GossipAddr, "gossip-addr", "127.0.0.1:0", "memberlist gossip address, TCP and UDP (port 0 picks one)")
+	fs.StringVar(&joins, "join", "", "comma-separated gossip addresses of existing members to join")
+	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 0, "voters to wait for before bootstrapping a new cluster")
+	fs.StringVar(&keyFile, "cluster-key-file", "", "file holding the base64 cluster key (or WAYMARK_CLUSTER_KEY; `waymark keygen` makes one)")
+	fs.DurationVar(&c.DeadGrace, "dead-grace", 2*time.Minute, "how long a failed member stays in the Raft configuration before it is removed")
+	fs.StringVar(&configFile, "config", "", "optional JSON file of flag values (flags and WAYMARK_* win over it)")
 	fs.IntVar(&c.CacheEntries, "cache-entries", 1<<20, "redirect cache size in entries")
 	fs.Int64Var(&c.BlockCacheBytes, "block-cache-bytes", 128<<20, "Pebble block cache size")
 	fs.DurationVar(&c.PrivateMaxAge, "redirect-max-age", 60*time.Second, "Cache-Control max-age of 302/307 redirects")
@@ -86,6 +104,10 @@ func ParseFlags(args []string) (Config, bool, error) {
 	fs.StringVar(&proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is believed (--dev: loopback)")
 	fs.StringVar(&c.CountryHeader, "country-header", "CF-IPCountry", "trusted header carrying the visitor's country")
 	fs.StringVar(&c.GeoIPPath, "geoip-db", "", "MaxMind-format country database file")
+	fs.Float64Var(&c.IngestIPRate, "ingest-ip-rate", 100, "events per second one client address may send to /api/event (burst 10x)")
+	fs.Int64Var(&c.IngestMaxBytes, "ingest-max-pending-bytes", 1<<30, "byte cap on event segments not yet shipped; past it new events are dropped and counted")
+	fs.DurationVar(&c.MaxShipLag, "max-ship-lag", time.Hour, "/readyz fails when the oldest unshipped event is older than this")
+	fs.DurationVar(&c.Retention, "retention", 90*24*time.Hour, "aggregator: raw events older than this are dropped, by whole days")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&checkOnly, "check-config", false, "print the validated configuration and exit")
@@ -95,6 +117,17 @@ func ParseFlags(args []string) (Config, bool, error) {
 	if err := applyEnv(fs); err != nil {
 		return Config{}, false, err
 	}
+	if configFile != "" {
+		if err := applyConfigFile(fs, configFile); err != nil {
+			return Config{}, false, err
+		}
+	}
+	c.Join = splitList(joins)
+	key, err := loadClusterKey(keyFile)
+	if err != nil {
+		return Config{}, false, err
+	}
+	c.ClusterKey = key
 	if fs.NArg() > 0 {
 		return Config{}, false, fmt.Errorf("%w: unexpected argument %q", ErrBadConfig, fs.Arg(0))
 	}
@@ -161,8 +194,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: unknown role %q (want voter, edge or aggregator)", ErrBadConfig, r)
 		}
 	}
-	if !c.Dev {
-		return fmt.Errorf("%w: only --dev single-node mode is supported in this version; multi-node clusters come with gossip membership", ErrBadConfig)
+	if !c.Dev && c.ClusterKey == nil {
+		return fmt.Errorf("%w: a cluster key is required outside --dev: pass --cluster-key-file or WAYMARK_CLUSTER_KEY (make one with `waymark keygen`)", ErrBadConfig)
+	}
+	if c.BootstrapExpect < 0 || (c.BootstrapExpect > 0 && !c.HasRole(RoleVoter)) {
+		return fmt.Errorf("%w: --bootstrap-expect needs a positive count on a voter", ErrBadConfig)
+	}
+	if c.DeadGrace <= 0 {
+		return fmt.Errorf("%w: --dead-grace must be positive", ErrBadConfig)
 	}
 	if c.Name == "" {
 		host, err := os.Hostname()
@@ -182,7 +221,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: --data-dir %q: %w", ErrBadConfig, c.DataDir, err)
 	}
 	c.DataDir = abs
-	for name, addr := range map[string]string{"--http-addr": c.HTTPAddr, "--raft-addr": c.RaftAddr, "--admin-addr": c.AdminAddr} {
+	for name, addr := range map[string]string{"--http-addr": c.HTTPAddr, "--raft-addr": c.RaftAddr, "--admin-addr": c.AdminAddr, "--gossip-addr": c.GossipAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return fmt.Errorf("%w: %s %q: %w", ErrBadConfig, name, addr, err)
 		}
@@ -193,8 +232,78 @@ func (c *Config) Validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("%w: --log-format %q (want text or json)", ErrBadConfig, c.LogFormat)
 	}
+	if c.Retention < 24*time.Hour {
+		return fmt.Errorf("%w: --retention must be at least 24h", ErrBadConfig)
+	}
 	if c.Dev && len(c.TrustedProxies) == 0 {
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 	}
 	return nil
+}
+
+// applyConfigFile sets every flag not already given (on the command line
+// or in the environment) from a JSON object of flag names to values.
+func applyConfigFile(fs *flag.FlagSet, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%w: cannot read --config %q: %w", ErrBadConfig, path, err)
+	}
+	var values map[string]any
+	if err := json.Unmarshal(b, &values); err != nil {
+		return fmt.Errorf("%w: --config %q is not a JSON object: %w", ErrBadConfig, path, err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, v := range values {
+		f := fs.Lookup(name)
+		if f == nil || name == "config" {
+			return fmt.Errorf("%w: --config %q: unknown setting %q", ErrBadConfig, path, name)
+		}
+		env := "WAYMARK_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		if _, inEnv := os.LookupEnv(env); given[name] || inEnv {
+			continue
+		}
+		var text string
+		switch v := v.(type) {
+		case string:
+			text = v
+		case []any:
+			parts := make([]string, len(v))
+			for i, p := range v {
+				parts[i] = fmt.Sprint(p)
+			}
+			text = strings.Join(parts, ",")
+		default:
+			text = fmt.Sprint(v)
+		}
+		if err := f.Value.Set(text); err != nil {
+			return fmt.Errorf("%w: --config %q: %s: %w", ErrBadConfig, path, name, err)
+		}
+	}
+	return nil
+}
+
+// ClusterKeySize is the size of the cluster key in bytes.
+const ClusterKeySize = 32
+
+// loadClusterKey reads the base64 cluster key from a file, or from
+// WAYMARK_CLUSTER_KEY. It returns nil when neither is set.
+func loadClusterKey(path string) ([]byte, error) {
+	text := os.Getenv("WAYMARK_CLUSTER_KEY")
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: cannot read --cluster-key-file: %w", ErrBadConfig, err)
+		}
+		text = string(b)
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, nil
+	}
+	key, err := base64.StdEncoding.DecodeString(text)
+	if err != nil || len(key) != ClusterKeySize {
+		return nil, fmt.Errorf("%w: the cluster key must be %d bytes of base64 (make one with `waymark keygen`)", ErrBadConfig, ClusterKeySize)
+	}
+	return key, nil
 }

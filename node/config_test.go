@@ -45,7 +45,8 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"--dev", "--log-format", "xml"},
 		{"--dev", "--trusted-proxies", "10.0.0.0/99"},
 		{"--dev", "stray"},
-		{"--role", "voter"}, // multi-node needs gossip membership, not built yet
+		{"--role", "voter"}, // no cluster key outside --dev
+		{"--dev", "--bootstrap-expect", "-1"},
 	}
 	for _, args := range cases {
 		_, _, err := ParseFlags(append(args, "--data-dir", t.TempDir()))

@@ -61,6 +61,16 @@ type Gossip struct {
 	// leave notification does not say whether a node left or died.
 	leaving map[string]bool
 	events  chan<- MemberEvent
+	// stopOnce makes Leave and Shutdown safe to call in any order.
+	stopOnce sync.Once
+}
+
+// Shutdown stops gossiping without announcing a departure (a restart, not a
+// leave: the leader keeps the node in Raft through DeadGrace).
+func (g *Gossip) Shutdown() error {
+	var err error
+	g.stopOnce.Do(func() { err = g.ml.Shutdown() })
+	return err
 }
 
 // StartGossip binds the gossip ports and starts memberlist.
@@ -125,7 +135,7 @@ func (g *Gossip) Leave(timeout time.Duration) error {
 	if err := g.ml.Leave(timeout); err != nil {
 		return fmt.Errorf("cannot leave gossip: %w", err)
 	}
-	return g.ml.Shutdown()
+	return g.Shutdown()
 }
 
 // Members lists every member ever seen, by name.

@@ -19,7 +19,7 @@ func startTestGossip(t *testing.T, name, region string, key []byte) *Gossip {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { g.ml.Shutdown() })
+	t.Cleanup(func() { g.Shutdown() })
 	return g
 }
 

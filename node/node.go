@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/waymark/waymark/edge"
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/raft"
+	"github.com/waymark/waymark/rollup"
 	"github.com/waymark/waymark/store"
 )
 
@@ -34,20 +37,35 @@ type Node struct {
 	store  *store.Store
 	ingest *ingest.Pipeline
 	sites  *ingest.Sites
+	agg    *rollup.Aggregator
 	raft   *raft.Node
 	edge   atomic.Pointer[edge.Server]
 	admin  *adminServer
 
-	httpLn    net.Listener
-	httpDone  chan error
-	started   time.Time
-	operToken string
+	gossip *Gossip
+	peers  *peerClient
+
+	httpLn        net.Listener
+	httpDone      chan error
+	started       time.Time
+	operToken     string
+	internalToken string
+
+	bg       sync.WaitGroup // background loops (reconciler, bootstrap)
+	bgCancel context.CancelFunc
+	exit     chan struct{} // a graceful leave asks the process to stop
 }
+
+// Exit is closed-over by the runner: a value arrives when the node left the
+// cluster and the process should stop.
+func (n *Node) Exit() <-chan struct{} { return n.exit }
 
 // Start brings a node up and returns once every listener is bound. The
 // steps read top to bottom in start order; Close undoes them bottom up.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error) {
-	n := &Node{cfg: cfg, log: log, metrics: metrics.NewSet(), started: time.Now()}
+	n := &Node{cfg: cfg, log: log, metrics: metrics.NewSet(), started: time.Now(), exit: make(chan struct{}, 1)}
+	bgCtx, bgCancel := context.WithCancel(context.Background())
+	n.bgCancel = bgCancel
 	defer func() {
 		if err != nil {
 			n.Close(context.Background())
@@ -74,6 +92,13 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 		log.Info("wrote operator token", "path", filepath.Join(cfg.DataDir, OperatorTokenFile))
 	}
 
+	clusterKey, err := n.clusterKey()
+	if err != nil {
+		return nil, err
+	}
+	n.internalToken = internalToken(clusterKey)
+	n.peers = newPeerClient(n.internalToken)
+
 	// The public listener is bound first so its real address (port 0) is
 	// known to everything that advertises it.
 	if n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
@@ -90,6 +115,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 	if err := phase("ingest", n.openIngest); err != nil {
 		return nil, err
 	}
+	if err := phase("aggregator", n.openAggregator); err != nil {
+		return nil, err
+	}
 	if err := phase("raft", n.openRaft); err != nil {
 		return nil, err
 	}
@@ -100,6 +128,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 		return nil, err
 	}
 	log.Info("http listening", "addr", n.httpLn.Addr().String(), "public_url", publicURL)
+	if err := phase("gossip", func() error { return n.openGossip(bgCtx, clusterKey) }); err != nil {
+		return nil, err
+	}
 
 	if cfg.Dev {
 		if err := n.devSetup(ctx); err != nil {
@@ -130,19 +161,22 @@ func (n *Node) openIngest() error {
 		sites.Put(s)
 	}
 	n.ingest, err = ingest.Open(ingest.Config{
-		Dir:            filepath.Join(n.cfg.DataDir, "segments"),
-		NodeID:         n.cfg.Name,
-		Region:         n.cfg.Region,
-		AggregatorURL:  n.cfg.AggregatorURL,
-		ShipToken:      n.operToken,
-		TrustedProxies: n.cfg.TrustedProxies,
-		CountryHeader:  n.cfg.CountryHeader,
-		GeoIPPath:      n.cfg.GeoIPPath,
-		Sites:          sites,
-		Salts:          ingest.NewLocalSalts(time.Now),
-		Logger:         n.log,
-		Metrics:        n.metrics,
-		Now:            time.Now,
+		Dir:             filepath.Join(n.cfg.DataDir, "segments"),
+		NodeID:          n.cfg.Name,
+		Region:          n.cfg.Region,
+		AggregatorURL:   n.aggregatorURL(),
+		ShipToken:       n.internalToken,
+		IPRate:          n.cfg.IngestIPRate,
+		MaxPendingBytes: n.cfg.IngestMaxBytes,
+		IPBurst:         n.cfg.IngestIPRate * 10,
+		TrustedProxies:  n.cfg.TrustedProxies,
+		CountryHeader:   n.cfg.CountryHeader,
+		GeoIPPath:       n.cfg.GeoIPPath,
+		Sites:           sites,
+		Salts:           ingest.NewLocalSalts(time.Now),
+		Logger:          n.log,
+		Metrics:         n.metrics,
+		Now:             time.Now,
 	})
 	return err
 }
@@ -154,7 +188,8 @@ func (n *Node) openRaft() error {
 		Region:       n.cfg.Region,
 		Dir:          filepath.Join(n.cfg.DataDir, "raft"),
 		BindAddr:     n.cfg.RaftAddr,
-		Bootstrap:    n.cfg.Dev,
+		Bootstrap:    n.cfg.Dev && n.cfg.BootstrapExpect == 0,
+		Forward:      n.forward,
 		ApplyTimeout: n.cfg.ApplyTimeout,
 		Logger:       n.log,
 		Metrics:      n.metrics,
@@ -164,6 +199,16 @@ func (n *Node) openRaft() error {
 			}
 		},
 		OnSite: n.sites.Put,
+		OnRestore: func() {
+			if srv := n.edge.Load(); srv != nil {
+				srv.InvalidateAll()
+			}
+			if all, err := n.store.Sites(); err == nil {
+				for _, s := range all {
+					n.sites.Put(s)
+				}
+			}
+		},
 	}, n.store)
 	if err != nil {
 		return err
@@ -181,14 +226,11 @@ func (n *Node) openEdge(publicURL string) error {
 		ApplyTimeout:  n.cfg.ApplyTimeout,
 		Ready:         n.ready,
 		WriteMetrics:  n.writeMetrics,
-		Routes: map[string]fasthttp.RequestHandler{
-			"/s.js":      n.ingest.ScriptHandler(),
-			"/api/event": n.ingest.EventHandler(),
-		},
-		OnRedirect: n.ingest.CaptureClick,
-		Logger:     n.log,
-		Metrics:    n.metrics,
-		Now:        time.Now,
+		Routes:        n.publicRoutes(),
+		OnRedirect:    n.ingest.CaptureClick,
+		Logger:        n.log,
+		Metrics:       n.metrics,
+		Now:           time.Now,
 	}, n.store, n.raft)
 	if err != nil {
 		return err
@@ -199,8 +241,22 @@ func (n *Node) openEdge(publicURL string) error {
 	return nil
 }
 
-// ready is /readyz: Raft has a leader and the FSM has caught up.
-func (n *Node) ready() (bool, string) { return n.raft.Ready() }
+// ready is /readyz: Raft has a leader and the FSM has caught up, and the
+// event shipper is not stuck (an edge that keeps answering 200 while its
+// analytics silently stopped is the failure this catches).
+func (n *Node) ready() (bool, string) {
+	ok, detail := n.raft.Ready()
+	if !ok {
+		return ok, detail
+	}
+	if lag := n.ingest.OldestPendingAge(); lag > n.cfg.MaxShipLag {
+		return false, fmt.Sprintf("events not shipped for %s (limit %s)", lag.Round(time.Second), n.cfg.MaxShipLag)
+	}
+	if st := n.raft.Stats(); !st.LastContact.IsZero() {
+		return true, fmt.Sprintf("%s; last contact with leader %s ago", detail, time.Since(st.LastContact).Round(time.Millisecond))
+	}
+	return true, detail
+}
 
 func (n *Node) writeMetrics(w io.Writer) {
 	n.metrics.WritePrometheus(w)
@@ -220,6 +276,13 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		n.log.Info("stopped "+name, "took", time.Since(t0).Round(time.Microsecond))
 	}
+	if n.bgCancel != nil {
+		n.bgCancel()
+	}
+	if n.gossip != nil {
+		step("gossip", n.gossip.Shutdown)
+	}
+	n.bg.Wait()
 	if n.admin != nil {
 		step("admin", func() error { return n.admin.Close(ctx) })
 	}
@@ -234,6 +297,9 @@ func (n *Node) Close(ctx context.Context) error {
 	if n.raft != nil {
 		step("raft", n.raft.Close)
 	}
+	if n.agg != nil {
+		step("aggregator", n.agg.Close)
+	}
 	if n.store != nil {
 		step("store", n.store.Close)
 	}
@@ -245,3 +311,74 @@ func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
 
 // AdminAddr is the bound operator API address.
 func (n *Node) AdminAddr() string { return n.admin.addr() }
+
+// publicRoutes are the extra exact paths the edge serves besides links.
+func (n *Node) publicRoutes() map[string]fasthttp.RequestHandler {
+	routes := n.internalRoutes()
+	routes["/s.js"] = n.ingest.ScriptHandler()
+	routes["/api/event"] = n.ingest.EventHandler()
+	if n.agg != nil {
+		routes[ingest.ShipPath] = n.agg.SegmentsHandler()
+	}
+	return routes
+}
+
+// clusterKey returns the configured key; a --dev node without one makes
+// its own and keeps it in the data folder so restarts agree with it.
+func (n *Node) clusterKey() ([]byte, error) {
+	if n.cfg.ClusterKey != nil {
+		return n.cfg.ClusterKey, nil
+	}
+	text, _, err := loadOrCreateSecret(n.cfg.DataDir, "cluster-key", func() string {
+		return base64.StdEncoding.EncodeToString([]byte(randomHex(ClusterKeySize / 2)))
+	})
+	if err != nil {
+		return nil, err
+	}
+	key, err := base64.StdEncoding.DecodeString(text)
+	if err != nil || len(key) != ClusterKeySize {
+		return nil, fmt.Errorf("cannot use %s/cluster-key: want %d bytes of base64", n.cfg.DataDir, ClusterKeySize)
+	}
+	return key, nil
+}
+
+// openGossip joins memberlist, then starts the leader's reconciler and,
+// for a fresh cluster, the --bootstrap-expect wait.
+func (n *Node) openGossip(ctx context.Context, clusterKey []byte) error {
+	events := make(chan MemberEvent, 256)
+	g, err := StartGossip(GossipConfig{
+		BindAddr:  n.cfg.GossipAddr,
+		SecretKey: deriveKey(clusterKey, "gossip"),
+		Meta: Meta{
+			Name: n.cfg.Name, Region: n.cfg.Region, Roles: n.cfg.Roles, RaftAddr: n.raft.Addr(),
+			HTTPAddr: n.HTTPAddr(), AdminAddr: n.admin.addr(), Version: Version,
+		},
+		Logger: n.log,
+		Events: events,
+	})
+	if err != nil {
+		return err
+	}
+	n.gossip = g
+	n.log.Info("gossip listening", "addr", g.Addr())
+	if len(n.cfg.Join) > 0 {
+		joined, err := g.Join(n.cfg.Join)
+		if err != nil {
+			return err
+		}
+		n.log.Info("joined gossip", "contacted", joined)
+	}
+	n.startReconciler(ctx, events)
+	if n.cfg.BootstrapExpect > 0 {
+		n.bootstrapWhenExpected(ctx)
+	}
+	return nil
+}
+
+// maxBodyBytes lets aggregators accept segment batches on the public port.
+func (n *Node) maxBodyBytes() int {
+	if n.cfg.HasRole(RoleAggregator) {
+		return 16 << 20
+	}
+	return 1 << 20
+}

@@ -36,7 +36,10 @@ func CmdNode(args []string) error {
 	if err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-n.Exit():
+	}
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

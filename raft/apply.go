@@ -24,11 +24,14 @@ func newApplier(st *store.Store, b *store.Batch) *applier {
 }
 
 // isCommandError reports whether err is a command being refused, as
-// opposed to the store failing.
+// opposed to the store failing. Every refusal the store's Batch methods can
+// return must be listed here (and in result.go's wireErrors): an unlisted
+// one halts the FSM on every node.
 func isCommandError(err error) bool {
 	for _, e := range [...]error{
 		store.ErrCodeTaken, store.ErrNotFound, store.ErrPermanentRedirect,
 		store.ErrDomainTaken, store.ErrRangeExhausted, store.ErrRegionSpaceFull,
+		store.ErrLinkLocked,
 	} {
 		if errors.Is(err, e) {
 			return true

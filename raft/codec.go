@@ -1,6 +1,10 @@
 package raft
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/waymark/waymark/store"
+)
 
 // Payload fields are unsigned varints for counts and sizes, zigzag varints
 // for times, and uvarint-length-prefixed bytes for strings. The log format
@@ -92,4 +96,56 @@ func appendVarints(dst []byte, vs ...int64) []byte {
 		dst = binary.AppendVarint(dst, v)
 	}
 	return dst
+}
+
+// appendLinkFields appends a link's fields except Index: in a command the
+// index is the entry's own, in a forwarded result it follows separately.
+func appendLinkFields(dst []byte, l *store.Link) []byte {
+	dst = appendString(dst, l.Code)
+	dst = appendString(dst, l.URL)
+	dst = appendString(dst, l.Owner)
+	dst = appendVarints(dst, l.CreatedAt, l.UpdatedAt, l.ExpiresAt, l.ClickLimit)
+	dst = append(dst, byte(l.Status))
+	return appendUvarint(dst, uint64(l.Redirect))
+}
+
+// linkFields reads what appendLinkFields wrote. An empty code, or a status
+// or redirect this build does not know, marks r bad.
+func (r *reader) linkFields(l *store.Link) {
+	l.Code = r.string()
+	l.URL = r.string()
+	l.Owner = r.string()
+	l.CreatedAt = r.varint()
+	l.UpdatedAt = r.varint()
+	l.ExpiresAt = r.varint()
+	l.ClickLimit = r.varint()
+	l.Status = store.Status(r.byte())
+	redirect := r.uvarint()
+	if l.Code == "" || redirect > 999 || !store.ValidRedirect(int(redirect)) || !validStatus(l.Status) {
+		r.bad = true
+		return
+	}
+	l.Redirect = uint16(redirect)
+}
+
+// appendIdempotency appends an idempotency record.
+func appendIdempotency(dst []byte, rec *store.Idempotency) []byte {
+	dst = append(dst, rec.RequestHash[:]...)
+	dst = appendUvarint(dst, uint64(rec.Status))
+	dst = appendBytes(dst, rec.Response)
+	return appendVarints(dst, rec.CreatedAt)
+}
+
+// idempotency reads what appendIdempotency wrote.
+func (r *reader) idempotency(rec *store.Idempotency) {
+	copy(rec.RequestHash[:], r.fixed(len(rec.RequestHash)))
+	status := r.uvarint()
+	if status > 999 {
+		r.bad = true
+	}
+	rec.Status = int(status)
+	if resp := r.bytes(); len(resp) > 0 {
+		rec.Response = append([]byte(nil), resp...)
+	}
+	rec.CreatedAt = r.varint()
 }

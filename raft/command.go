@@ -124,61 +124,31 @@ func appendCreateLink(dst []byte, l *store.Link, idem *store.IdempotencyWrite) [
 }
 
 func (c *createLinkCmd) appendPayload(dst []byte) []byte {
-	l := &c.Link
-	dst = appendString(dst, l.Code)
-	dst = appendString(dst, l.URL)
-	dst = appendString(dst, l.Owner)
-	dst = appendVarints(dst, l.CreatedAt, l.UpdatedAt, l.ExpiresAt, l.ClickLimit)
-	dst = append(dst, byte(l.Status))
-	dst = appendUvarint(dst, uint64(l.Redirect))
+	dst = appendLinkFields(dst, &c.Link)
 	if c.Idem == nil {
 		return append(dst, 0)
 	}
 	dst = append(dst, 1)
 	dst = appendString(dst, c.Idem.Owner)
 	dst = appendString(dst, c.Idem.Key)
-	rec := &c.Idem.Record
-	dst = append(dst, rec.RequestHash[:]...)
-	dst = appendUvarint(dst, uint64(rec.Status))
-	dst = appendBytes(dst, rec.Response)
-	return appendVarints(dst, rec.CreatedAt)
+	return appendIdempotency(dst, &c.Idem.Record)
 }
 
 func decodeCreateLink(_ byte, p []byte) (command, error) {
 	r := reader{b: p}
 	c := &createLinkCmd{}
-	l := &c.Link
-	l.Code = r.string()
-	l.URL = r.string()
-	l.Owner = r.string()
-	l.CreatedAt = r.varint()
-	l.UpdatedAt = r.varint()
-	l.ExpiresAt = r.varint()
-	l.ClickLimit = r.varint()
-	l.Status = store.Status(r.byte())
-	redirect := r.uvarint()
+	r.linkFields(&c.Link)
 	switch r.byte() {
 	case 0:
 	case 1:
 		c.Idem = &store.IdempotencyWrite{Owner: r.string(), Key: r.string()}
-		rec := &c.Idem.Record
-		copy(rec.RequestHash[:], r.fixed(len(rec.RequestHash)))
-		status := r.uvarint()
-		if status > 999 {
-			r.bad = true
-		}
-		rec.Status = int(status)
-		if resp := r.bytes(); len(resp) > 0 {
-			rec.Response = append([]byte(nil), resp...)
-		}
-		rec.CreatedAt = r.varint()
+		r.idempotency(&c.Idem.Record)
 	default:
 		r.bad = true
 	}
-	if !r.done() || l.Code == "" || redirect > 999 || !store.ValidRedirect(int(redirect)) || !validStatus(l.Status) {
+	if !r.done() {
 		return nil, corrupt("create_link")
 	}
-	l.Redirect = uint16(redirect)
 	return c, nil
 }
 

@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,7 +18,7 @@ const (
 	DefaultBlockSize         = 4096
 	DefaultSnapshotInterval  = 5 * time.Minute
 	DefaultSnapshotThreshold = 65536
-	DefaultTrailingLogs      = 65536
+	DefaultTrailingLogs      = 262144
 	DefaultSnapshotRetain    = 2
 )
 
@@ -40,7 +41,7 @@ type Config struct {
 
 	SnapshotInterval  time.Duration // how often raft checks whether to snapshot; default 5m
 	SnapshotThreshold uint64        // new entries that trigger a snapshot; default 65536
-	TrailingLogs      uint64        // entries kept behind a snapshot; default 65536
+	TrailingLogs      uint64        // entries kept behind a snapshot; default 262144
 	SnapshotRetain    int           // snapshot files kept; default 2
 
 	// HeartbeatTimeout and ElectionTimeout tune failure detection. Zero
@@ -61,6 +62,20 @@ type Config struct {
 	// OnRestore is called after the whole store was replaced by a
 	// snapshot: every cached link or site may be stale.
 	OnRestore func()
+
+	// Forward sends an encoded command to the leader and returns the
+	// leader's answer, the bytes its ApplyForwarded produced. On a node
+	// that is not the leader every write goes through it; nil keeps the
+	// single-node behaviour (writes fail with store.ErrNoLeader). Its error
+	// must wrap store.ErrNoLeader when the request certainly never reached
+	// the leader (no address, connection refused) and store.ErrUnknownOutcome
+	// once it may have; any other error is treated as an unknown outcome.
+	Forward func(ctx context.Context, leaderID, leaderRaftAddr string, cmd []byte) ([]byte, error)
+	// OnLeader is called with true when this node becomes the leader and
+	// with false when it stops being the leader (including at Close). Calls
+	// come one at a time, in order, from a goroutine of their own, so raft
+	// never waits for them; a slow hook only delays the next call.
+	OnLeader func(isLeader bool)
 }
 
 // withDefaults validates c and fills in every unset field.
@@ -109,6 +124,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.OnRestore == nil {
 		c.OnRestore = func() {}
+	}
+	if c.OnLeader == nil {
+		c.OnLeader = func(bool) {}
 	}
 	return c, nil
 }

@@ -13,12 +13,13 @@ import (
 // nodeMetrics are the waymark_raft_* series. GetOrCreate keeps a node that
 // is closed and reopened on the same set from panicking on duplicates.
 type nodeMetrics struct {
-	applyDuration   *metrics.Histogram
-	appliesOK       *metrics.Counter
-	appliesRejected *metrics.Counter // the FSM refused the command (code taken, not found...)
-	appliesNoLeader *metrics.Counter
-	appliesUnknown  *metrics.Counter
-	appliesFailed   *metrics.Counter
+	applyDuration *metrics.Histogram
+	applies       outcomes // every write this node made or served for a follower
+
+	forwardDuration  *metrics.Histogram
+	forwards         outcomes         // writes this node sent to the leader
+	forwardedIn      outcomes         // writes followers sent to this node
+	forwardedCorrupt *metrics.Counter // forwarded commands that did not decode
 
 	state        *metrics.Gauge // 0 follower, 1 candidate, 2 leader, 3 shutdown
 	appliedIndex *metrics.Gauge
@@ -42,12 +43,13 @@ type nodeMetrics struct {
 func newNodeMetrics(s *metrics.Set) *nodeMetrics {
 	const p = "waymark_raft_"
 	return &nodeMetrics{
-		applyDuration:   s.GetOrCreateHistogram(p + "apply_duration_seconds"),
-		appliesOK:       s.GetOrCreateCounter(p + `applies_total{result="ok"}`),
-		appliesRejected: s.GetOrCreateCounter(p + `applies_total{result="rejected"}`),
-		appliesNoLeader: s.GetOrCreateCounter(p + `applies_total{result="no_leader"}`),
-		appliesUnknown:  s.GetOrCreateCounter(p + `applies_total{result="unknown_outcome"}`),
-		appliesFailed:   s.GetOrCreateCounter(p + `applies_total{result="error"}`),
+		applyDuration: s.GetOrCreateHistogram(p + "apply_duration_seconds"),
+		applies:       newOutcomes(s, p+"applies_total"),
+
+		forwardDuration:  s.GetOrCreateHistogram(p + "forward_duration_seconds"),
+		forwards:         newOutcomes(s, p+"forwards_total"),
+		forwardedIn:      newOutcomes(s, p+"forwarded_in_total"),
+		forwardedCorrupt: s.GetOrCreateCounter(p + `forwarded_in_total{result="corrupt"}`),
 
 		state:        s.GetOrCreateGauge(p+"state", nil),
 		appliedIndex: s.GetOrCreateGauge(p+"applied_index", nil),
@@ -69,32 +71,55 @@ func newNodeMetrics(s *metrics.Set) *nodeMetrics {
 	}
 }
 
-// countApply records one apply's latency and outcome.
-func (m *nodeMetrics) countApply(start time.Time, err error) {
-	m.applyDuration.UpdateDuration(start)
+// outcomes counts writes by result, one series per result label.
+type outcomes struct {
+	ok       *metrics.Counter
+	rejected *metrics.Counter // the FSM refused the command (code taken, not found...)
+	noLeader *metrics.Counter
+	unknown  *metrics.Counter
+	failed   *metrics.Counter
+}
+
+func newOutcomes(s *metrics.Set, name string) outcomes {
+	c := func(result string) *metrics.Counter {
+		return s.GetOrCreateCounter(name + `{result="` + result + `"}`)
+	}
+	return outcomes{ok: c("ok"), rejected: c("rejected"), noLeader: c("no_leader"), unknown: c("unknown_outcome"), failed: c("error")}
+}
+
+func (o *outcomes) count(err error) {
 	switch {
 	case err == nil:
-		m.appliesOK.Inc()
-	case errors.Is(err, store.ErrNoLeader):
-		m.appliesNoLeader.Inc()
+		o.ok.Inc()
 	case errors.Is(err, store.ErrUnknownOutcome):
-		m.appliesUnknown.Inc()
+		o.unknown.Inc()
+	case errors.Is(err, store.ErrNoLeader):
+		o.noLeader.Inc()
 	case isCommandError(err):
-		m.appliesRejected.Inc()
+		o.rejected.Inc()
 	default:
-		m.appliesFailed.Inc()
+		o.failed.Inc()
 	}
 }
 
-// observe copies raft's view of itself into the gauges.
-func (m *nodeMetrics) observe(r *hraft.Raft) {
+// countApply records one apply's latency and outcome.
+func (m *nodeMetrics) countApply(start time.Time, err error) {
+	m.applyDuration.UpdateDuration(start)
+	m.applies.count(err)
+}
+
+// countForward records one forwarded write's round trip and outcome.
+func (m *nodeMetrics) countForward(start time.Time, err error) {
+	m.forwardDuration.UpdateDuration(start)
+	m.forwards.count(err)
+}
+
+// observe copies raft's view of itself into the gauges. lastContact is
+// Node.LastContact, or the node's start when no leader was ever heard.
+func (m *nodeMetrics) observe(r *hraft.Raft, lastContact time.Time) {
 	m.state.Set(float64(r.State()))
 	m.appliedIndex.Set(float64(r.AppliedIndex()))
 	m.commitIndex.Set(float64(r.CommitIndex()))
 	m.lastIndex.Set(float64(r.LastIndex()))
-	if r.State() == hraft.Leader {
-		m.lastContact.Set(0)
-	} else if lc := r.LastContact(); !lc.IsZero() {
-		m.lastContact.Set(time.Since(lc).Seconds())
-	}
+	m.lastContact.Set(max(0, time.Since(lastContact).Seconds()))
 }

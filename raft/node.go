@@ -2,7 +2,6 @@ package raft
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,26 +23,33 @@ import (
 // Node is this process's member of the raft cluster and the only way to
 // write to the replicated store.
 type Node struct {
-	cfg   Config
-	st    *store.Store
-	log   *slog.Logger
-	m     *nodeMetrics
-	fsm   *fsm
-	raft  *hraft.Raft
-	trans *hraft.NetworkTransport
-	bolt  *raftboltdb.BoltStore
+	cfg     Config
+	st      *store.Store
+	log     *slog.Logger
+	m       *nodeMetrics
+	fsm     *fsm
+	raft    *hraft.Raft
+	trans   *hraft.NetworkTransport
+	bolt    *raftboltdb.BoltStore
+	snaps   hraft.SnapshotStore
+	started time.Time // when Open was called; stands in for "last contact" until a leader is heard
 
-	blocks    *blockPool
-	perm      atomic.Pointer[store.Permuter]
-	caughtUp  atomic.Bool // applied the commit index once since start
-	securing  atomic.Bool // a SetSecret loop is running
-	ctx       context.Context
-	cancel    context.CancelFunc
-	goMu      sync.Mutex // guards closed and wg.Add against Close
-	closed    bool
-	wg        sync.WaitGroup
-	closeOnce sync.Once
-	closeErr  error
+	blocks   *blockPool
+	perm     atomic.Pointer[store.Permuter]
+	caughtUp atomic.Bool // applied the commit index once since start
+	securing atomic.Bool // a SetSecret loop is running
+	// mayInitSecret is set on a node that bootstraps (Config.Bootstrap or
+	// BootstrapCluster): only such a node, as leader, may originate the
+	// cluster permutation key. A node that was added to a cluster gets it
+	// from the log.
+	mayInitSecret atomic.Bool
+	ctx           context.Context
+	cancel        context.CancelFunc
+	goMu          sync.Mutex // guards closed and wg.Add against Close
+	closed        bool
+	wg            sync.WaitGroup
+	closeOnce     sync.Once
+	closeErr      error
 }
 
 // Open starts raft on cfg.Dir over st. The store must stay open until
@@ -54,7 +60,8 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 		return nil, err
 	}
 	start := time.Now()
-	n := &Node{cfg: cfg, st: st, log: cfg.Logger.With("component", "raft", "node", cfg.NodeID)}
+	n := &Node{cfg: cfg, st: st, started: start, log: cfg.Logger.With("component", "raft", "node", cfg.NodeID)}
+	n.mayInitSecret.Store(cfg.Bootstrap)
 	n.m = newNodeMetrics(cfg.Metrics)
 	n.fsm = newFSM(st, Config{
 		Logger: n.log, OnChange: cfg.OnChange, OnSite: cfg.OnSite, OnRestore: n.onRestore(cfg.OnRestore),
@@ -96,6 +103,7 @@ func (n *Node) start() error {
 	if err != nil {
 		return fmt.Errorf("cannot open raft snapshots: %w", err)
 	}
+	n.snaps = snaps
 	var advertise net.Addr
 	if cfg.AdvertiseAddr != "" {
 		if advertise, err = net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr); err != nil {
@@ -128,8 +136,8 @@ func (n *Node) start() error {
 		return fmt.Errorf("cannot inspect raft state: %w", err)
 	}
 	if !existing && cfg.Bootstrap {
-		if applied > 0 {
-			return fmt.Errorf("cannot bootstrap raft: the store already holds entries up to index %d of another cluster; start with an empty store or the matching raft dir", applied)
+		if err := foreignStore(applied); err != nil {
+			return err
 		}
 		boot := hraft.Configuration{Servers: []hraft.Server{{Suffrage: hraft.Voter, ID: rc.LocalID, Address: n.trans.LocalAddr()}}}
 		if err := hraft.BootstrapCluster(rc, bolt, bolt, snaps, n.trans, boot); err != nil {
@@ -138,14 +146,22 @@ func (n *Node) start() error {
 		n.log.Info("bootstrapped single-voter raft cluster")
 	}
 
-	notify := make(chan bool, 8)
-	rc.NotifyCh = notify
 	n.raft, err = hraft.NewRaft(rc, n.fsm, bolt, bolt, snaps, n.trans)
 	if err != nil {
 		return fmt.Errorf("cannot start raft: %w", err)
 	}
-	n.goSafe(func() { n.watchLeadership(notify) })
+	n.goSafe(n.watchLeadership)
 	n.goSafe(n.observeLoop)
+	return nil
+}
+
+// foreignStore refuses to bootstrap a new cluster over a store that holds
+// another cluster's entries: the new cluster's indices would be skipped as
+// already applied.
+func foreignStore(applied uint64) error {
+	if applied > 0 {
+		return fmt.Errorf("cannot bootstrap raft: the store already holds entries up to index %d of another cluster; start with an empty store or the matching raft dir", applied)
+	}
 	return nil
 }
 
@@ -235,56 +251,12 @@ func (n *Node) Raft() *hraft.Raft { return n.raft }
 // IsLeader reports whether this node is the raft leader now.
 func (n *Node) IsLeader() bool { return n.raft.State() == hraft.Leader }
 
-// watchLeadership logs leadership changes and, on gaining it, makes sure
-// the cluster has a permutation key.
-func (n *Node) watchLeadership(notify <-chan bool) {
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case leader := <-notify:
-			n.log.Info("raft leadership changed", "leader", leader)
-			if leader && n.securing.CompareAndSwap(false, true) {
-				if !n.goSafe(n.ensureSecret) {
-					n.securing.Store(false)
-				}
-			}
-		}
-	}
-}
-
-// ensureSecret applies SetSecret until the store holds a key or this node
-// stops leading. The first key wins, so racing leaders cannot change it.
-func (n *Node) ensureSecret() {
-	defer n.securing.Store(false)
-	for n.ctx.Err() == nil && n.IsLeader() {
-		if _, found, err := n.st.Secret(); err == nil && found {
-			return
-		}
-		key := n.cfg.Secret
-		if key == nil {
-			key = make([]byte, store.KeySize)
-			rand.Read(key)
-		}
-		_, err := n.apply(n.ctx, appendSetSecret(nil, key))
-		if err == nil {
-			n.log.Info("cluster permutation key set")
-			return
-		}
-		n.log.Warn("cannot set cluster permutation key; retrying", "err", err)
-		select {
-		case <-n.ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // observeLoop keeps the gauges current.
 func (n *Node) observeLoop() {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		n.m.observe(n.raft)
+		n.m.observe(n.raft, n.lastContactOrStart())
 		select {
 		case <-n.ctx.Done():
 			return

@@ -21,6 +21,8 @@ type Stats struct {
 	LastIndex         uint64
 	LastSnapshotIndex uint64
 	LastContact       time.Time // last message from the leader; zero on the leader
+	Servers           int       // servers in the latest configuration, voters and non-voters
+	Voter             bool      // this node has a vote in the latest configuration
 	Ready             bool
 	ReadyDetail       string
 }
@@ -44,8 +46,45 @@ func (n *Node) Stats() Stats {
 	if n.raft.State() != hraft.Leader {
 		s.LastContact = n.raft.LastContact()
 	}
+	for _, srv := range n.raft.GetConfiguration().Configuration().Servers {
+		s.Servers++
+		if string(srv.ID) == n.cfg.NodeID {
+			s.Voter = srv.Suffrage == hraft.Voter
+		}
+	}
 	s.Ready, s.ReadyDetail = n.Ready()
 	return s
+}
+
+// LastContact is when this node last heard from the leader: the current
+// time on the leader itself, zero on a node that never heard from one.
+// time.Since(LastContact()) is how stale a follower's replica may be.
+func (n *Node) LastContact() time.Time {
+	if n.raft.State() == hraft.Leader {
+		return time.Now()
+	}
+	return n.raft.LastContact()
+}
+
+// lastContactOrStart is LastContact, or the node's start when no leader
+// was ever heard: a node that never caught up is as stale as its uptime,
+// not fresh.
+func (n *Node) lastContactOrStart() time.Time {
+	if lc := n.LastContact(); !lc.IsZero() {
+		return lc
+	}
+	return n.started
+}
+
+// inConfiguration reports whether this node is in the latest raft
+// configuration it knows.
+func (n *Node) inConfiguration() bool {
+	for _, srv := range n.raft.GetConfiguration().Configuration().Servers {
+		if string(srv.ID) == n.cfg.NodeID {
+			return true
+		}
+	}
+	return false
 }
 
 // Ready reports whether this node can serve: a leader is known, the FSM has
@@ -61,7 +100,13 @@ func (n *Node) Ready() (ok bool, detail string) {
 	}
 	addr, id := n.raft.LeaderWithID()
 	if addr == "" {
-		return false, "no raft leader known"
+		if !n.inConfiguration() {
+			return false, "no leader yet: waiting to be added to a raft cluster (no bootstrap and no raft state)"
+		}
+		if lc := n.raft.LastContact(); !lc.IsZero() {
+			return false, fmt.Sprintf("no leader yet: %s, last heard from a leader %s ago", state, time.Since(lc).Round(time.Millisecond))
+		}
+		return false, fmt.Sprintf("no leader yet: %s, waiting for an election", state)
 	}
 	if !n.caughtUp.Load() {
 		commit, applied := n.raft.CommitIndex(), n.raft.AppliedIndex()

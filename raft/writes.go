@@ -12,15 +12,23 @@ import (
 )
 
 // apply is the one path every replicated write takes: encode, hand to the
-// leader, wait for the FSM's answer. Forwarding to a remote leader slots in
-// here in a later issue.
+// leader (this node's raft, or the remote leader through Config.Forward),
+// wait for the FSM's answer.
 func (n *Node) apply(ctx context.Context, cmd []byte) (*applyResult, error) {
 	start := time.Now()
-	res, err := n.applyLocal(ctx, cmd)
+	var res *applyResult
+	var err error
+	if n.cfg.Forward != nil && n.raft.State() != hraft.Leader {
+		res, err = n.forward(ctx, cmd)
+		n.m.countForward(start, err)
+	} else {
+		res, err = n.applyLocal(ctx, cmd)
+	}
 	n.m.countApply(start, err)
 	return res, err
 }
 
+// applyLocal appends cmd to this node's log; only the leader can.
 func (n *Node) applyLocal(ctx context.Context, cmd []byte) (*applyResult, error) {
 	if n.raft.State() != hraft.Leader {
 		_, leader := n.raft.LeaderWithID()

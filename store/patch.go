@@ -9,6 +9,15 @@ import (
 // link, whose redirect browsers may have cached forever.
 var ErrPermanentRedirect = errors.New("destination of a permanent redirect cannot change")
 
+// ErrLinkLocked means an owner tried to change a link an operator has put
+// under review, blocked or legally blocked.
+var ErrLinkLocked = errors.New("link is locked by an operator")
+
+// OperatorStatus reports whether only an operator may set or leave s.
+func OperatorStatus(s Status) bool {
+	return s == StatusBlocked || s == StatusLegalBlock || s == StatusReview
+}
+
 // LinkPatch is an edit of a link. Only the Set* fields are applied. An
 // empty Owner is an operator edit (takedown, click limit) that any link
 // accepts; otherwise the link must belong to Owner.
@@ -28,6 +37,11 @@ type LinkPatch struct {
 
 // Apply edits l in place.
 func (p *LinkPatch) Apply(l *Link) error {
+	// Checked here, inside the FSM, so an owner's edit racing an operator
+	// takedown can never undo it.
+	if p.Owner != "" && (OperatorStatus(l.Status) || (p.SetStatus && OperatorStatus(p.Status))) {
+		return ErrLinkLocked
+	}
 	if p.SetURL && l.URL != p.URL && l.Permanent() {
 		return ErrPermanentRedirect
 	}

@@ -183,3 +183,20 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	panic(fmt.Sprintf(format, args...))
 }
+
+// RegionCounter returns how many IDs of region slot's range have been
+// handed out in blocks, as far as this replica has applied.
+func (s *Store) RegionCounter(slot int) (uint64, error) {
+	var next uint64
+	_, err := get(s.db, counterKey(slot), func(v []byte) error {
+		if len(v) != 8 {
+			return ErrCorrupt
+		}
+		next = binary.BigEndian.Uint64(v)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cannot read counter of region slot %d: %w", slot, err)
+	}
+	return next, nil
+}

@@ -24,6 +24,11 @@ type LoadConfig struct {
 	WantStatus int           // the answer that counts as success; zero means 302
 	Timeout    time.Duration // per read and per write; zero means 5 s
 	Seed       uint64        // seeds the per-worker path choice
+
+	// EachOnce requests every path exactly once, in order, spread over the
+	// workers, and then stops: a priming pass. Warmup is ignored and
+	// Duration only caps the pass; the whole pass is the measured window.
+	EachOnce bool
 }
 
 // LoadResult is what one run measured inside its window. Only requests that
@@ -91,21 +96,28 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 		}
 	}()
 
+	if cfg.EachOnce {
+		cfg.Warmup = 0
+	}
 	begin := time.Now()
 	window := loadWindow{start: begin.Add(cfg.Warmup)}
 	window.end = window.start.Add(cfg.Duration)
+	var shared *atomic.Int64
+	if cfg.EachOnce {
+		shared = new(atomic.Int64)
+	}
 	workers := make([]*loadWorker, cfg.Conns)
 	var wg sync.WaitGroup
 	for i := range workers {
-		w := newLoadWorker(cfg, i)
+		w := newLoadWorker(cfg, i, shared)
 		workers[i] = w
 		wg.Go(func() { w.run(hc, window, &stop) })
 	}
 	wg.Wait()
 
 	res := &LoadResult{Elapsed: cfg.Duration, Statuses: make(map[int]uint64), Latency: NewHistogram()}
-	if stoppedAt := time.Now(); stop.Load() && stoppedAt.Before(window.end) {
-		res.Elapsed = max(stoppedAt.Sub(window.start), 0)
+	if stoppedAt := time.Now(); stoppedAt.Before(window.end) {
+		res.Elapsed = max(stoppedAt.Sub(window.start), 0) // stopped early, or EachOnce ran out of paths
 	}
 	for _, w := range workers {
 		w.mergeInto(res, cfg.WantStatus)
@@ -125,20 +137,35 @@ const maxStatus = 600
 type loadWorker struct {
 	paths      [][]byte
 	addr       string
-	rng        *rand.Rand
+	rng        *rand.Rand    // picks a random path, unless shared is set
+	shared     *atomic.Int64 // next path index, shared by all workers (EachOnce)
 	latency    *Histogram
 	statuses   [maxStatus]uint64
 	transport  uint64
 	firstError string
 }
 
-func newLoadWorker(cfg LoadConfig, i int) *loadWorker {
+func newLoadWorker(cfg LoadConfig, i int, shared *atomic.Int64) *loadWorker {
 	return &loadWorker{
 		paths:   cfg.Paths,
 		addr:    cfg.Addr,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, uint64(i))),
+		shared:  shared,
 		latency: NewHistogram(),
 	}
+}
+
+// pick returns the next path to request, or false when an EachOnce pass
+// has handed out every path.
+func (w *loadWorker) pick() ([]byte, bool) {
+	if w.shared == nil {
+		return w.paths[w.rng.IntN(len(w.paths))], true
+	}
+	i := w.shared.Add(1) - 1
+	if i >= int64(len(w.paths)) {
+		return nil, false
+	}
+	return w.paths[i], true
 }
 
 // run is the hot loop: nothing in it allocates per request.
@@ -149,7 +176,11 @@ func (w *loadWorker) run(hc *fasthttp.HostClient, win loadWindow, stop *atomic.B
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetHost(w.addr)
 	for !stop.Load() {
-		req.SetRequestURIBytes(w.paths[w.rng.IntN(len(w.paths))])
+		path, ok := w.pick()
+		if !ok {
+			return
+		}
+		req.SetRequestURIBytes(path)
 		t0 := time.Now()
 		err := hc.Do(req, resp)
 		t1 := time.Now()

@@ -2,7 +2,9 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +46,47 @@ func TestRunLoadAgainstBaselineChildren(t *testing.T) {
 		}
 		if err := child.Stop(); err != nil {
 			t.Errorf("Stop(%s): %v", name, err)
+		}
+	}
+}
+
+func TestRunLoadEachOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		mu.Lock()
+		seen[string(ctx.Path())]++
+		mu.Unlock()
+		BaselineHandler(ctx)
+	}}
+	go srv.Serve(ln)
+	defer srv.Shutdown()
+	var paths [][]byte
+	for i := range 500 {
+		paths = append(paths, fmt.Appendf(nil, "/p%d", i))
+	}
+	res, err := RunLoad(context.Background(), LoadConfig{
+		Addr: ln.Addr().String(), Paths: paths, Conns: 4,
+		Warmup: time.Hour, Duration: time.Minute, EachOnce: true,
+	})
+	if err != nil {
+		t.Fatalf("RunLoad: %v", err)
+	}
+	if res.OK != uint64(len(paths)) || res.Errors() != 0 {
+		t.Errorf("got ok %d, errors %d; want %d, 0", res.OK, res.Errors(), len(paths))
+	}
+	if res.Elapsed <= 0 || res.Elapsed >= time.Minute {
+		t.Errorf("Elapsed = %v; want the pass's own length", res.Elapsed)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range paths {
+		if n := seen[string(p)]; n != 1 {
+			t.Errorf("%s requested %d times; want 1", p, n)
 		}
 	}
 }

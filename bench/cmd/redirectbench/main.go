@@ -93,6 +93,7 @@ type config struct {
 	Out          string
 	Target       float64
 	Check        bool
+	Prime        bool
 	AA           bool
 	Verbose      bool
 	StartTimeout time.Duration
@@ -122,6 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.Out, "out", "", "also write the results as JSON to this file")
 	fs.Float64Var(&cfg.Target, "target", 0.9, "node/baseline throughput ratio the node should reach")
 	fs.BoolVar(&cfg.Check, "check", false, "exit with status 3 when the median ratio is below -target")
+	fs.BoolVar(&cfg.Prime, "prime", true, "request every link once before the first round, so rounds measure a warm cache")
 	fs.BoolVar(&cfg.AA, "aa", false, "A/A run: measure a second baseline in the node's place, to see this machine's noise floor")
 	fs.BoolVar(&cfg.Verbose, "v", false, "copy the children's logs to stderr")
 	fs.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "how long the node may take to become ready")

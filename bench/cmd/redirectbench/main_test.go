@@ -197,6 +197,9 @@ func TestRunStartsNodeChild(t *testing.T) {
 	}
 	t.Logf("output:\n%s", out.String())
 	checkReport(t, readReport(t, cfg.Out), out.String())
+	if !strings.Contains(out.String(), "primed node: each of 200 paths once") {
+		t.Errorf("output lacks the priming line:\n%s", out.String())
+	}
 	if !strings.Contains(out.String(), "8 workers and 3 API keys") {
 		t.Errorf("output lacks the key count:\n%s", out.String())
 	}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// metric reads one unlabelled (or exactly labelled) sample from /metrics.
+func metric(t *testing.T, base, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, name+" ") {
+			v, _ := strconv.ParseFloat(strings.TrimSpace(line[len(name):]), 64)
+			return v
+		}
+	}
+	return 0
+}
+
+func eventsCount(t *testing.T, agg *proc, args ...string) int {
+	t.Helper()
+	env := []string{"WAYMARK_ADMIN_ADDR=" + agg.admin, "WAYMARK_TOKEN=" + readKey(t, filepath.Join(agg.dataDir, "operator-token"))}
+	out, errOut, code := runCLI(t, env, append([]string{"events", "count"}, args...)...)
+	if code != 0 {
+		return -1 // aggregator restarting
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("events count printed %q (stderr %q); want only a number", out, errOut)
+	}
+	return n
+}
+
+// shippedAll reports whether a node has shipped every event it wrote.
+func shippedAll(t *testing.T, base string) bool {
+	w := metric(t, base, "waymark_ingest_written_events_total")
+	s := metric(t, base, "waymark_ingest_shipped_events_total")
+	return w >= 0 && w == s
+}
+
+// TestE2EEventsExactlyOnce runs an edge node and a separate aggregator node
+// as real processes sharing a cluster key: every redirect and event lands
+// exactly once in the raw store, across an aggregator outage and a SIGKILL
+// of the edge.
+func TestE2EEventsExactlyOnce(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "cluster-key")
+	out, _, code := runCLI(t, nil, "keygen")
+	if code != 0 {
+		t.Fatal("keygen failed")
+	}
+	if err := os.WriteFile(keyFile, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	aggDir := t.TempDir()
+	aggArgs := []string{"--dev", "--role", "voter,aggregator", "--cluster-key-file", keyFile, "--admin-addr", "127.0.0.1:0"}
+	agg := startNode(t, aggDir, append(aggArgs, "--http-addr", "127.0.0.1:0")...)
+	aggHTTP := agg.http
+
+	edgeDir := t.TempDir()
+	edgeArgs := []string{"--dev", "--role", "voter,edge", "--cluster-key-file", keyFile, "--admin-addr", "127.0.0.1:0",
+		"--http-addr", "127.0.0.1:0", "--aggregator-url", "http://" + aggHTTP, "--ingest-ip-rate", "100000"}
+	edge := startNode(t, edgeDir, edgeArgs...)
+	base := "http://" + edge.http
+	waitFor(t, "edge ready", 30*time.Second, func() bool { return do(t, "GET", base+"/readyz", "", "").status == 200 })
+	var key string
+	waitFor(t, "dev key", 30*time.Second, func() bool { key = readKeyMaybe(filepath.Join(edgeDir, "dev-api-key")); return key != "" })
+
+	code1 := do(t, "POST", base+"/v1/links", key, `{"url":"https://dest.example/"}`).json(t)["code"].(string)
+	site := do(t, "POST", base+"/v1/sites", key, `{"domain":"shop.example","timezone":"Europe/Berlin"}`)
+	if site.status != 201 {
+		t.Fatalf("create site: got %d %s", site.status, site.body)
+	}
+	siteID := site.json(t)["id"].(string)
+
+	clicks := func(n int) int {
+		ok := 0
+		for i := 0; i < n; i++ {
+			r := do(t, "GET", base+"/"+code1+"?utm_source=e2e", "", "", "User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0")
+			if r.status == 302 {
+				ok++
+			}
+		}
+		return ok
+	}
+	pageviews := func(n int) {
+		for i := 0; i < n; i++ {
+			body := fmt.Sprintf(`{"n":"pageview","u":"https://shop.example/p/%d?x=1","d":"shop.example","r":"https://ref.example/a/b"}`, i)
+			r := do(t, "POST", base+"/api/event", "", body, "Content-Type", "text/plain", "Origin", "https://shop.example",
+				"User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0")
+			if r.status != 202 || r.header.Get("X-Waymark-Dropped") != "" {
+				t.Fatalf("event: got %d dropped %q: %s", r.status, r.header.Get("X-Waymark-Dropped"), r.body)
+			}
+		}
+	}
+
+	// N redirects and M events: exactly N + M in the raw store.
+	const N, M = 120, 80
+	if got := clicks(N); got != N {
+		t.Fatalf("redirects: %d of %d answered 302", got, N)
+	}
+	pageviews(M)
+	waitFor(t, "N+M events at the aggregator", 30*time.Second, func() bool { return eventsCount(t, agg) == N+M })
+	waitFor(t, "edge shipped everything", 30*time.Second, func() bool { return shippedAll(t, base) })
+	if got := eventsCount(t, agg, "--link", code1); got != N {
+		t.Fatalf("clicks of %s: got %d; want %d", code1, got, N)
+	}
+	if got := eventsCount(t, agg, "--site", siteID); got != M {
+		t.Fatalf("events of site %s: got %d; want %d", siteID, got, M)
+	}
+
+	// Aggregator down while clicks keep coming: still exactly once.
+	agg.stop(t)
+	const N2 = 60
+	if got := clicks(N2); got != N2 {
+		t.Fatalf("redirects with the aggregator down: %d of %d answered 302", got, N2)
+	}
+	agg = startNode(t, aggDir, append(aggArgs, "--http-addr", aggHTTP)...)
+	waitFor(t, "events after the aggregator restart", 60*time.Second, func() bool { return eventsCount(t, agg) == N+M+N2 })
+	waitFor(t, "edge shipped everything", 30*time.Second, func() bool { return shippedAll(t, base) })
+	if got := eventsCount(t, agg); got != N+M+N2 {
+		t.Fatalf("after the outage: got %d; want %d", got, N+M+N2)
+	}
+
+	// SIGKILL the edge while it writes: nothing counted twice, and the loss
+	// is bounded by the group-fsync window (200 ms of clicks).
+	var mu sync.Mutex
+	var acks []time.Time
+	stopClicks := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		client := &http.Client{Timeout: 2 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		for {
+			select {
+			case <-stopClicks:
+				return
+			default:
+			}
+			resp, err := client.Get(base + "/" + code1)
+			if err != nil {
+				return // the edge is gone
+			}
+			resp.Body.Close()
+			if resp.StatusCode == 302 {
+				mu.Lock()
+				acks = append(acks, time.Now())
+				mu.Unlock()
+			}
+		}
+	}()
+	// Click for well over the fsync window before the kill, so the window
+	// bound below is a real limit rather than "everything".
+	waitFor(t, "clicks in flight", 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acks) >= 200 && time.Since(acks[0]) > 2*time.Second
+	})
+	killedAt := time.Now()
+	edge.kill()
+	close(stopClicks)
+	wg.Wait()
+	before := N + M + N2
+	edge = startNode(t, edgeDir, edgeArgs...)
+	base = "http://" + edge.http
+	// Counters restart with the process, so wait for "nothing pending" and
+	// a count that has stopped moving.
+	last := -1
+	waitFor(t, "restarted edge shipped everything", 60*time.Second, func() bool {
+		if metric(t, base, "waymark_ingest_oldest_pending_age_seconds") != 0 {
+			return false
+		}
+		c := eventsCount(t, agg)
+		stable := c == last
+		last = c
+		return stable
+	})
+	stored := eventsCount(t, agg) - before
+	inWindow := 0
+	for _, a := range acks {
+		if a.After(killedAt.Add(-400 * time.Millisecond)) {
+			inWindow++
+		}
+	}
+	t.Logf("SIGKILL: %d clicks acknowledged, %d stored, %d acknowledged in the last 400 ms", len(acks), stored, inWindow)
+	if stored > len(acks) {
+		t.Fatalf("after SIGKILL: %d events stored for %d clicks; something was counted twice", stored, len(acks))
+	}
+	if lost := len(acks) - stored; lost > inWindow {
+		t.Fatalf("after SIGKILL: lost %d clicks; more than the %d acknowledged inside the fsync window", lost, inWindow)
+	}
+}
+
+// TestE2EDiskCap fills a tiny unshipped-bytes cap: redirects keep
+// answering and the drops are counted.
+func TestE2EDiskCap(t *testing.T) {
+	dir := t.TempDir()
+	p := startNode(t, dir, "--dev", "--role", "voter,edge", "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+		"--ingest-max-pending-bytes", "4096")
+	base := "http://" + p.http
+	waitFor(t, "ready", 30*time.Second, func() bool { return do(t, "GET", base+"/readyz", "", "").status == 200 })
+	var key string
+	waitFor(t, "dev key", 30*time.Second, func() bool { key = readKeyMaybe(filepath.Join(dir, "dev-api-key")); return key != "" })
+	code := do(t, "POST", base+"/v1/links", key, `{"url":"https://dest.example/"}`).json(t)["code"].(string)
+	for i := 0; i < 400; i++ {
+		if r := do(t, "GET", base+"/"+code, "", ""); r.status != 302 {
+			t.Fatalf("redirect %d with a full disk cap: got %d; want 302", i, r.status)
+		}
+	}
+	waitFor(t, "disk_cap drops counted", 10*time.Second, func() bool {
+		return metric(t, base, `waymark_ingest_dropped_total{reason="disk_cap"}`) > 0
+	})
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package edge
+
+const raceEnabled = true

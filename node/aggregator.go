@@ -1,0 +1,115 @@
+package node
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup"
+)
+
+// openAggregator starts the rollup receiver on nodes with the aggregator
+// role. Segments arrive on the public port at ingest.ShipPath, authenticated
+// by the cluster token.
+func (n *Node) openAggregator() error {
+	if !n.cfg.HasRole(RoleAggregator) {
+		return nil
+	}
+	agg, err := rollup.Open(rollup.Config{
+		Dir:       filepath.Join(n.cfg.DataDir, "aggregator"),
+		Retention: n.cfg.Retention,
+		Token:     n.internalToken,
+		Logger:    n.log,
+		Metrics:   n.metrics,
+		Now:       time.Now,
+	})
+	if err != nil {
+		return fmt.Errorf("cannot open aggregator: %w", err)
+	}
+	n.agg = agg
+	return nil
+}
+
+// aggregatorURL is where this node ships its segments: the configured
+// address, or itself when it aggregates.
+func (n *Node) aggregatorURL() string {
+	if n.cfg.AggregatorURL != "" {
+		return n.cfg.AggregatorURL
+	}
+	if n.cfg.HasRole(RoleAggregator) {
+		return "http://" + n.httpLn.Addr().String()
+	}
+	return ""
+}
+
+// EventsCount is the answer of `waymark events count`.
+type EventsCount struct {
+	Count uint64 `json:"count"`
+}
+
+func (a *adminServer) eventsFilter(r *http.Request) rollup.Filter {
+	q := r.URL.Query()
+	bots, _ := strconv.ParseBool(q.Get("bots"))
+	return rollup.Filter{Code: q.Get("link"), SiteID: q.Get("site"), BotsOnly: bots}
+}
+
+func (a *adminServer) eventsCount(w http.ResponseWriter, r *http.Request) {
+	if a.n.agg == nil {
+		writeProblem(w, http.StatusConflict, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
+		return
+	}
+	c, err := a.n.agg.Count(a.eventsFilter(r))
+	if err != nil {
+		writeProblem(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, EventsCount{Count: c})
+}
+
+// TailEvent is one event as `waymark events tail` shows it.
+type TailEvent struct {
+	Time     time.Time `json:"time"`
+	Kind     string    `json:"kind"`
+	Code     string    `json:"code,omitempty"`
+	Site     string    `json:"site,omitempty"`
+	Name     string    `json:"name,omitempty"`
+	Path     string    `json:"path,omitempty"`
+	Referrer string    `json:"referrer_host,omitempty"`
+	Country  string    `json:"country,omitempty"`
+	Device   string    `json:"device,omitempty"`
+	Browser  string    `json:"browser,omitempty"`
+	Bot      bool      `json:"bot"`
+	Node     string    `json:"node"`
+}
+
+func (a *adminServer) eventsTail(w http.ResponseWriter, r *http.Request) {
+	if a.n.agg == nil {
+		writeProblem(w, http.StatusConflict, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
+		return
+	}
+	limit, err := strconv.Atoi(r.URL.Query().Get("n"))
+	if err != nil || limit <= 0 {
+		limit = 20
+	}
+	evs, err := a.n.agg.Tail(limit, a.eventsFilter(r))
+	if err != nil {
+		writeProblem(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	out := make([]TailEvent, 0, len(evs))
+	for i := range evs {
+		out = append(out, tailEvent(&evs[i]))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func tailEvent(ev *ingest.Event) TailEvent {
+	return TailEvent{
+		Time: time.UnixMilli(ev.Time).UTC(), Kind: ev.Kind.String(), Code: ev.Code, Site: ev.SiteID, Name: ev.Name,
+		Path: ev.Path, Referrer: ev.ReferrerHost, Country: ev.Country, Device: ev.Device, Browser: ev.Browser,
+		Bot: ev.Bot(), Node: ev.Node,
+	}
+}

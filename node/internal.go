@@ -1,0 +1,254 @@
+package node
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/waymark/waymark/store"
+)
+
+// Internal node-to-node endpoints share the public port under /internal/
+// and are authenticated by a token derived from the cluster key, so only
+// members of the same cluster can call them.
+const (
+	internalApply      = "/internal/v1/apply"
+	internalStatus     = "/internal/v1/status"
+	internalLink       = "/internal/v1/link"
+	internalMembership = "/internal/v1/membership"
+	internalSegments   = "/internal/v1/segments"
+)
+
+// deriveKey derives a purpose-specific secret from the cluster key.
+func deriveKey(clusterKey []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, clusterKey)
+	m.Write([]byte("waymark/" + purpose))
+	return m.Sum(nil)
+}
+
+// internalToken is the bearer token nodes present to each other.
+func internalToken(clusterKey []byte) string {
+	return hex.EncodeToString(deriveKey(clusterKey, "internal-v1"))
+}
+
+// requireInternal wraps an internal handler with the cluster token check.
+func (n *Node) requireInternal(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	want := []byte("Bearer " + n.internalToken)
+	return func(ctx *fasthttp.RequestCtx) {
+		if subtle.ConstantTimeCompare(ctx.Request.Header.Peek("Authorization"), want) != 1 {
+			ctx.Error("unauthorized: wrong cluster token", fasthttp.StatusUnauthorized)
+			return
+		}
+		h(ctx)
+	}
+}
+
+// internalRoutes are mounted on the public port.
+func (n *Node) internalRoutes() map[string]fasthttp.RequestHandler {
+	return map[string]fasthttp.RequestHandler{
+		internalApply:      n.requireInternal(n.handleApply),
+		internalStatus:     n.requireInternal(n.handleInternalStatus),
+		internalLink:       n.requireInternal(n.handleInternalLink),
+		internalMembership: n.requireInternal(n.handleMembership),
+	}
+}
+
+// handleApply is the leader side of write forwarding.
+func (n *Node) handleApply(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsPost() {
+		ctx.Error("POST only", fasthttp.StatusMethodNotAllowed)
+		return
+	}
+	cmd := append([]byte(nil), ctx.PostBody()...)
+	c, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	defer cancel()
+	res, err := n.raft.ApplyForwarded(c, cmd)
+	if err != nil {
+		// Transport-level failure of the leader itself; the forwarding
+		// side reports it as an unknown outcome.
+		ctx.Error(err.Error(), fasthttp.StatusServiceUnavailable)
+		return
+	}
+	ctx.SetContentType("application/octet-stream")
+	ctx.SetBody(res)
+}
+
+// InternalStatus is what a node tells the leader's reconciler.
+type InternalStatus struct {
+	Name         string `json:"name"`
+	AppliedIndex uint64 `json:"applied_index"`
+	CommitIndex  uint64 `json:"commit_index"`
+	Ready        bool   `json:"ready"`
+}
+
+func (n *Node) handleInternalStatus(ctx *fasthttp.RequestCtx) {
+	st := n.raft.Stats()
+	b, _ := json.Marshal(InternalStatus{Name: n.cfg.Name, AppliedIndex: st.StoreAppliedIndex, CommitIndex: st.CommitIndex, Ready: st.Ready})
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
+
+// handleInternalLink answers read-your-writes lookups from nodes that have
+// not applied a code yet: the encoded link, or 404.
+func (n *Node) handleInternalLink(ctx *fasthttp.RequestCtx) {
+	code := ctx.QueryArgs().Peek("code")
+	var l store.Link
+	found, err := n.store.GetLink(code, &l)
+	if err != nil {
+		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		return
+	}
+	if !found {
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		return
+	}
+	ctx.SetContentType("application/octet-stream")
+	ctx.SetBody(store.AppendLink(nil, &l))
+}
+
+// peerClient calls other nodes' internal endpoints.
+type peerClient struct {
+	token string
+	http  *http.Client
+}
+
+func newPeerClient(token string) *peerClient {
+	return &peerClient{token: token, http: &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConnsPerHost: 16,
+			IdleConnTimeout:     90 * time.Second,
+			DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+		},
+	}}
+}
+
+// errPeerNotReached means the request never reached the peer, so it had
+// no effect there.
+var errPeerNotReached = errors.New("peer not reached")
+
+// do POSTs (or GETs when body is nil) to a peer and returns the body of a
+// 2xx answer.
+func (c *peerClient) do(ctx context.Context, httpAddr, path string, body []byte) ([]byte, int, error) {
+	method := http.MethodGet
+	var rd io.Reader
+	if body != nil {
+		method = http.MethodPost
+		rd = strings.NewReader(string(body))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+httpAddr+path, rd)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cannot build request to %s: %w", httpAddr, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, 0, fmt.Errorf("cannot reach %s: %w: %w", httpAddr, errPeerNotReached, err)
+		}
+		return nil, 0, fmt.Errorf("cannot call %s%s: %w", httpAddr, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, resp.StatusCode, fmt.Errorf("cannot read answer from %s: %w", httpAddr, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return b, resp.StatusCode, fmt.Errorf("%s%s answered %s: %s", httpAddr, path, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return b, resp.StatusCode, nil
+}
+
+// httpAddrOf finds a member's public address by its name (= raft ID).
+func (n *Node) httpAddrOf(name string) (string, bool) {
+	if name == n.cfg.Name {
+		return n.HTTPAddr(), true
+	}
+	if n.gossip == nil {
+		return "", false
+	}
+	for _, m := range n.gossip.Members() {
+		if m.Name == name && m.HTTPAddr != "" {
+			return m.HTTPAddr, true
+		}
+	}
+	return "", false
+}
+
+// forward sends a write to the leader (raft.Config.Forward).
+func (n *Node) forward(ctx context.Context, leaderID, _ string, cmd []byte) ([]byte, error) {
+	addr, ok := n.httpAddrOf(leaderID)
+	if !ok {
+		return nil, fmt.Errorf("cannot forward to leader %q: address unknown to gossip: %w", leaderID, store.ErrNoLeader)
+	}
+	b, status, err := n.peers.do(ctx, addr, internalApply, cmd)
+	switch {
+	case err == nil:
+		return b, nil
+	case errors.Is(err, errPeerNotReached):
+		return nil, fmt.Errorf("%w: %w", store.ErrNoLeader, err)
+	case status == http.StatusUnauthorized:
+		return nil, fmt.Errorf("cannot forward to leader %q: cluster keys differ: %w", leaderID, err)
+	default:
+		return nil, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+	}
+}
+
+// remoteLink asks the leader for a code this node has not applied yet.
+func (n *Node) remoteLink(ctx context.Context, code string) (store.Link, bool, error) {
+	leader := n.raft.Stats().LeaderID
+	if leader == "" || leader == n.cfg.Name {
+		return store.Link{}, false, nil
+	}
+	addr, ok := n.httpAddrOf(leader)
+	if !ok {
+		return store.Link{}, false, nil
+	}
+	b, status, err := n.peers.do(ctx, addr, internalLink+"?code="+url.QueryEscape(code), nil)
+	if status == http.StatusNotFound {
+		return store.Link{}, false, nil
+	}
+	if err != nil {
+		return store.Link{}, false, err
+	}
+	var l store.Link
+	if err := store.DecodeLink(b, &l); err != nil {
+		return store.Link{}, false, err
+	}
+	return l, true, nil
+}
+
+func (n *Node) handleMembership(ctx *fasthttp.RequestCtx) {
+	var req MembershipRequest
+	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
+		ctx.Error("bad membership request: "+err.Error(), fasthttp.StatusBadRequest)
+		return
+	}
+	if !n.raft.IsLeader() {
+		ctx.Error("not the leader", fasthttp.StatusServiceUnavailable)
+		return
+	}
+	if err := n.applyMembership(req); err != nil {
+		status := fasthttp.StatusInternalServerError
+		if errors.Is(err, errUnknownPeer) {
+			status = fasthttp.StatusNotFound
+		}
+		ctx.Error(err.Error(), status)
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}

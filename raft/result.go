@@ -1,0 +1,171 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/waymark/waymark/store"
+)
+
+// A forwarded command's answer travels back from the leader as bytes:
+//
+//	version  byte     resultVersion
+//	flags    byte     bit 0 link, bit 1 block, bit 2 existing idempotency record
+//	index    uvarint  log index of the entry
+//	err      byte     errCode; 0 = success
+//	message  string   the leader's error text, only when err != 0
+//	link     ...      appendLinkFields, then Index (uvarint), if flagged
+//	block    ...      Start, End (uvarints), if flagged
+//	existing ...      appendIdempotency, if flagged
+//
+// The error is sent as a stable code so that errors.Is(err, store.ErrX)
+// holds on the forwarding node exactly as it would on the leader.
+const resultVersion byte = 1
+
+const (
+	resultHasLink byte = 1 << iota
+	resultHasBlock
+	resultHasExisting
+	resultKnownFlags = resultHasLink | resultHasBlock | resultHasExisting
+)
+
+// errCode names a sentinel error on the wire; never renumbered or reused.
+type errCode byte
+
+const (
+	errCodeNone              errCode = 0
+	errCodeOther             errCode = 1 // read back as an unknown outcome
+	errCodeUnknownOutcome    errCode = 2
+	errCodeNoLeader          errCode = 3
+	errCodeCodeTaken         errCode = 4
+	errCodeNotFound          errCode = 5
+	errCodePermanentRedirect errCode = 6
+	errCodeDomainTaken       errCode = 7
+	errCodeRangeExhausted    errCode = 8
+	errCodeRegionSpaceFull   errCode = 9
+	errCodeCorrupt           errCode = 10
+	errCodeLinkLocked        errCode = 11
+)
+
+// wireErrors maps codes to sentinels. Order matters when encoding: an
+// unknown outcome wins over everything it may wrap, so a forwarded write
+// is never reported as a plain refusal when it may have committed.
+var wireErrors = []struct {
+	code errCode
+	err  error
+}{
+	{errCodeUnknownOutcome, store.ErrUnknownOutcome},
+	{errCodeNoLeader, store.ErrNoLeader},
+	{errCodeCodeTaken, store.ErrCodeTaken},
+	{errCodeNotFound, store.ErrNotFound},
+	{errCodePermanentRedirect, store.ErrPermanentRedirect},
+	{errCodeDomainTaken, store.ErrDomainTaken},
+	{errCodeRangeExhausted, store.ErrRangeExhausted},
+	{errCodeRegionSpaceFull, store.ErrRegionSpaceFull},
+	{errCodeLinkLocked, store.ErrLinkLocked},
+	{errCodeCorrupt, store.ErrCorrupt},
+}
+
+func codeOf(err error) errCode {
+	if err == nil {
+		return errCodeNone
+	}
+	for _, w := range wireErrors {
+		if errors.Is(err, w.err) {
+			return w.code
+		}
+	}
+	return errCodeOther
+}
+
+// sentinelOf is the error a code stands for on this side. A code this
+// build does not know (a newer leader) and errCodeOther read as an unknown
+// outcome: the write may have happened, so it must not look like success
+// or like a clean refusal.
+func sentinelOf(c errCode) error {
+	for _, w := range wireErrors {
+		if w.code == c {
+			return w.err
+		}
+	}
+	return store.ErrUnknownOutcome
+}
+
+// remoteError is an error the leader answered with: its text, and the
+// sentinel it carried.
+type remoteError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.sentinel }
+
+// appendResult encodes res (including res.Err) for the forwarding node.
+func appendResult(dst []byte, res *applyResult) []byte {
+	var flags byte
+	if res.Link.Code != "" {
+		flags |= resultHasLink
+	}
+	if res.Block != (store.Block{}) {
+		flags |= resultHasBlock
+	}
+	if res.Existing != nil {
+		flags |= resultHasExisting
+	}
+	dst = append(dst, resultVersion, flags)
+	dst = appendUvarint(dst, res.Index)
+	code := codeOf(res.Err)
+	dst = append(dst, byte(code))
+	if code != errCodeNone {
+		dst = appendString(dst, res.Err.Error())
+	}
+	if flags&resultHasLink != 0 {
+		dst = appendLinkFields(dst, &res.Link)
+		dst = appendUvarint(dst, res.Link.Index)
+	}
+	if flags&resultHasBlock != 0 {
+		dst = appendUvarint(dst, res.Block.Start)
+		dst = appendUvarint(dst, res.Block.End)
+	}
+	if flags&resultHasExisting != 0 {
+		dst = appendIdempotency(dst, res.Existing)
+	}
+	return dst
+}
+
+// decodeResult reads a leader's answer. Bad bytes give an error wrapping
+// store.ErrCorrupt; the leader's own error, if any, is in res.Err. It
+// never panics.
+func decodeResult(b []byte) (*applyResult, error) {
+	r := reader{b: b}
+	if v := r.byte(); v != resultVersion {
+		return nil, fmt.Errorf("cannot decode forwarded result: %w: version %d", store.ErrCorrupt, v)
+	}
+	flags := r.byte()
+	if flags&^resultKnownFlags != 0 {
+		r.bad = true
+	}
+	res := &applyResult{Index: r.uvarint()}
+	if code := errCode(r.byte()); code != errCodeNone {
+		res.Err = &remoteError{msg: r.string(), sentinel: sentinelOf(code)}
+	}
+	if flags&resultHasLink != 0 {
+		r.linkFields(&res.Link)
+		res.Link.Index = r.uvarint()
+	}
+	if flags&resultHasBlock != 0 {
+		res.Block = store.Block{Start: r.uvarint(), End: r.uvarint()}
+		if res.Block.End < res.Block.Start || res.Block == (store.Block{}) {
+			r.bad = true
+		}
+	}
+	if flags&resultHasExisting != 0 {
+		res.Existing = &store.Idempotency{}
+		r.idempotency(res.Existing)
+	}
+	if !r.done() {
+		return nil, fmt.Errorf("cannot decode forwarded result: %w", store.ErrCorrupt)
+	}
+	return res, nil
+}

@@ -1,0 +1,121 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/waymark/waymark/store"
+)
+
+func sampleResults() []*applyResult {
+	link := *testLink("abc1234")
+	link.Index = 42
+	return []*applyResult{
+		{Index: 7},
+		{Index: 8, Link: link},
+		{Index: 9, Block: store.Block{Start: 1 << 40, End: 1<<40 + 4096}},
+		{Index: 10, Existing: &store.Idempotency{RequestHash: [32]byte{1, 2}, Status: 201, Response: []byte(`{"code":"x"}`), CreatedAt: 99}},
+		{Index: 11, Err: fmt.Errorf("cannot create link %q: %w", "abc1234", store.ErrCodeTaken)},
+		{Err: fmt.Errorf("cannot apply command: %w: %w", store.ErrNoLeader, errors.New("node is not the leader"))},
+		{Err: fmt.Errorf("cannot confirm command: %w", store.ErrUnknownOutcome)},
+		{Index: 12, Err: store.ErrNotFound},
+		{Index: 13, Err: store.ErrPermanentRedirect},
+		{Index: 14, Err: store.ErrDomainTaken},
+		{Index: 15, Err: store.ErrRangeExhausted},
+		{Index: 16, Err: store.ErrRegionSpaceFull},
+		{Index: 18, Err: fmt.Errorf("cannot update link %q: %w", "x", store.ErrLinkLocked)},
+		{Index: 17, Err: fmt.Errorf("cannot apply entry 17: %w", store.ErrCorrupt)},
+	}
+}
+
+func TestResultRoundTripKeepsErrorIdentity(t *testing.T) {
+	for _, want := range sampleResults() {
+		got, err := decodeResult(appendResult(nil, want))
+		if err != nil {
+			t.Fatalf("decode %+v: %v", want, err)
+		}
+		if got.Index != want.Index || got.Link != want.Link || got.Block != want.Block || !reflect.DeepEqual(got.Existing, want.Existing) {
+			t.Errorf("got %+v; want %+v", got, want)
+		}
+		if want.Err == nil {
+			if got.Err != nil {
+				t.Errorf("got error %v; want none", got.Err)
+			}
+			continue
+		}
+		if got.Err == nil || got.Err.Error() != want.Err.Error() {
+			t.Errorf("error text: got %v; want %v", got.Err, want.Err)
+		}
+		sentinel := sentinelOf(codeOf(want.Err))
+		if !errors.Is(got.Err, sentinel) || !errors.Is(want.Err, sentinel) {
+			t.Errorf("errors.Is(%v, %v): got false; want true", got.Err, sentinel)
+		}
+	}
+}
+
+func TestResultUnknownErrorsReadAsUnknownOutcome(t *testing.T) {
+	// An error without a sentinel (a deadline inside the leader) and a
+	// code from a newer leader may both hide a committed write.
+	other, err := decodeResult(appendResult(nil, &applyResult{Err: errors.New("deadline")}))
+	if err != nil || !errors.Is(other.Err, store.ErrUnknownOutcome) {
+		t.Errorf("plain leader error: got %v, %v; want ErrUnknownOutcome", other, err)
+	}
+	b := appendResult(nil, &applyResult{Err: store.ErrNotFound})
+	b[3] = 200 // the error code follows version, flags and a one-byte index
+	newer, err := decodeResult(b)
+	if err != nil || !errors.Is(newer.Err, store.ErrUnknownOutcome) {
+		t.Errorf("unknown error code: got %v, %v; want ErrUnknownOutcome", newer, err)
+	}
+}
+
+func TestDecodeResultRejects(t *testing.T) {
+	good := appendResult(nil, sampleResults()[1])
+	badFlags := append([]byte(nil), good...)
+	badFlags[1] |= 0x80
+	zeroBlock := []byte{resultVersion, resultHasBlock, 1, 0, 0, 0}
+	backwards := []byte{resultVersion, resultHasBlock, 1, 0, 9, 3}
+	for name, b := range map[string][]byte{
+		"empty":          nil,
+		"version 0":      {0, 0, 0, 0},
+		"version 2":      {2, 0, 0, 0},
+		"truncated":      good[:len(good)-1],
+		"trailing":       append(append([]byte(nil), good...), 0),
+		"unknown flag":   badFlags,
+		"zero block":     zeroBlock,
+		"backward block": backwards,
+	} {
+		if res, err := decodeResult(b); !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("%s: got %+v, %v; want ErrCorrupt", name, res, err)
+		}
+	}
+}
+
+func FuzzDecodeResult(f *testing.F) {
+	for _, r := range sampleResults() {
+		f.Add(appendResult(nil, r))
+	}
+	f.Add([]byte{})
+	f.Add([]byte{resultVersion, 0xff, 0xff})
+	f.Add([]byte{resultVersion, resultHasLink, 0, 99, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := decodeResult(data)
+		if err != nil {
+			if !errors.Is(err, store.ErrCorrupt) {
+				t.Fatalf("got error %v; want ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := decodeResult(appendResult(nil, res))
+		if err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if again.Index != res.Index || again.Link != res.Link || again.Block != res.Block || !reflect.DeepEqual(again.Existing, res.Existing) {
+			t.Fatalf("round trip: got %+v; want %+v", again, res)
+		}
+		if (res.Err == nil) != (again.Err == nil) || (res.Err != nil && (res.Err.Error() != again.Err.Error() || codeOf(res.Err) != codeOf(again.Err))) {
+			t.Fatalf("round trip error: got %v; want %v", again.Err, res.Err)
+		}
+	})
+}
