@@ -52,6 +52,8 @@ type Config struct {
 	CountryHeader   string
 	GeoIPPath       string
 	IngestIPRate    float64
+	WriteRate       float64
+	CaptureClicks   bool
 	IngestMaxBytes  int64
 	MaxShipLag      time.Duration
 	Retention       time.Duration
@@ -104,6 +106,8 @@ func ParseFlags(args []string) (Config, bool, error) {
 	fs.StringVar(&proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is believed (--dev: loopback)")
 	fs.StringVar(&c.CountryHeader, "country-header", "CF-IPCountry", "trusted header carrying the visitor's country")
 	fs.StringVar(&c.GeoIPPath, "geoip-db", "", "MaxMind-format country database file")
+	fs.Float64Var(&c.WriteRate, "write-rate", 100, "link API writes per second per API key (token bucket, burst 2x)")
+	fs.BoolVar(&c.CaptureClicks, "capture-clicks", true, "record a click event for every redirect")
 	fs.Float64Var(&c.IngestIPRate, "ingest-ip-rate", 100, "events per second one client address may send to /api/event (burst 10x)")
 	fs.Int64Var(&c.IngestMaxBytes, "ingest-max-pending-bytes", 1<<30, "byte cap on event segments not yet shipped; past it new events are dropped and counted")
 	fs.DurationVar(&c.MaxShipLag, "max-ship-lag", time.Hour, "/readyz fails when the oldest unshipped event is older than this")
@@ -231,6 +235,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("%w: --log-format %q (want text or json)", ErrBadConfig, c.LogFormat)
+	}
+	if c.WriteRate <= 0 {
+		return fmt.Errorf("%w: --write-rate must be positive", ErrBadConfig)
 	}
 	if c.Retention < 24*time.Hour {
 		return fmt.Errorf("%w: --retention must be at least 24h", ErrBadConfig)

@@ -382,3 +382,11 @@ func (n *Node) maxBodyBytes() int {
 	}
 	return 1 << 20
 }
+
+// onRedirect is the click-capture hook, or nil with --capture-clicks=false.
+func (n *Node) onRedirect() func(*fasthttp.RequestCtx, []byte) {
+	if !n.cfg.CaptureClicks {
+		return nil
+	}
+	return n.ingest.CaptureClick
+}
