@@ -7,7 +7,7 @@ ADMIN    ?= 127.0.0.1:8081
 FUZZTIME ?= 10s
 PKGS     := ./...
 
-.PHONY: all run build test test-race e2e bench bench-redirect fuzz lint clean
+.PHONY: all run build test test-race e2e bench bench-redirect fuzz lint clean cluster cluster-stop
 
 all: build
 
@@ -35,6 +35,14 @@ bench:
 bench-redirect: build
 	$(GO) run ./bench/cmd/redirectbench -waymark $(BIN)
 
+# Three voters (us, eu, ap) and one edge per region on loopback, in the
+# background; state and logs in .cluster/. `make cluster-stop` stops it.
+cluster: build
+	cluster-configs/three-region/start.sh
+
+cluster-stop:
+	cluster-configs/three-region/stop.sh
+
 # Runs every Fuzz target for FUZZTIME each.
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
@@ -49,4 +57,4 @@ lint:
 	$(GO) vet $(PKGS)
 
 clean:
-	rm -rf bin $(DATA)
+	rm -rf bin $(DATA) .cluster

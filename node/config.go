@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -76,12 +77,19 @@ func (c *Config) HasRole(r Role) bool {
 var ErrBadConfig = errors.New("invalid configuration")
 
 // ParseFlags reads `waymark node` flags, falling back to WAYMARK_<FLAG>
-// environment variables (dashes as underscores) for flags not given.
+// environment variables (dashes as underscores) for flags not given, then
+// to a --config file.
 func ParseFlags(args []string) (Config, bool, error) {
+	return ParseFlagsOutput(args, os.Stderr)
+}
+
+// ParseFlagsOutput is ParseFlags with usage and errors written to out.
+func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	var c Config
 	var roles, blocked, proxies, joins, keyFile, configFile string
 	var checkOnly bool
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	fs.SetOutput(out)
 	fs.StringVar(&c.Name, "name", "", "node name, unique in the cluster (default: host name)")
 	fs.StringVar(&c.Region, "region", "local", "region this node serves; owns a slice of the code space")
 	fs.StringVar(&roles, "role", "", "comma-separated roles: voter, edge, aggregator (default with --dev: all)")
