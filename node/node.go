@@ -127,10 +127,12 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 	if err := phase("admin", n.openAdmin); err != nil {
 		return nil, err
 	}
-	log.Info("http listening", "addr", n.httpLn.Addr().String(), "public_url", publicURL)
 	if err := phase("gossip", func() error { return n.openGossip(bgCtx, clusterKey) }); err != nil {
 		return nil, err
 	}
+	// Logged last: scripts and tests wait for this line, and by now every
+	// other listener is bound and logged too.
+	log.Info("http listening", "addr", n.httpLn.Addr().String(), "public_url", publicURL)
 
 	if cfg.Dev {
 		if err := n.devSetup(ctx); err != nil {

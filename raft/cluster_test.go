@@ -49,6 +49,20 @@ func TestCluster(t *testing.T) {
 		}
 	}
 
+	t.Run("staleness gauge", func(t *testing.T) {
+		for _, m := range c.live() {
+			n := m.node()
+			n.m.observe(n.raft, n.lastContactOrStart())
+			got := n.m.lastContact.Get()
+			if n.IsLeader() && got != 0 {
+				t.Errorf("%s (leader) last contact: got %.3fs; want 0", m.id, got)
+			}
+			if !n.IsLeader() && (n.LastContact().IsZero() || got > 5) {
+				t.Errorf("%s last contact: got %v, gauge %.3fs; want a recent contact", m.id, n.LastContact(), got)
+			}
+		}
+	})
+
 	t.Run("create through an edge reaches every store", func(t *testing.T) {
 		code := createThrough(t, e1, "https://example.com/from-e1")
 		c.waitLinks(code)

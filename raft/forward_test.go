@@ -144,8 +144,8 @@ func TestNodeWithoutStateWaitsToBeAdded(t *testing.T) {
 	if s := n.Stats(); s.Servers != 0 || s.Voter || s.Ready {
 		t.Errorf("stats: got %+v; want no servers, no vote, not ready", s)
 	}
-	if !n.LastContact().IsZero() {
-		t.Errorf("last contact: got %v; want zero (never heard a leader)", n.LastContact())
+	if !n.LastContact().IsZero() || !n.lastContactOrStart().Equal(n.started) {
+		t.Errorf("last contact: got %v; want zero, and the gauge counting from the start", n.LastContact())
 	}
 	for _, bad := range [][]Server{
 		nil,

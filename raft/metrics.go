@@ -121,5 +121,9 @@ func (m *nodeMetrics) observe(r *hraft.Raft, lastContact time.Time) {
 	m.appliedIndex.Set(float64(r.AppliedIndex()))
 	m.commitIndex.Set(float64(r.CommitIndex()))
 	m.lastIndex.Set(float64(r.LastIndex()))
-	m.lastContact.Set(max(0, time.Since(lastContact).Seconds()))
+	if r.State() == hraft.Leader {
+		m.lastContact.Set(0)
+	} else {
+		m.lastContact.Set(max(0, time.Since(lastContact).Seconds()))
+	}
 }

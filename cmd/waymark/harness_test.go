@@ -43,6 +43,7 @@ type proc struct {
 	dataDir string
 	http    string // bound public address
 	admin   string // bound admin address
+	gossip  string // bound gossip address
 	done    chan struct{}
 	mu      sync.Mutex
 	log     bytes.Buffer
@@ -80,6 +81,10 @@ func startNode(t *testing.T, dataDir string, args ...string) *proc {
 				continue
 			}
 			switch rec["msg"] {
+			case "gossip listening":
+				p.mu.Lock()
+				p.gossip, _ = rec["addr"].(string)
+				p.mu.Unlock()
 			case "admin listening":
 				p.mu.Lock()
 				p.admin, _ = rec["addr"].(string)
