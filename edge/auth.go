@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bytes"
+	"context"
 	"sync"
 	"time"
 
@@ -23,6 +24,11 @@ const authCacheMax = 10000
 type authCache struct {
 	st  *store.Store
 	now func() time.Time
+	// remote asks the leader about a key this replica has not applied yet
+	// (an owner created a moment ago in another region); nil on one node.
+	remote     func(ctx context.Context, h store.KeyHash) (store.Owner, bool, error)
+	remoteWait time.Duration
+	misses     map[store.KeyHash]time.Time // recent remote misses, so bad keys cost the leader nothing
 
 	mu sync.Mutex
 	m  map[store.KeyHash]authEntry
@@ -34,7 +40,33 @@ type authEntry struct {
 }
 
 func newAuthCache(st *store.Store, now func() time.Time) *authCache {
-	return &authCache{st: st, now: now, m: make(map[store.KeyHash]authEntry)}
+	return &authCache{st: st, now: now, m: make(map[store.KeyHash]authEntry), misses: make(map[store.KeyHash]time.Time)}
+}
+
+// askRemote looks a key up at the leader, remembering misses for a while.
+func (a *authCache) askRemote(h store.KeyHash, now time.Time) (store.Owner, bool) {
+	if a.remote == nil {
+		return store.Owner{}, false
+	}
+	a.mu.Lock()
+	until, missed := a.misses[h]
+	a.mu.Unlock()
+	if missed && now.Before(until) {
+		return store.Owner{}, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.remoteWait)
+	defer cancel()
+	o, found, err := a.remote(ctx, h)
+	if err == nil && found {
+		return o, true
+	}
+	a.mu.Lock()
+	if len(a.misses) >= authCacheMax {
+		clear(a.misses)
+	}
+	a.misses[h] = now.Add(authCacheTTL)
+	a.mu.Unlock()
+	return store.Owner{}, false
 }
 
 // owner returns the owner of the API key h.
@@ -47,8 +79,13 @@ func (a *authCache) owner(h store.KeyHash) (store.Owner, bool, error) {
 		return e.owner, true, nil
 	}
 	o, found, err := a.st.OwnerByKey(h)
-	if err != nil || !found {
+	if err != nil {
 		return store.Owner{}, false, err
+	}
+	if !found {
+		if o, found = a.askRemote(h, now); !found {
+			return store.Owner{}, false, nil
+		}
 	}
 	a.mu.Lock()
 	if len(a.m) >= authCacheMax {

@@ -48,6 +48,7 @@ type Config struct {
 	// code that exists. Both nil on a single node.
 	Remote        func(ctx context.Context, code string) (store.Link, bool, error)
 	MaybeFresh    func(code []byte) bool
+	RemoteOwner   func(ctx context.Context, h store.KeyHash) (store.Owner, bool, error)
 	RemoteTimeout time.Duration // default 300ms
 
 	// MaxRequestBodyBytes caps every request body the server reads (the

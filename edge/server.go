@@ -90,6 +90,7 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 	}
 	s.m = newServerMetrics(cfg.Metrics, s.cache)
 	s.auth = newAuthCache(st, cfg.Now)
+	s.auth.remote, s.auth.remoteWait = cfg.RemoteOwner, cfg.RemoteTimeout
 	if cfg.WriteRate > 0 {
 		s.limiter = newLimiter(cfg.WriteRate, 2*cfg.WriteRate, cfg.Now)
 	}

@@ -28,6 +28,7 @@ const (
 	internalApply      = "/internal/v1/apply"
 	internalStatus     = "/internal/v1/status"
 	internalLink       = "/internal/v1/link"
+	internalOwner      = "/internal/v1/owner"
 	internalMembership = "/internal/v1/membership"
 	internalSegments   = "/internal/v1/segments"
 )
@@ -62,6 +63,7 @@ func (n *Node) internalRoutes() map[string]fasthttp.RequestHandler {
 		internalApply:      n.requireInternal(n.handleApply),
 		internalStatus:     n.requireInternal(n.handleInternalStatus),
 		internalLink:       n.requireInternal(n.handleInternalLink),
+		internalOwner:      n.requireInternal(n.handleInternalOwner),
 		internalMembership: n.requireInternal(n.handleMembership),
 	}
 }
@@ -251,4 +253,51 @@ func (n *Node) handleMembership(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+// handleInternalOwner resolves an API-key hash (hex) for nodes that have
+// not applied a fresh owner yet.
+func (n *Node) handleInternalOwner(ctx *fasthttp.RequestCtx) {
+	var h store.KeyHash
+	raw, err := hex.DecodeString(string(ctx.QueryArgs().Peek("hash")))
+	if err != nil || len(raw) != len(h) {
+		ctx.Error("bad key hash", fasthttp.StatusBadRequest)
+		return
+	}
+	copy(h[:], raw)
+	o, found, err := n.store.OwnerByKey(h)
+	if err != nil {
+		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		return
+	}
+	if !found {
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		return
+	}
+	ctx.SetContentType("application/octet-stream")
+	ctx.SetBody(store.AppendOwner(nil, &o))
+}
+
+// remoteOwner asks the leader for an API key this node has not applied yet.
+func (n *Node) remoteOwner(ctx context.Context, h store.KeyHash) (store.Owner, bool, error) {
+	leader := n.raft.Stats().LeaderID
+	if leader == "" || leader == n.cfg.Name {
+		return store.Owner{}, false, nil
+	}
+	addr, ok := n.httpAddrOf(leader)
+	if !ok {
+		return store.Owner{}, false, nil
+	}
+	b, status, err := n.peers.do(ctx, addr, internalOwner+"?hash="+hex.EncodeToString(h[:]), nil)
+	if status == http.StatusNotFound {
+		return store.Owner{}, false, nil
+	}
+	if err != nil {
+		return store.Owner{}, false, err
+	}
+	var o store.Owner
+	if err := store.DecodeOwner(b, &o); err != nil {
+		return store.Owner{}, false, err
+	}
+	return o, true, nil
 }

@@ -221,18 +221,23 @@ func (n *Node) openRaft() error {
 
 func (n *Node) openEdge(publicURL string) error {
 	srv, err := edge.New(edge.Config{
-		PublicURL:     publicURL,
-		CacheEntries:  n.cfg.CacheEntries,
-		PrivateMaxAge: n.cfg.PrivateMaxAge,
-		BlockedHosts:  n.cfg.BlockedHosts,
-		ApplyTimeout:  n.cfg.ApplyTimeout,
-		Ready:         n.ready,
-		WriteMetrics:  n.writeMetrics,
-		Routes:        n.publicRoutes(),
-		OnRedirect:    n.ingest.CaptureClick,
-		Logger:        n.log,
-		Metrics:       n.metrics,
-		Now:           time.Now,
+		PublicURL:           publicURL,
+		CacheEntries:        n.cfg.CacheEntries,
+		PrivateMaxAge:       n.cfg.PrivateMaxAge,
+		BlockedHosts:        n.cfg.BlockedHosts,
+		ApplyTimeout:        n.cfg.ApplyTimeout,
+		Ready:               n.ready,
+		WriteMetrics:        n.writeMetrics,
+		Routes:              n.publicRoutes(),
+		OnRedirect:          n.onRedirect(),
+		WriteRate:           n.cfg.WriteRate,
+		Remote:              n.remoteLink,
+		MaybeFresh:          n.maybeFresh,
+		RemoteOwner:         n.remoteOwner,
+		MaxRequestBodyBytes: n.maxBodyBytes(),
+		Logger:              n.log,
+		Metrics:             n.metrics,
+		Now:                 time.Now,
 	}, n.store, n.raft)
 	if err != nil {
 		return err

@@ -43,13 +43,14 @@ type Node struct {
 	// cluster permutation key. A node that was added to a cluster gets it
 	// from the log.
 	mayInitSecret atomic.Bool
-	ctx           context.Context
-	cancel        context.CancelFunc
-	goMu          sync.Mutex // guards closed and wg.Add against Close
-	closed        bool
-	wg            sync.WaitGroup
-	closeOnce     sync.Once
-	closeErr      error
+
+	ctx       context.Context
+	cancel    context.CancelFunc
+	goMu      sync.Mutex // guards closed and wg.Add against Close
+	closed    bool
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open starts raft on cfg.Dir over st. The store must stay open until

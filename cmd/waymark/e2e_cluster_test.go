@@ -156,7 +156,7 @@ func TestE2ECluster(t *testing.T) {
 	e1 := "http://" + c.nodes["e1"].http
 	r := do(t, "POST", e1+"/v1/links", key, `{"url":"https://dest.example/first"}`)
 	if r.status != 201 || r.header.Get("Waymark-Index") == "" {
-		t.Fatalf("create through edge: got %d %s", r.status, r.body)
+		t.Fatalf("create through edge: got %d %s\n%s", r.status, r.body, c.nodes["e1"].logs())
 	}
 	first := r.json(t)["code"].(string)
 	for _, n := range all {
