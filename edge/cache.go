@@ -9,7 +9,10 @@ import (
 )
 
 // cacheShards spreads lock contention; a power of two keeps the modulo cheap.
-const cacheShards = 64
+const (
+	cacheShardBits = 6
+	cacheShards    = 1 << cacheShardBits
+)
 
 // entryKind is what a code answers, decided when the entry is built.
 type entryKind uint8
@@ -26,19 +29,63 @@ const (
 // entry is the pre-built answer for one code. It is immutable once it is in
 // the cache (only ref and slot change, ref atomically and slot under the
 // shard lock), so a reader may keep the pointer after dropping the lock.
+// The fields a cache hit reads come first, so a hit touches one cache line
+// of the entry.
 type entry struct {
-	code         string
+	ref          atomic.Uint32 // CLOCK reference bit
 	kind         entryKind
-	status       int    // HTTP status of the answer
+	public       bool   // redirects: permanent, so shared caches may keep it
+	status       uint16 // HTTP status of the answer
+	expiresAt    int64  // Unix ms; 0 means never
 	location     []byte // redirects: the destination, byte for byte
 	cacheControl []byte // redirects without expiry: the pre-built header value
-	maxAge       int64  // redirects: seconds, before clamping to the expiry
-	public       bool   // redirects: permanent, so shared caches may keep it
-	expiresAt    int64  // Unix ms; 0 means never
-	body         []byte // pages: the HTML
 
-	ref  atomic.Uint32 // CLOCK reference bit
-	slot int32         // index in the shard's ring; guarded by the shard lock
+	code   string
+	maxAge int64  // redirects: seconds, before clamping to the expiry
+	body   []byte // pages: the HTML
+	slot   int32  // index in the shard's ring; guarded by the shard lock
+}
+
+// Entries with their bytes in the same allocation, right behind the entry:
+// a hit then reads neighbouring memory instead of two more scattered
+// objects.
+type (
+	entryBytes64 struct {
+		e entry
+		b [64]byte
+	}
+	entryBytes128 struct {
+		e entry
+		b [128]byte
+	}
+	entryBytes256 struct {
+		e entry
+		b [256]byte
+	}
+	entryBytes512 struct {
+		e entry
+		b [512]byte
+	}
+)
+
+// newEntryWithBytes returns a zero entry and n bytes for its location and
+// header values, in one allocation when n is small.
+func newEntryWithBytes(n int) (*entry, []byte) {
+	switch {
+	case n <= 64:
+		x := new(entryBytes64)
+		return &x.e, x.b[:n:n]
+	case n <= 128:
+		x := new(entryBytes128)
+		return &x.e, x.b[:n:n]
+	case n <= 256:
+		x := new(entryBytes256)
+		return &x.e, x.b[:n:n]
+	case n <= 512:
+		x := new(entryBytes512)
+		return &x.e, x.b[:n:n]
+	}
+	return new(entry), make([]byte, n)
 }
 
 // cache is a bounded map from code to entry, sharded, with CLOCK eviction.
@@ -46,6 +93,12 @@ type entry struct {
 // the generation before it reads Pebble and inserts only if it is
 // unchanged, so a load that raced with an invalidation cannot put the stale
 // answer back.
+//
+// Codes of up to packedCodeMax characters (every generated code, most
+// aliases) are packed into a uint64 and kept in an integer-keyed map: a
+// lookup then compares keys inside the map's own memory instead of
+// following a string pointer, which on a cache larger than the CPU's
+// caches saves a memory stall per hit. Longer codes use a string-keyed map.
 type cache struct {
 	seed   maphash.Seed
 	shards [cacheShards]cacheShard
@@ -56,14 +109,15 @@ type cache struct {
 }
 
 type cacheShard struct {
-	mu    sync.RWMutex
-	m     map[string]*entry
-	ring  []*entry // CLOCK ring; nil slots are listed in free
-	free  []int32
-	hand  int
-	limit int
-	gen   atomic.Uint64
-	_     [40]byte // keep neighbouring shard locks off one cache line
+	mu     sync.RWMutex
+	packed map[uint64]*entry
+	long   map[string]*entry
+	ring   []*entry // CLOCK ring; nil slots are listed in free
+	free   []int32
+	hand   int
+	limit  int
+	gen    atomic.Uint64
+	_      [32]byte // keep neighbouring shard locks off one cache line
 }
 
 func newCache(maxEntries int, set *metrics.Set) *cache {
@@ -74,30 +128,106 @@ func newCache(maxEntries int, set *metrics.Set) *cache {
 	}
 	limit := max(1, (maxEntries+cacheShards-1)/cacheShards)
 	for i := range c.shards {
-		c.shards[i].m = make(map[string]*entry)
+		c.shards[i].packed = make(map[uint64]*entry)
+		c.shards[i].long = make(map[string]*entry)
 		c.shards[i].limit = limit
 	}
 	return c
 }
 
+// packedCodeMax is the longest code packCode accepts: 6 bits a character
+// and 4 bits of length fit in 64 bits.
+const packedCodeMax = 10
+
+// codeDigit maps a code character to 1..64 (A-Z, a-z, 0-9, '_', '-'); 0
+// marks any other byte.
+var codeDigit = func() (t [256]uint8) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+	for i := range len(alphabet) {
+		t[alphabet[i]] = uint8(i + 1)
+	}
+	return t
+}()
+
+// packCode returns code as an integer key, unique per code, or false when
+// code is too long or holds a byte outside the code alphabet.
+func packCode[T string | []byte](code T) (uint64, bool) {
+	if len(code) > packedCodeMax {
+		return 0, false
+	}
+	k := uint64(len(code)) << 60
+	for i := 0; i < len(code); i++ {
+		d := codeDigit[code[i]]
+		if d == 0 {
+			return 0, false
+		}
+		k |= uint64(d-1) << (6 * i)
+	}
+	return k, true
+}
+
+// packedShard spreads packed keys over the shards (Fibonacci hashing).
+func (c *cache) packedShard(k uint64) *cacheShard {
+	return &c.shards[(k*0x9E3779B97F4A7C15)>>(64-cacheShardBits)]
+}
+
 func (c *cache) shardOf(code []byte) *cacheShard {
+	if k, ok := packCode(code); ok {
+		return c.packedShard(k)
+	}
 	return &c.shards[maphash.Bytes(c.seed, code)%cacheShards]
 }
 
 func (c *cache) shardOfString(code string) *cacheShard {
+	if k, ok := packCode(code); ok {
+		return c.packedShard(k)
+	}
 	return &c.shards[maphash.String(c.seed, code)%cacheShards]
 }
 
 // get returns the entry for code, or nil. It does not allocate.
 func (c *cache) get(code []byte) *entry {
-	sh := c.shardOf(code)
-	sh.mu.RLock()
-	e := sh.m[string(code)]
-	sh.mu.RUnlock()
+	var e *entry
+	if k, ok := packCode(code); ok {
+		sh := c.packedShard(k)
+		sh.mu.RLock()
+		e = sh.packed[k]
+		sh.mu.RUnlock()
+	} else {
+		sh := &c.shards[maphash.Bytes(c.seed, code)%cacheShards]
+		sh.mu.RLock()
+		e = sh.long[string(code)]
+		sh.mu.RUnlock()
+	}
 	if e != nil && e.ref.Load() == 0 {
 		e.ref.Store(1)
 	}
 	return e
+}
+
+// lookupLocked, storeLocked and deleteLocked address code's entry in the
+// map it belongs to; the caller holds the shard lock.
+func (sh *cacheShard) lookupLocked(code string) *entry {
+	if k, ok := packCode(code); ok {
+		return sh.packed[k]
+	}
+	return sh.long[code]
+}
+
+func (sh *cacheShard) storeLocked(e *entry) {
+	if k, ok := packCode(e.code); ok {
+		sh.packed[k] = e
+	} else {
+		sh.long[e.code] = e
+	}
+}
+
+func (sh *cacheShard) deleteLocked(code string) {
+	if k, ok := packCode(code); ok {
+		delete(sh.packed, k)
+	} else {
+		delete(sh.long, code)
+	}
 }
 
 // generation is read before loading code from the store; pass it to add.
@@ -111,10 +241,10 @@ func (c *cache) add(gen uint64, e *entry) {
 	if sh.gen.Load() != gen {
 		return
 	}
-	if old := sh.m[e.code]; old != nil {
+	if old := sh.lookupLocked(e.code); old != nil {
 		e.slot = old.slot
 		sh.ring[e.slot] = e
-		sh.m[e.code] = e
+		sh.storeLocked(e)
 		return
 	}
 	var slot int32
@@ -132,7 +262,7 @@ func (c *cache) add(gen uint64, e *entry) {
 	}
 	e.slot = slot
 	sh.ring[slot] = e
-	sh.m[e.code] = e
+	sh.storeLocked(e)
 	c.entries.Add(1)
 }
 
@@ -149,7 +279,7 @@ func (sh *cacheShard) evict() int32 {
 			sh.hand++
 			continue
 		}
-		delete(sh.m, v.code)
+		sh.deleteLocked(v.code)
 		slot := int32(sh.hand)
 		sh.hand++
 		return slot
@@ -162,8 +292,8 @@ func (c *cache) invalidate(code string) {
 	sh := c.shardOfString(code)
 	sh.mu.Lock()
 	sh.gen.Add(1)
-	if e := sh.m[code]; e != nil {
-		delete(sh.m, code)
+	if e := sh.lookupLocked(code); e != nil {
+		sh.deleteLocked(code)
 		sh.ring[e.slot] = nil
 		sh.free = append(sh.free, e.slot)
 		c.entries.Add(-1)
@@ -178,8 +308,9 @@ func (c *cache) invalidateAll() {
 		sh := &c.shards[i]
 		sh.mu.Lock()
 		sh.gen.Add(1)
-		n := len(sh.m)
-		clear(sh.m)
+		n := len(sh.packed) + len(sh.long)
+		clear(sh.packed)
+		clear(sh.long)
 		sh.ring, sh.free, sh.hand = sh.ring[:0], sh.free[:0], 0
 		sh.mu.Unlock()
 		c.entries.Add(-int64(n))

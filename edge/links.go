@@ -215,6 +215,11 @@ func (s *Server) ownedLink(ctx *fasthttp.RequestCtx, owner store.Owner, code str
 		writeProblem(ctx, probInternal, "the link could not be read")
 		return l, false
 	}
+	if !found {
+		// Read-your-writes: the link may have been created a moment ago
+		// through another node and not be applied here yet.
+		l, found = s.askRemote([]byte(code))
+	}
 	if !found || l.Owner != owner.ID {
 		writeProblem(ctx, probNotFound, fmt.Sprintf("there is no link %q", code))
 		return l, false

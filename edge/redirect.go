@@ -39,10 +39,15 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 		writePage(ctx, fasthttp.StatusInternalServerError, pageError)
 		return
 	}
-	now := s.now().UnixMilli()
+	// Most links never expire: read the clock only for those that do, and
+	// read it on every request, so an expired link answers 410 at once.
+	var now int64
 	kind := e.kind
-	if e.expiresAt != 0 && now >= e.expiresAt && (kind == kindRedirect || kind == kindReview) {
-		kind = kindGone
+	if e.expiresAt != 0 {
+		now = s.now().UnixMilli()
+		if now >= e.expiresAt && (kind == kindRedirect || kind == kindReview) {
+			kind = kindGone
+		}
 	}
 	switch kind {
 	case kindRedirect:
@@ -63,7 +68,7 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 	case kindLegal:
 		writePage(ctx, fasthttp.StatusUnavailableForLegalReasons, pageLegal)
 	default:
-		writePage(ctx, e.status, e.body)
+		writePage(ctx, int(e.status), e.body)
 	}
 	s.m.countKind(kind)
 }
@@ -128,18 +133,24 @@ func (s *Server) askRemote(code []byte) (store.Link, bool) {
 
 // buildEntry pre-builds everything a later hit copies into the response.
 func (s *Server) buildEntry(code string, l *store.Link) *entry {
+	if l.Status == store.StatusActive {
+		public := l.Permanent()
+		maxAge := s.privateMaxAge
+		if public {
+			maxAge = s.permanentMaxAge
+		}
+		var cc [40]byte
+		cacheControl := appendCacheControl(cc[:0], public, maxAge)
+		e, b := newEntryWithBytes(len(l.URL) + len(cacheControl))
+		n := copy(b, l.URL)
+		copy(b[n:], cacheControl)
+		e.code, e.expiresAt = code, l.ExpiresAt
+		e.kind, e.status, e.public, e.maxAge = kindRedirect, uint16(l.Redirect), public, maxAge
+		e.location, e.cacheControl = b[:n:n], b[n:]
+		return e
+	}
 	e := &entry{code: code, expiresAt: l.ExpiresAt}
 	switch l.Status {
-	case store.StatusActive:
-		e.kind = kindRedirect
-		e.status = int(l.Redirect)
-		e.location = []byte(l.URL)
-		e.public = l.Permanent()
-		e.maxAge = s.privateMaxAge
-		if e.public {
-			e.maxAge = s.permanentMaxAge
-		}
-		e.cacheControl = appendCacheControl(nil, e.public, e.maxAge)
 	case store.StatusLegalBlock:
 		e.kind, e.status = kindLegal, fasthttp.StatusUnavailableForLegalReasons
 	case store.StatusBlocked:
@@ -156,8 +167,9 @@ func (s *Server) buildEntry(code string, l *store.Link) *entry {
 
 // writeRedirect copies a cached redirect into the response. It does not
 // allocate: the header values are copied into the response's own buffers.
+// now (Unix ms) is read only when the entry expires.
 func writeRedirect(ctx *fasthttp.RequestCtx, e *entry, now int64) {
-	ctx.Response.SetStatusCode(e.status)
+	ctx.Response.SetStatusCode(int(e.status))
 	h := &ctx.Response.Header
 	h.SetCanonical(hdrLocation, e.location)
 	if e.expiresAt == 0 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	mrand "math/rand/v2"
 	"net/http"
 	"net/netip"
@@ -129,6 +130,7 @@ type Pipeline struct {
 	enrich *enricher
 	rng    *mrand.ChaCha8
 	hashIn []byte
+	salt   daySalt // the salt of the last event's day, fetched once per batch
 
 	pendingBytes   atomic.Int64
 	oldestSealedMs atomic.Int64 // created time of the oldest sealed segment, 0 if none
@@ -164,6 +166,7 @@ func Open(cfg Config) (*Pipeline, error) {
 	var seed [32]byte
 	_, _ = rand.Read(seed[:])
 	p.rng = mrand.NewChaCha8(seed)
+	p.salt.day = noDay
 	p.limits = newRateLimits(cfg.SiteRate, cfg.SiteBurst, cfg.IPRate, cfg.IPBurst)
 
 	enrich, err := newEnricher(cfg.GeoIPPath)
@@ -209,25 +212,48 @@ func (p *Pipeline) release(pe *pending) {
 	p.pool.Put(pe)
 }
 
-// runWriter is the only goroutine that touches segment files.
+// flushInterval is how long the writer lets events collect in the queue
+// between two batches while they keep coming. Waking per event costs a
+// goroutine switch and a write(2) each; one batch per interval hands the
+// kernel one write for hundreds of events, and redirects never wake the
+// writer while it waits. It bounds what a process crash can lose beyond
+// the queue itself (see DESIGN.md, loss window).
+const flushInterval = 2 * time.Millisecond
+
+// runWriter is the only goroutine that touches segment files. Idle, it
+// blocks on the queue, so the first event is written at once; while events
+// keep arriving it drains the queue in batches every flushInterval.
 func (p *Pipeline) runWriter() {
 	defer close(p.writerDone)
 	tick := time.NewTicker(min(p.cfg.SyncInterval, p.cfg.SegmentMaxAge))
 	defer tick.Stop()
+	batch := time.NewTimer(flushInterval)
+	batch.Stop()
+	busy := false
 	for {
+		queue, due := p.queue, (<-chan time.Time)(nil)
+		if busy {
+			queue, due = nil, batch.C
+		}
 		select {
-		case pe := <-p.queue:
+		case pe := <-queue:
+			p.salt.day = noDay // see drainQueue
 			p.write(pe)
-			p.drainQueue(writeBufBytes / 64)
-			// The queue is momentarily empty: hand the batch to the kernel,
-			// so a process crash loses at most what is still queued.
-			p.handleErr(p.seg.flush())
+			p.writeBatch()
+			busy = true
+			batch.Reset(flushInterval)
+		case <-due:
+			busy = p.writeBatch() > 0
+			if busy {
+				batch.Reset(flushInterval)
+			}
 		case <-tick.C:
 			p.handleErr(p.seg.sync())
 			if p.seg.dueForAge() {
 				p.handleErr(p.seg.seal())
 			}
 		case <-p.stopWriter:
+			batch.Stop()
 			p.drainQueue(-1)
 			p.handleErr(p.seg.close())
 			p.openCreatedMs.Store(0)
@@ -236,17 +262,30 @@ func (p *Pipeline) runWriter() {
 	}
 }
 
+// writeBatch writes what is queued now (at most one queue's worth, so the
+// ticker is never starved) and hands the buffer to the kernel with one
+// write, so a process crash loses at most what is still queued. It returns
+// how many events it took.
+func (p *Pipeline) writeBatch() int {
+	n := p.drainQueue(cap(p.queue))
+	p.handleErr(p.seg.flush())
+	return n
+}
+
 // drainQueue writes queued events without blocking, at most limit of them
-// (all when limit < 0).
-func (p *Pipeline) drainQueue(limit int) {
-	for i := 0; limit < 0 || i < limit; i++ {
+// (all when limit < 0), and returns how many it wrote.
+func (p *Pipeline) drainQueue(limit int) int {
+	p.salt.day = noDay // pick up a salt adopted since the last batch
+	i := 0
+	for ; limit < 0 || i < limit; i++ {
 		select {
 		case pe := <-p.queue:
 			p.write(pe)
 		default:
-			return
+			return i
 		}
 	}
+	return i
 }
 
 // write enriches one event, hashes the visitor, forgets the IP and appends
@@ -295,10 +334,30 @@ func (p *Pipeline) finish(pe *pending) {
 	if ev.Kind == KindClick {
 		scope = ev.Code
 	}
-	salt := p.cfg.Salts.Salt(time.UnixMilli(ev.Time))
+	salt := p.saltOf(ev.Time)
 	ev.VisitorHash, p.hashIn = visitorHash(salt, scope, pe.ip, pe.ua, p.hashIn)
 	clear(p.hashIn)
 	pe.ip = netip.Addr{}
+}
+
+// daySalt caches one day's salt on the writer.
+type daySalt struct {
+	day int64
+	key [16]byte
+}
+
+// noDay marks the cached salt as unknown.
+const noDay = math.MinInt64
+
+// saltOf returns the salt for an event at ms (Unix milliseconds). The
+// source is asked once per day per batch rather than per event; a salt
+// adopted from a peer applies from the next batch.
+func (p *Pipeline) saltOf(ms int64) [16]byte {
+	t := time.UnixMilli(ms)
+	if d := dayNumber(t); d != p.salt.day {
+		p.salt = daySalt{day: d, key: p.cfg.Salts.Salt(t)}
+	}
+	return p.salt.key
 }
 
 // handleErr logs a writer error and counts the records a failed write lost.

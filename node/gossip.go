@@ -29,9 +29,15 @@ type Meta struct {
 
 // Member is one gossip member as `waymark members` shows it.
 type Member struct {
-	Meta
-	Addr   string `json:"gossip_addr"`
-	Status string `json:"status"` // alive, suspect, dead, left
+	Name      string `json:"name"`
+	Region    string `json:"region"`
+	Roles     []Role `json:"roles"`
+	RaftAddr  string `json:"raft_addr"`
+	HTTPAddr  string `json:"http_addr"`
+	AdminAddr string `json:"admin_addr"`
+	Version   string `json:"version"`
+	Addr      string `json:"gossip_addr"`
+	Status    string `json:"status"` // alive, suspect, dead, left
 }
 
 // MemberEvent reports a change in gossip membership to the reconciler.
@@ -97,6 +103,9 @@ func StartGossip(cfg GossipConfig) (*Gossip, error) {
 	mc.BindPort = port
 	mc.AdvertisePort = 0
 	mc.SecretKey = cfg.SecretKey
+	// A node restarted on a new address may take its name back once the
+	// old incarnation has been dead this long.
+	mc.DeadNodeReclaimTime = 30 * time.Second
 	mc.Delegate = g
 	mc.Events = g
 	mc.LogOutput = slogWriter{cfg.Logger}
@@ -177,7 +186,11 @@ func (g *Gossip) record(n *memberlist.Node, status string) {
 		g.cfg.Logger.Warn("ignoring gossip member with bad metadata", "member", n.Name, "err", err)
 		return
 	}
-	m := Member{Meta: meta, Addr: net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port))), Status: status}
+	m := Member{
+		Name: meta.Name, Region: meta.Region, Roles: meta.Roles, RaftAddr: meta.RaftAddr,
+		HTTPAddr: meta.HTTPAddr, AdminAddr: meta.AdminAddr, Version: meta.Version,
+		Addr: net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port))), Status: status,
+	}
 	g.mu.Lock()
 	g.known[n.Name] = m
 	g.mu.Unlock()

@@ -52,7 +52,7 @@ func TestGossipMembership(t *testing.T) {
 	})
 	for _, m := range gs[0].Members() {
 		if m.Name == "n1" && (m.Region != "eu" || len(m.Roles) != 1 || m.Roles[0] != RoleVoter) {
-			t.Fatalf("metadata of n1: got %+v; want region eu, roles [voter]", m.Meta)
+			t.Fatalf("metadata of n1: got %+v; want region eu, roles [voter]", m)
 		}
 	}
 	if err := gs[2].Leave(5 * time.Second); err != nil {

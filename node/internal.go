@@ -78,6 +78,10 @@ func (n *Node) handleApply(ctx *fasthttp.RequestCtx) {
 	c, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
 	defer cancel()
 	res, err := n.raft.ApplyForwarded(c, cmd)
+	if errors.Is(err, store.ErrCorrupt) {
+		ctx.Error(err.Error(), fasthttp.StatusBadRequest)
+		return
+	}
 	if err != nil {
 		// Transport-level failure of the leader itself; the forwarding
 		// side reports it as an unknown outcome.
@@ -203,6 +207,9 @@ func (n *Node) forward(ctx context.Context, leaderID, _ string, cmd []byte) ([]b
 		return b, nil
 	case errors.Is(err, errPeerNotReached):
 		return nil, fmt.Errorf("%w: %w", store.ErrNoLeader, err)
+	case status == http.StatusBadRequest:
+		// The leader refused the command outright: it had no effect.
+		return nil, fmt.Errorf("cannot forward to leader %q: command refused: %w", leaderID, err)
 	case status == http.StatusUnauthorized:
 		return nil, fmt.Errorf("cannot forward to leader %q: cluster keys differ: %w", leaderID, err)
 	default:

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/waymark/waymark/raft"
 )
 
 // Leave takes this node out of the cluster gracefully: hand over leadership
@@ -32,18 +30,23 @@ func (n *Node) Leave(ctx context.Context) error {
 		}
 		n.log.Info("handed over leadership before leaving")
 	}
+	// Announce the departure first, so the leader's reconciler cannot
+	// re-add this node between its removal and its silence.
 	if err := n.gossip.Leave(5 * time.Second); err != nil {
 		return err
 	}
+	// Then ask the leader directly rather than trusting the announcement
+	// to reach it: gossip is a hint, Raft is the authority.
 	for {
-		servers, err := n.raft.Servers()
-		if err == nil && !containsServer(servers, n.cfg.Name) {
+		err := n.changeMembership(ctx, MembershipRequest{Op: "remove-peer", ID: n.cfg.Name})
+		if err == nil || errors.Is(err, errUnknownPeer) {
 			break
 		}
+		n.log.Warn("leave: leader has not removed this node yet", "err", err)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cannot leave: the leader did not remove this node from Raft in time: %w", ctx.Err())
-		case <-time.After(100 * time.Millisecond):
+			return fmt.Errorf("cannot leave: the leader did not remove this node from Raft in time: %w", err)
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 	n.log.Info("left the cluster")
@@ -52,13 +55,4 @@ func (n *Node) Leave(ctx context.Context) error {
 	default:
 	}
 	return nil
-}
-
-func containsServer(servers []raft.Server, id string) bool {
-	for _, s := range servers {
-		if s.ID == id {
-			return true
-		}
-	}
-	return false
 }

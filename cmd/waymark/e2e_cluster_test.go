@@ -59,6 +59,10 @@ func (c *cluster) restart(name string) *proc {
 			args[i+1] = old.http
 		case "--admin-addr":
 			args[i+1] = old.admin
+		case "--raft-addr":
+			args[i+1] = old.raft
+		case "--gossip-addr":
+			args[i+1] = old.gossip
 		}
 	}
 	p := startNode(c.t, old.dataDir, args...)
@@ -207,6 +211,7 @@ func TestE2ECluster(t *testing.T) {
 					acked[r.json(t)["code"].(string)] = dest
 				} else {
 					failures++
+					time.Sleep(10 * time.Millisecond) // back off while there is no leader
 					if r.status == 503 && r.header.Get("Retry-After") == "" {
 						t.Errorf("503 without Retry-After")
 					}
@@ -332,6 +337,13 @@ func TestE2ECluster(t *testing.T) {
 
 	// Graceful leave of e1: it leaves raft and gossip, then exits.
 	if out, errOut, code := runCLI(t, c.env("e1"), "leave"); code != 0 {
+		for _, v := range []string{"v1", "v2", "v3"} {
+			for _, line := range strings.Split(c.nodes[v].logs(), "\n") {
+				if strings.Contains(line, "membership") || strings.Contains(line, "e1") {
+					t.Log(v, line)
+				}
+			}
+		}
 		t.Fatalf("leave: exit %d %s %s", code, out, errOut)
 	}
 	select {
@@ -339,12 +351,15 @@ func TestE2ECluster(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("e1 did not exit after leave")
 	}
-	waitFor(t, "e1 gone from raft and shown as left", 20*time.Second, func() bool {
+	waitFor(t, "e1 gone from raft", 20*time.Second, func() bool {
 		for _, p := range c.peers("v1") {
 			if p.ID == "e1" {
 				return false
 			}
 		}
+		return true
+	})
+	waitFor(t, "e1 shown as left", 20*time.Second, func() bool {
 		out, _, _ := runCLI(t, c.env("v1"), "members", "-format", "json")
 		var ms []struct{ Name, Status string }
 		json.Unmarshal([]byte(out), &ms)

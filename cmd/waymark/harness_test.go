@@ -44,6 +44,7 @@ type proc struct {
 	http    string // bound public address
 	admin   string // bound admin address
 	gossip  string // bound gossip address
+	raft    string // bound raft address
 	done    chan struct{}
 	mu      sync.Mutex
 	log     bytes.Buffer
@@ -81,6 +82,10 @@ func startNode(t *testing.T, dataDir string, args ...string) *proc {
 				continue
 			}
 			switch rec["msg"] {
+			case "raft listening":
+				p.mu.Lock()
+				p.raft, _ = rec["addr"].(string)
+				p.mu.Unlock()
 			case "gossip listening":
 				p.mu.Lock()
 				p.gossip, _ = rec["addr"].(string)
