@@ -25,6 +25,9 @@ type Meta struct {
 	HTTPAddr  string `json:"h"`
 	AdminAddr string `json:"a"`
 	Version   string `json:"v"`
+	// Leaving is set just before a graceful leave, so every member can tell
+	// a departure from a crash.
+	Leaving bool `json:"l,omitempty"`
 }
 
 // Member is one gossip member as `waymark members` shows it.
@@ -135,6 +138,17 @@ const leaveIntent = "leave:"
 
 // Leave announces departure and stops gossiping.
 func (g *Gossip) Leave(timeout time.Duration) error {
+	// Two independent signals that this is a departure, not a crash: the
+	// metadata flag (gossiped; UpdateNode waits for it to spread) and a
+	// direct message to every member.
+	meta := g.cfg.Meta
+	meta.Leaving = true
+	if b, err := json.Marshal(meta); err == nil {
+		g.mu.Lock()
+		g.meta = b
+		g.mu.Unlock()
+		g.ml.UpdateNode(timeout)
+	}
 	msg := []byte(leaveIntent + g.cfg.Meta.Name)
 	for _, n := range g.ml.Members() {
 		if n.Name != g.cfg.Meta.Name {
@@ -192,6 +206,12 @@ func (g *Gossip) record(n *memberlist.Node, status string) {
 		Addr: net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port))), Status: status,
 	}
 	g.mu.Lock()
+	if meta.Leaving {
+		g.leaving[n.Name] = true
+	}
+	if g.leaving[n.Name] && status == "dead" {
+		m.Status = "left"
+	}
 	g.known[n.Name] = m
 	g.mu.Unlock()
 	if g.events != nil {
@@ -222,7 +242,11 @@ func (g *Gossip) NotifyLeave(n *memberlist.Node) {
 }
 
 // memberlist.Delegate
-func (g *Gossip) NodeMeta(limit int) []byte { return g.meta }
+func (g *Gossip) NodeMeta(limit int) []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.meta
+}
 func (g *Gossip) NotifyMsg(b []byte) {
 	if name, ok := strings.CutPrefix(string(b), leaveIntent); ok {
 		g.mu.Lock()
