@@ -107,6 +107,8 @@ type Status struct {
 	Uptime       string    `json:"uptime"`
 	StartedAt    time.Time `json:"started_at"`
 	StoreBytes   uint64    `json:"store_bytes"`
+	CacheEntries int64     `json:"cache_entries"`
+	Members      int       `json:"members"`
 }
 
 func (a *adminServer) status(w http.ResponseWriter, r *http.Request) {
@@ -121,9 +123,11 @@ func (a *adminServer) status(w http.ResponseWriter, r *http.Request) {
 		AppliedIndex: st.AppliedIndex, CommitIndex: st.CommitIndex,
 		LastContact: lastContact(st.LastContact),
 		Ready:       ok, ReadyDetail: detail,
-		Uptime:     time.Since(n.started).Round(time.Second).String(),
-		StartedAt:  n.started.UTC(),
-		StoreBytes: m.DiskSpaceUsage(),
+		Uptime:       time.Since(n.started).Round(time.Second).String(),
+		StartedAt:    n.started.UTC(),
+		StoreBytes:   m.DiskSpaceUsage(),
+		CacheEntries: n.edge.Load().CacheEntries(),
+		Members:      len(n.gossip.Members()),
 	})
 }
 

@@ -226,7 +226,8 @@ func CmdStatus(args []string) error {
 			{"http", st.HTTPAddr}, {"raft", st.RaftAddr}, {"raft state", st.RaftState}, {"leader", st.Leader},
 			{"applied index", fmt.Sprint(st.AppliedIndex)}, {"commit index", fmt.Sprint(st.CommitIndex)},
 			{"last contact", st.LastContact}, {"ready", fmt.Sprintf("%v %s", st.Ready, st.ReadyDetail)},
-			{"store bytes", fmt.Sprint(st.StoreBytes)}, {"uptime", st.Uptime},
+			{"store bytes", fmt.Sprint(st.StoreBytes)}, {"cache entries", fmt.Sprint(st.CacheEntries)},
+			{"gossip members", fmt.Sprint(st.Members)}, {"uptime", st.Uptime},
 		}
 		for _, r := range rows {
 			fmt.Fprintf(w, "%s\t%s\n", r[0], r[1])
