@@ -159,7 +159,26 @@ func (c *client) print(v any, table func(w *tabwriter.Writer)) error {
 }
 
 func parseCommand(name string, args []string, usage string, minArgs, maxArgs int) (*flag.FlagSet, func() (*client, error), error) {
+	return parseCommandFlags(name, args, usage, minArgs, maxArgs, nil)
+}
+
+// connect parses a command's arguments and returns the client they name.
+func connect(name string, args []string, usage string, minArgs, maxArgs int) (*flag.FlagSet, *client, error) {
+	fs, mk, err := parseCommand(name, args, usage, minArgs, maxArgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := mk()
+	return fs, c, err
+}
+
+// parseCommandFlags parses a command's arguments: the shared client flags
+// plus whatever addFlags defines. maxArgs < 0 means no upper bound.
+func parseCommandFlags(name string, args []string, usage string, minArgs, maxArgs int, addFlags func(*flag.FlagSet)) (*flag.FlagSet, func() (*client, error), error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	if addFlags != nil {
+		addFlags(fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: waymark %s %s\n", name, usage)
 		fs.PrintDefaults()
@@ -180,11 +199,7 @@ func parseCommand(name string, args []string, usage string, minArgs, maxArgs int
 
 // CmdOwnersCreate is `waymark owners create NAME`: prints only the API key.
 func CmdOwnersCreate(args []string) error {
-	fs, mk, err := parseCommand("owners create", args, "[flags] NAME", 1, 1)
-	if err != nil {
-		return err
-	}
-	c, err := mk()
+	fs, c, err := connect("owners create", args, "[flags] NAME", 1, 1)
 	if err != nil {
 		return err
 	}
@@ -204,11 +219,7 @@ func CmdOwnersCreate(args []string) error {
 
 // CmdStatus is `waymark status`.
 func CmdStatus(args []string) error {
-	_, mk, err := parseCommand("status", args, "[flags]", 0, 0)
-	if err != nil {
-		return err
-	}
-	c, err := mk()
+	_, c, err := connect("status", args, "[flags]", 0, 0)
 	if err != nil {
 		return err
 	}
@@ -237,11 +248,7 @@ func CmdStatus(args []string) error {
 
 // CmdRaftPeers is `waymark raft peers`.
 func CmdRaftPeers(args []string) error {
-	_, mk, err := parseCommand("raft peers", args, "[flags]", 0, 0)
-	if err != nil {
-		return err
-	}
-	c, err := mk()
+	_, c, err := connect("raft peers", args, "[flags]", 0, 0)
 	if err != nil {
 		return err
 	}
@@ -276,11 +283,7 @@ func CmdKeygen(args []string) error {
 
 // CmdMembers is `waymark members`: every gossip member this node knows.
 func CmdMembers(args []string) error {
-	_, mk, err := parseCommand("members", args, "[flags]", 0, 0)
-	if err != nil {
-		return err
-	}
-	c, err := mk()
+	_, c, err := connect("members", args, "[flags]", 0, 0)
 	if err != nil {
 		return err
 	}
@@ -302,11 +305,7 @@ func CmdMembers(args []string) error {
 
 // CmdJoin is `waymark join ADDR...`: gossip with existing members.
 func CmdJoin(args []string) error {
-	fs, mk, err := parseCommand("join", args, "[flags] GOSSIP_ADDR...", 1, -1)
-	if err != nil {
-		return err
-	}
-	c, err := mk()
+	fs, c, err := connect("join", args, "[flags] GOSSIP_ADDR...", 1, -1)
 	if err != nil {
 		return err
 	}
@@ -321,11 +320,7 @@ func CmdJoin(args []string) error {
 
 // CmdLeave is `waymark leave`: graceful departure of the addressed node.
 func CmdLeave(args []string) error {
-	_, mk, err := parseCommand("leave", args, "[flags]", 0, 0)
-	if err != nil {
-		return err
-	}
-	c, err := mk()
+	_, c, err := connect("leave", args, "[flags]", 0, 0)
 	if err != nil {
 		return err
 	}
@@ -369,13 +364,14 @@ func membershipCommand(mk func() (*client, error), path, id, done string) error 
 // CmdEventsCount is `waymark events count [--link CODE] [--site ID] [--bots]`:
 // prints only the number of raw events the aggregator holds.
 func CmdEventsCount(args []string) error {
-	fs := flag.NewFlagSet("events count", flag.ContinueOnError)
-	link := fs.String("link", "", "only clicks of this link code")
-	site := fs.String("site", "", "only events of this site id")
-	bots := fs.Bool("bots", false, "only bot-flagged events")
-	mk := clientFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return usageErr(err)
+	var link, site *string
+	var bots *bool
+	_, mk, err := parseCommandFlags("events count", args, "[--link CODE] [--site ID] [--bots]", 0, 0, func(fs *flag.FlagSet) {
+		link, site = eventFilterFlags(fs)
+		bots = fs.Bool("bots", false, "only bot-flagged events")
+	})
+	if err != nil {
+		return err
 	}
 	c, err := mk()
 	if err != nil {
@@ -395,13 +391,14 @@ func CmdEventsCount(args []string) error {
 
 // CmdEventsTail is `waymark events tail [-n N]`: the newest raw events.
 func CmdEventsTail(args []string) error {
-	fs := flag.NewFlagSet("events tail", flag.ContinueOnError)
-	limit := fs.Int("n", 20, "how many events")
-	link := fs.String("link", "", "only clicks of this link code")
-	site := fs.String("site", "", "only events of this site id")
-	mk := clientFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return usageErr(err)
+	var link, site *string
+	var limit *int
+	_, mk, err := parseCommandFlags("events tail", args, "[-n N] [--link CODE] [--site ID]", 0, 0, func(fs *flag.FlagSet) {
+		link, site = eventFilterFlags(fs)
+		limit = fs.Int("n", 20, "how many events")
+	})
+	if err != nil {
+		return err
 	}
 	c, err := mk()
 	if err != nil {
@@ -424,9 +421,6 @@ func CmdEventsTail(args []string) error {
 	})
 }
 
-func usageErr(err error) error {
-	if errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	return &cliError{ExitUsage, err}
+func eventFilterFlags(fs *flag.FlagSet) (link, site *string) {
+	return fs.String("link", "", "only clicks of this link code"), fs.String("site", "", "only events of this site id")
 }

@@ -217,28 +217,51 @@ func (n *Node) forward(ctx context.Context, leaderID, _ string, cmd []byte) ([]b
 	}
 }
 
-// remoteLink asks the leader for a code this node has not applied yet.
-func (n *Node) remoteLink(ctx context.Context, code string) (store.Link, bool, error) {
+// askLeader GETs an internal lookup from the leader. found is false when
+// this node is the leader, no leader is known, or the leader answers 404.
+func (n *Node) askLeader(ctx context.Context, path string) (body []byte, found bool, err error) {
 	leader := n.raft.Stats().LeaderID
 	if leader == "" || leader == n.cfg.Name {
-		return store.Link{}, false, nil
+		return nil, false, nil
 	}
 	addr, ok := n.httpAddrOf(leader)
 	if !ok {
-		return store.Link{}, false, nil
+		return nil, false, nil
 	}
-	b, status, err := n.peers.do(ctx, addr, internalLink+"?code="+url.QueryEscape(code), nil)
+	b, status, err := n.peers.do(ctx, addr, path, nil)
 	if status == http.StatusNotFound {
-		return store.Link{}, false, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return store.Link{}, false, err
+		return nil, false, err
 	}
+	return b, true, nil
+}
+
+// remoteLink asks the leader for a code this node has not applied yet.
+func (n *Node) remoteLink(ctx context.Context, code string) (store.Link, bool, error) {
 	var l store.Link
+	b, found, err := n.askLeader(ctx, internalLink+"?code="+url.QueryEscape(code))
+	if err != nil || !found {
+		return l, false, err
+	}
 	if err := store.DecodeLink(b, &l); err != nil {
-		return store.Link{}, false, err
+		return l, false, err
 	}
 	return l, true, nil
+}
+
+// remoteOwner asks the leader for an API key this node has not applied yet.
+func (n *Node) remoteOwner(ctx context.Context, h store.KeyHash) (store.Owner, bool, error) {
+	var o store.Owner
+	b, found, err := n.askLeader(ctx, internalOwner+"?hash="+hex.EncodeToString(h[:]))
+	if err != nil || !found {
+		return o, false, err
+	}
+	if err := store.DecodeOwner(b, &o); err != nil {
+		return o, false, err
+	}
+	return o, true, nil
 }
 
 func (n *Node) handleMembership(ctx *fasthttp.RequestCtx) {
@@ -283,28 +306,4 @@ func (n *Node) handleInternalOwner(ctx *fasthttp.RequestCtx) {
 	}
 	ctx.SetContentType("application/octet-stream")
 	ctx.SetBody(store.AppendOwner(nil, &o))
-}
-
-// remoteOwner asks the leader for an API key this node has not applied yet.
-func (n *Node) remoteOwner(ctx context.Context, h store.KeyHash) (store.Owner, bool, error) {
-	leader := n.raft.Stats().LeaderID
-	if leader == "" || leader == n.cfg.Name {
-		return store.Owner{}, false, nil
-	}
-	addr, ok := n.httpAddrOf(leader)
-	if !ok {
-		return store.Owner{}, false, nil
-	}
-	b, status, err := n.peers.do(ctx, addr, internalOwner+"?hash="+hex.EncodeToString(h[:]), nil)
-	if status == http.StatusNotFound {
-		return store.Owner{}, false, nil
-	}
-	if err != nil {
-		return store.Owner{}, false, err
-	}
-	var o store.Owner
-	if err := store.DecodeOwner(b, &o); err != nil {
-		return store.Owner{}, false, err
-	}
-	return o, true, nil
 }

@@ -11,83 +11,17 @@ import (
 // is raft's own, not the store's record format, so either can change
 // without breaking the other.
 
-func appendString(dst []byte, s string) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(s)))
-	return append(dst, s...)
-}
+func appendString(dst []byte, s string) []byte { return store.AppendString(dst, s) }
 
-func appendBytes(dst []byte, b []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(b)))
-	return append(dst, b...)
-}
+func appendBytes(dst []byte, b []byte) []byte { return store.AppendBytes(dst, b) }
 
-// reader decodes fields and remembers the first error, so decoders read as
-// a straight list of fields and check once at the end. It never panics.
+// reader is the store's field reader plus the link fields commands and
+// forwarded results share.
 type reader struct {
-	b   []byte
-	bad bool
+	store.FieldReader
 }
 
-func (r *reader) uvarint() uint64 {
-	if r.bad {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	if r.bad {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) byte() byte {
-	if r.bad || len(r.b) == 0 {
-		r.bad = true
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-// fixed reads exactly n raw bytes.
-func (r *reader) fixed(n int) []byte {
-	if r.bad || len(r.b) < n {
-		r.bad = true
-		return nil
-	}
-	v := r.b[:n:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) bytes() []byte {
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b)) {
-		r.bad = true
-		return nil
-	}
-	return r.fixed(int(n))
-}
-
-func (r *reader) string() string { return string(r.bytes()) }
-
-// done reports whether every field decoded and nothing trails.
-func (r *reader) done() bool { return !r.bad && len(r.b) == 0 }
+func newReader(b []byte) *reader { return &reader{store.NewFieldReader(b)} }
 
 func appendUvarint(dst []byte, v uint64) []byte { return binary.AppendUvarint(dst, v) }
 
@@ -112,17 +46,17 @@ func appendLinkFields(dst []byte, l *store.Link) []byte {
 // linkFields reads what appendLinkFields wrote. An empty code, or a status
 // or redirect this build does not know, marks r bad.
 func (r *reader) linkFields(l *store.Link) {
-	l.Code = r.string()
-	l.URL = r.string()
-	l.Owner = r.string()
-	l.CreatedAt = r.varint()
-	l.UpdatedAt = r.varint()
-	l.ExpiresAt = r.varint()
-	l.ClickLimit = r.varint()
-	l.Status = store.Status(r.byte())
-	redirect := r.uvarint()
+	l.Code = r.String()
+	l.URL = r.String()
+	l.Owner = r.String()
+	l.CreatedAt = r.Varint()
+	l.UpdatedAt = r.Varint()
+	l.ExpiresAt = r.Varint()
+	l.ClickLimit = r.Varint()
+	l.Status = store.Status(r.Byte())
+	redirect := r.Uvarint()
 	if l.Code == "" || redirect > 999 || !store.ValidRedirect(int(redirect)) || !validStatus(l.Status) {
-		r.bad = true
+		r.Fail()
 		return
 	}
 	l.Redirect = uint16(redirect)
@@ -138,14 +72,14 @@ func appendIdempotency(dst []byte, rec *store.Idempotency) []byte {
 
 // idempotency reads what appendIdempotency wrote.
 func (r *reader) idempotency(rec *store.Idempotency) {
-	copy(rec.RequestHash[:], r.fixed(len(rec.RequestHash)))
-	status := r.uvarint()
+	copy(rec.RequestHash[:], r.Fixed(len(rec.RequestHash)))
+	status := r.Uvarint()
 	if status > 999 {
-		r.bad = true
+		r.Fail()
 	}
 	rec.Status = int(status)
-	if resp := r.bytes(); len(resp) > 0 {
+	if resp := r.Bytes(); len(resp) > 0 {
 		rec.Response = append([]byte(nil), resp...)
 	}
-	rec.CreatedAt = r.varint()
+	rec.CreatedAt = r.Varint()
 }

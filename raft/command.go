@@ -135,18 +135,18 @@ func (c *createLinkCmd) appendPayload(dst []byte) []byte {
 }
 
 func decodeCreateLink(_ byte, p []byte) (command, error) {
-	r := reader{b: p}
+	r := newReader(p)
 	c := &createLinkCmd{}
 	r.linkFields(&c.Link)
-	switch r.byte() {
+	switch r.Byte() {
 	case 0:
 	case 1:
-		c.Idem = &store.IdempotencyWrite{Owner: r.string(), Key: r.string()}
+		c.Idem = &store.IdempotencyWrite{Owner: r.String(), Key: r.String()}
 		r.idempotency(&c.Idem.Record)
 	default:
-		r.bad = true
+		r.Fail()
 	}
-	if !r.done() {
+	if !r.Done() {
 		return nil, corrupt("create_link")
 	}
 	return c, nil
@@ -208,29 +208,29 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 }
 
 func decodeUpdateLink(_ byte, b []byte) (command, error) {
-	r := reader{b: b}
+	r := newReader(b)
 	c := &updateLinkCmd{}
 	p := &c.Patch
-	p.Code = r.string()
-	p.Owner = r.string()
-	p.UpdatedAt = r.varint()
-	mask := r.byte()
+	p.Code = r.String()
+	p.Owner = r.String()
+	p.UpdatedAt = r.Varint()
+	mask := r.Byte()
 	if mask&^patchKnown != 0 {
-		r.bad = true
+		r.Fail()
 	}
 	if p.SetURL = mask&patchURL != 0; p.SetURL {
-		p.URL = r.string()
+		p.URL = r.String()
 	}
 	if p.SetExpiresAt = mask&patchExpiresAt != 0; p.SetExpiresAt {
-		p.ExpiresAt = r.varint()
+		p.ExpiresAt = r.Varint()
 	}
 	if p.SetClickLimit = mask&patchClickLimit != 0; p.SetClickLimit {
-		p.ClickLimit = r.varint()
+		p.ClickLimit = r.Varint()
 	}
 	if p.SetStatus = mask&patchStatus != 0; p.SetStatus {
-		p.Status = store.Status(r.byte())
+		p.Status = store.Status(r.Byte())
 	}
-	if !r.done() || p.Code == "" || !validStatus(p.Status) {
+	if !r.Done() || p.Code == "" || !validStatus(p.Status) {
 		return nil, corrupt("update_link")
 	}
 	return c, nil
@@ -257,13 +257,13 @@ func (c *createOwnerCmd) appendPayload(dst []byte) []byte {
 }
 
 func decodeCreateOwner(_ byte, b []byte) (command, error) {
-	r := reader{b: b}
+	r := newReader(b)
 	c := &createOwnerCmd{}
-	c.Owner.ID = r.string()
-	c.Owner.Name = r.string()
-	c.Owner.CreatedAt = r.varint()
-	copy(c.Key[:], r.fixed(len(c.Key)))
-	if !r.done() || c.Owner.ID == "" {
+	c.Owner.ID = r.String()
+	c.Owner.Name = r.String()
+	c.Owner.CreatedAt = r.Varint()
+	copy(c.Key[:], r.Fixed(len(c.Key)))
+	if !r.Done() || c.Owner.ID == "" {
 		return nil, corrupt("create_owner")
 	}
 	return c, nil
@@ -291,15 +291,15 @@ func (c *createSiteCmd) appendPayload(dst []byte) []byte {
 }
 
 func decodeCreateSite(_ byte, b []byte) (command, error) {
-	r := reader{b: b}
+	r := newReader(b)
 	c := &createSiteCmd{}
 	s := &c.Site
-	s.ID = r.string()
-	s.Domain = r.string()
-	s.Timezone = r.string()
-	s.Owner = r.string()
-	s.CreatedAt = r.varint()
-	if !r.done() || s.ID == "" || s.Domain == "" {
+	s.ID = r.String()
+	s.Domain = r.String()
+	s.Timezone = r.String()
+	s.Owner = r.String()
+	s.CreatedAt = r.Varint()
+	if !r.Done() || s.ID == "" || s.Domain == "" {
 		return nil, corrupt("create_site")
 	}
 	return c, nil
@@ -324,9 +324,9 @@ func (c *allocBlockCmd) appendPayload(dst []byte) []byte {
 }
 
 func decodeAllocBlock(_ byte, b []byte) (command, error) {
-	r := reader{b: b}
-	c := &allocBlockCmd{Region: r.string(), Size: r.uvarint()}
-	if !r.done() || c.Region == "" || c.Size == 0 || c.Size > store.RegionSpan {
+	r := newReader(b)
+	c := &allocBlockCmd{Region: r.String(), Size: r.Uvarint()}
+	if !r.Done() || c.Region == "" || c.Size == 0 || c.Size > store.RegionSpan {
 		return nil, corrupt("alloc_block")
 	}
 	return c, nil
@@ -347,9 +347,9 @@ func appendSetSecret(dst []byte, key []byte) []byte {
 func (c *setSecretCmd) appendPayload(dst []byte) []byte { return appendBytes(dst, c.Key) }
 
 func decodeSetSecret(_ byte, b []byte) (command, error) {
-	r := reader{b: b}
-	key := r.bytes()
-	if !r.done() || len(key) != store.KeySize {
+	r := newReader(b)
+	key := r.Bytes()
+	if !r.Done() || len(key) != store.KeySize {
 		return nil, corrupt("set_secret")
 	}
 	return &setSecretCmd{Key: append([]byte(nil), key...)}, nil

@@ -138,33 +138,33 @@ func appendResult(dst []byte, res *applyResult) []byte {
 // store.ErrCorrupt; the leader's own error, if any, is in res.Err. It
 // never panics.
 func decodeResult(b []byte) (*applyResult, error) {
-	r := reader{b: b}
-	if v := r.byte(); v != resultVersion {
+	r := newReader(b)
+	if v := r.Byte(); v != resultVersion {
 		return nil, fmt.Errorf("cannot decode forwarded result: %w: version %d", store.ErrCorrupt, v)
 	}
-	flags := r.byte()
+	flags := r.Byte()
 	if flags&^resultKnownFlags != 0 {
-		r.bad = true
+		r.Fail()
 	}
-	res := &applyResult{Index: r.uvarint()}
-	if code := errCode(r.byte()); code != errCodeNone {
-		res.Err = &remoteError{msg: r.string(), sentinel: sentinelOf(code)}
+	res := &applyResult{Index: r.Uvarint()}
+	if code := errCode(r.Byte()); code != errCodeNone {
+		res.Err = &remoteError{msg: r.String(), sentinel: sentinelOf(code)}
 	}
 	if flags&resultHasLink != 0 {
 		r.linkFields(&res.Link)
-		res.Link.Index = r.uvarint()
+		res.Link.Index = r.Uvarint()
 	}
 	if flags&resultHasBlock != 0 {
-		res.Block = store.Block{Start: r.uvarint(), End: r.uvarint()}
+		res.Block = store.Block{Start: r.Uvarint(), End: r.Uvarint()}
 		if res.Block.End < res.Block.Start || res.Block == (store.Block{}) {
-			r.bad = true
+			r.Fail()
 		}
 	}
 	if flags&resultHasExisting != 0 {
 		res.Existing = &store.Idempotency{}
 		r.idempotency(res.Existing)
 	}
-	if !r.done() {
+	if !r.Done() {
 		return nil, fmt.Errorf("cannot decode forwarded result: %w", store.ErrCorrupt)
 	}
 	return res, nil

@@ -12,29 +12,39 @@ func appendUvarint(dst []byte, v uint64) []byte { return binary.AppendUvarint(ds
 
 func appendVarint(dst []byte, v int64) []byte { return binary.AppendVarint(dst, v) }
 
-func appendString(dst []byte, s string) []byte {
+// AppendString appends s with a uvarint length prefix.
+func AppendString(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
 	return append(dst, s...)
 }
 
-func appendBytes(dst []byte, b []byte) []byte {
+// AppendBytes appends b with a uvarint length prefix.
+func AppendBytes(dst []byte, b []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(b)))
 	return append(dst, b...)
 }
 
-// reader decodes fields and remembers the first error, so decoders read as a
-// straight list of fields and check once at the end.
-type reader struct {
+// FieldReader decodes fields and remembers the first error, so decoders
+// read as a straight list of fields and check once at the end. It never
+// panics. The raft command format uses it too.
+type FieldReader struct {
 	b   []byte
 	bad bool
 }
 
-func (r *reader) uvarint() uint64 {
+// NewFieldReader reads fields from b.
+func NewFieldReader(b []byte) FieldReader { return FieldReader{b: b} }
+
+// Fail marks the input bad (a field out of range, say).
+func (r *FieldReader) Fail() { r.bad = true }
+
+// Uvarint reads an unsigned varint in its shortest form.
+func (r *FieldReader) Uvarint() uint64 {
 	if r.bad {
 		return 0
 	}
 	v, n := binary.Uvarint(r.b)
-	if n <= 0 || overlong(r.b[:n]) {
+	if n <= 0 || overlong(r.b[:n]) { // one value, one encoding
 		r.bad = true
 		return 0
 	}
@@ -42,11 +52,8 @@ func (r *reader) uvarint() uint64 {
 	return v
 }
 
-// overlong reports whether a varint used more bytes than its value needs
-// (a final 0x00 group). Accepting it would give one record two encodings.
-func overlong(v []byte) bool { return len(v) > 1 && v[len(v)-1] == 0 }
-
-func (r *reader) varint() int64 {
+// Varint reads a zigzag varint in its shortest form.
+func (r *FieldReader) Varint() int64 {
 	if r.bad {
 		return 0
 	}
@@ -59,7 +66,8 @@ func (r *reader) varint() int64 {
 	return v
 }
 
-func (r *reader) byte() byte {
+// Byte reads one byte.
+func (r *FieldReader) Byte() byte {
 	if r.bad || len(r.b) == 0 {
 		r.bad = true
 		return 0
@@ -69,9 +77,9 @@ func (r *reader) byte() byte {
 	return c
 }
 
-func (r *reader) bytes() []byte {
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b)) {
+// Fixed reads exactly n raw bytes.
+func (r *FieldReader) Fixed(n int) []byte {
+	if r.bad || n < 0 || len(r.b) < n {
 		r.bad = true
 		return nil
 	}
@@ -80,7 +88,22 @@ func (r *reader) bytes() []byte {
 	return v
 }
 
-func (r *reader) string() string { return string(r.bytes()) }
+// Bytes reads a uvarint-length-prefixed byte string.
+func (r *FieldReader) Bytes() []byte {
+	n := r.Uvarint()
+	if r.bad || n > uint64(len(r.b)) {
+		r.bad = true
+		return nil
+	}
+	return r.Fixed(int(n))
+}
 
-// done reports whether every field decoded and nothing trails.
-func (r *reader) done() bool { return !r.bad && len(r.b) == 0 }
+// String reads what AppendString wrote.
+func (r *FieldReader) String() string { return string(r.Bytes()) }
+
+// Done reports whether every field decoded and nothing trails.
+func (r *FieldReader) Done() bool { return !r.bad && len(r.b) == 0 }
+
+// overlong reports whether a varint used more bytes than its value needs
+// (a final 0x00 group). Accepting it would give one record two encodings.
+func overlong(v []byte) bool { return len(v) > 1 && v[len(v)-1] == 0 }

@@ -78,9 +78,9 @@ const linkVersion = 1
 // AppendLink appends the encoding of l to dst.
 func AppendLink(dst []byte, l *Link) []byte {
 	dst = append(dst, linkVersion)
-	dst = appendString(dst, l.Code)
-	dst = appendString(dst, l.URL)
-	dst = appendString(dst, l.Owner)
+	dst = AppendString(dst, l.Code)
+	dst = AppendString(dst, l.URL)
+	dst = AppendString(dst, l.Owner)
 	dst = appendVarint(dst, l.CreatedAt)
 	dst = appendVarint(dst, l.UpdatedAt)
 	dst = appendVarint(dst, l.ExpiresAt)
@@ -104,22 +104,22 @@ func checkLink(l *Link) error {
 
 // DecodeLink decodes a record written by AppendLink.
 func DecodeLink(b []byte, l *Link) error {
-	r := reader{b: b}
-	if r.byte() != linkVersion {
+	r := NewFieldReader(b)
+	if r.Byte() != linkVersion {
 		return fmt.Errorf("cannot decode link: %w: unknown version", ErrCorrupt)
 	}
-	l.Code = r.string()
-	l.URL = r.string()
-	l.Owner = r.string()
-	l.CreatedAt = r.varint()
-	l.UpdatedAt = r.varint()
-	l.ExpiresAt = r.varint()
-	l.ClickLimit = r.varint()
-	l.Status = Status(r.byte())
-	redirect := r.uvarint()
+	l.Code = r.String()
+	l.URL = r.String()
+	l.Owner = r.String()
+	l.CreatedAt = r.Varint()
+	l.UpdatedAt = r.Varint()
+	l.ExpiresAt = r.Varint()
+	l.ClickLimit = r.Varint()
+	l.Status = Status(r.Byte())
+	redirect := r.Uvarint()
 	l.Redirect = uint16(redirect)
-	l.Index = r.uvarint()
-	if !r.done() || l.Status >= statusCount || redirect > 0xffff || !ValidRedirect(int(l.Redirect)) {
+	l.Index = r.Uvarint()
+	if !r.Done() || l.Status >= statusCount || redirect > 0xffff || !ValidRedirect(int(l.Redirect)) {
 		return fmt.Errorf("cannot decode link: %w", ErrCorrupt)
 	}
 	return nil

@@ -24,21 +24,21 @@ const ownerVersion = 1
 // AppendOwner appends the encoding of o to dst.
 func AppendOwner(dst []byte, o *Owner) []byte {
 	dst = append(dst, ownerVersion)
-	dst = appendString(dst, o.ID)
-	dst = appendString(dst, o.Name)
+	dst = AppendString(dst, o.ID)
+	dst = AppendString(dst, o.Name)
 	return appendVarint(dst, o.CreatedAt)
 }
 
 // DecodeOwner decodes a record written by AppendOwner.
 func DecodeOwner(b []byte, o *Owner) error {
-	r := reader{b: b}
-	if r.byte() != ownerVersion {
+	r := NewFieldReader(b)
+	if r.Byte() != ownerVersion {
 		return fmt.Errorf("cannot decode owner: %w: unknown version", ErrCorrupt)
 	}
-	o.ID = r.string()
-	o.Name = r.string()
-	o.CreatedAt = r.varint()
-	if !r.done() {
+	o.ID = r.String()
+	o.Name = r.String()
+	o.CreatedAt = r.Varint()
+	if !r.Done() {
 		return fmt.Errorf("cannot decode owner: %w", ErrCorrupt)
 	}
 	return nil
@@ -58,25 +58,25 @@ const siteVersion = 1
 // AppendSite appends the encoding of s to dst.
 func AppendSite(dst []byte, s *Site) []byte {
 	dst = append(dst, siteVersion)
-	dst = appendString(dst, s.ID)
-	dst = appendString(dst, s.Domain)
-	dst = appendString(dst, s.Timezone)
-	dst = appendString(dst, s.Owner)
+	dst = AppendString(dst, s.ID)
+	dst = AppendString(dst, s.Domain)
+	dst = AppendString(dst, s.Timezone)
+	dst = AppendString(dst, s.Owner)
 	return appendVarint(dst, s.CreatedAt)
 }
 
 // DecodeSite decodes a record written by AppendSite.
 func DecodeSite(b []byte, s *Site) error {
-	r := reader{b: b}
-	if r.byte() != siteVersion {
+	r := NewFieldReader(b)
+	if r.Byte() != siteVersion {
 		return fmt.Errorf("cannot decode site: %w: unknown version", ErrCorrupt)
 	}
-	s.ID = r.string()
-	s.Domain = r.string()
-	s.Timezone = r.string()
-	s.Owner = r.string()
-	s.CreatedAt = r.varint()
-	if !r.done() {
+	s.ID = r.String()
+	s.Domain = r.String()
+	s.Timezone = r.String()
+	s.Owner = r.String()
+	s.CreatedAt = r.Varint()
+	if !r.Done() {
 		return fmt.Errorf("cannot decode site: %w", ErrCorrupt)
 	}
 	return nil
@@ -101,22 +101,21 @@ func AppendIdempotency(dst []byte, rec *Idempotency) []byte {
 	dst = append(dst, idempotencyVersion)
 	dst = append(dst, rec.RequestHash[:]...)
 	dst = appendUvarint(dst, uint64(rec.Status))
-	dst = appendBytes(dst, rec.Response)
+	dst = AppendBytes(dst, rec.Response)
 	return appendVarint(dst, rec.CreatedAt)
 }
 
 // DecodeIdempotency decodes a record written by AppendIdempotency.
 func DecodeIdempotency(b []byte, rec *Idempotency) error {
-	r := reader{b: b}
-	if r.byte() != idempotencyVersion || len(r.b) < 32 {
+	r := NewFieldReader(b)
+	if r.Byte() != idempotencyVersion {
 		return fmt.Errorf("cannot decode idempotency record: %w", ErrCorrupt)
 	}
-	copy(rec.RequestHash[:], r.b[:32])
-	r.b = r.b[32:]
-	rec.Status = int(r.uvarint())
-	rec.Response = append([]byte(nil), r.bytes()...)
-	rec.CreatedAt = r.varint()
-	if !r.done() {
+	copy(rec.RequestHash[:], r.Fixed(len(rec.RequestHash)))
+	rec.Status = int(r.Uvarint())
+	rec.Response = append([]byte(nil), r.Bytes()...)
+	rec.CreatedAt = r.Varint()
+	if !r.Done() {
 		return fmt.Errorf("cannot decode idempotency record: %w", ErrCorrupt)
 	}
 	return nil

@@ -5,10 +5,10 @@ import (
 	"math/bits"
 )
 
-// sipHash24 is SipHash-2-4 of one 8-byte word, the pseudo-random function
-// inside the Feistel rounds. It is written out here so the permutation
-// allocates nothing and needs no dependency.
-func sipHash24(k0, k1, m uint64) uint64 {
+// SipHash24 is the reference SipHash-2-4 of m under the key (k0, k1). It
+// is the round function of the code permutation and the visitor hash of
+// ingest; written out here so neither allocates nor needs a dependency.
+func SipHash24(k0, k1 uint64, m []byte) uint64 {
 	v0 := k0 ^ 0x736f6d6570736575
 	v1 := k1 ^ 0x646f72616e646f6d
 	v2 := k0 ^ 0x6c7967656e657261
@@ -29,21 +29,36 @@ func sipHash24(k0, k1, m uint64) uint64 {
 		v1 ^= v2
 		v2 = bits.RotateLeft64(v2, 32)
 	}
-	v3 ^= m
+	n := len(m)
+	for len(m) >= 8 {
+		w := binary.LittleEndian.Uint64(m)
+		v3 ^= w
+		round()
+		round()
+		v0 ^= w
+		m = m[8:]
+	}
+	last := uint64(n) << 56
+	for i, c := range m {
+		last |= uint64(c) << (8 * i)
+	}
+	v3 ^= last
 	round()
 	round()
-	v0 ^= m
-	b := uint64(8) << 56
-	v3 ^= b
-	round()
-	round()
-	v0 ^= b
+	v0 ^= last
 	v2 ^= 0xff
 	round()
 	round()
 	round()
 	round()
 	return v0 ^ v1 ^ v2 ^ v3
+}
+
+// sipHash24 is SipHash24 of one 8-byte little-endian word.
+func sipHash24(k0, k1, w uint64) uint64 {
+	var m [8]byte
+	binary.LittleEndian.PutUint64(m[:], w)
+	return SipHash24(k0, k1, m[:])
 }
 
 func sipKey(key []byte) (uint64, uint64) {

@@ -222,8 +222,8 @@ func TestRestoreClearsAppliedIndexFirst(t *testing.T) {
 func sealSnapshot(pairs ...[2]string) []byte {
 	b := append([]byte(nil), snapshotMagic...)
 	for _, p := range pairs {
-		b = appendString(b, p[0])
-		b = appendString(b, p[1])
+		b = AppendString(b, p[0])
+		b = AppendString(b, p[1])
 	}
 	b = append(b, 0)
 	b = appendUvarint(b, uint64(len(pairs)))
