@@ -37,6 +37,7 @@ func (n *Node) openAdmin() error {
 	mux.HandleFunc("GET /v1/members", a.members)
 	mux.HandleFunc("GET /v1/events/count", a.eventsCount)
 	mux.HandleFunc("GET /v1/events/tail", a.eventsTail)
+	mux.HandleFunc("POST /v1/rollup/rebuild", a.rollupRebuild)
 	mux.HandleFunc("POST /v1/join", a.join)
 	mux.HandleFunc("POST /v1/leave", a.leave)
 	mux.HandleFunc("POST /v1/raft/remove-peer", a.membership("remove-peer"))

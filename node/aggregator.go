@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -22,9 +23,13 @@ func (n *Node) openAggregator() error {
 		Dir:       filepath.Join(n.cfg.DataDir, "aggregator"),
 		Retention: n.cfg.Retention,
 		Token:     n.internalToken,
-		Logger:    n.log,
-		Metrics:   n.metrics,
-		Now:       time.Now,
+		// Click limits: the aggregator reads each link's limit from this
+		// node's replica and takes the link down through Raft.
+		Links:        authorizer{n}.Link,
+		OnClickLimit: n.onClickLimit,
+		Logger:       n.log,
+		Metrics:      n.metrics,
+		Now:          time.Now,
 	})
 	if err != nil {
 		return fmt.Errorf("cannot open aggregator: %w", err)
@@ -112,4 +117,31 @@ func tailEvent(ev *ingest.Event) TailEvent {
 		Path: ev.Path, Referrer: ev.ReferrerHost, Country: ev.Country, Device: ev.Device, Browser: ev.Browser,
 		Bot: ev.Bot(), Node: ev.Node,
 	}
+}
+
+func (a *adminServer) rollupRebuild(w http.ResponseWriter, r *http.Request) {
+	if a.n.agg == nil {
+		writeProblem(w, http.StatusConflict, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
+		return
+	}
+	var req struct {
+		From string `json:"from"`
+		To   string `json:"to"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
+		writeProblem(w, http.StatusBadRequest, "invalid-request", `body must be {"from": "YYYY-MM-DD", "to": "YYYY-MM-DD"}`)
+		return
+	}
+	from, err1 := time.Parse(time.DateOnly, req.From)
+	to, err2 := time.Parse(time.DateOnly, req.To)
+	if err1 != nil || err2 != nil || to.Before(from) {
+		writeProblem(w, http.StatusBadRequest, "invalid-request", "from and to must be days YYYY-MM-DD with from <= to")
+		return
+	}
+	t0 := time.Now()
+	if err := a.n.agg.Rebuild(from, to); err != nil {
+		writeProblem(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"from": req.From, "to": req.To, "took": time.Since(t0).Round(time.Millisecond).String()})
 }

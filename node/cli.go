@@ -424,3 +424,29 @@ func CmdEventsTail(args []string) error {
 func eventFilterFlags(fs *flag.FlagSet) (link, site *string) {
 	return fs.String("link", "", "only clicks of this link code"), fs.String("site", "", "only events of this site id")
 }
+
+// CmdRollupRebuild is `waymark rollup rebuild --from DAY --to DAY`:
+// recompute rollups from the raw events (safe to re-run).
+func CmdRollupRebuild(args []string) error {
+	var from, to *string
+	_, mk, err := parseCommandFlags("rollup rebuild", args, "--from YYYY-MM-DD --to YYYY-MM-DD", 0, 0, func(fs *flag.FlagSet) {
+		from = fs.String("from", "", "first UTC day to rebuild")
+		to = fs.String("to", "", "last UTC day to rebuild")
+	})
+	if err != nil {
+		return err
+	}
+	if *from == "" || *to == "" {
+		return &cliError{ExitUsage, errors.New("waymark rollup rebuild needs --from and --to (YYYY-MM-DD)")}
+	}
+	c, err := mk()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "rebuilding rollups %s .. %s ...\n", *from, *to)
+	var out map[string]any
+	if err := c.call("POST", "/v1/rollup/rebuild", map[string]string{"from": *from, "to": *to}, &out); err != nil {
+		return err
+	}
+	return c.print(out, func(w *tabwriter.Writer) { fmt.Fprintf(w, "rebuilt %s .. %s in %v\n", *from, *to, out["took"]) })
+}

@@ -229,6 +229,7 @@ func (n *Node) openEdge(publicURL string) error {
 		Ready:               n.ready,
 		WriteMetrics:        n.writeMetrics,
 		Routes:              n.publicRoutes(),
+		APIFallback:         n.apiFallback(n.statsHandler()),
 		OnRedirect:          n.onRedirect(),
 		WriteRate:           n.cfg.WriteRate,
 		Remote:              n.remoteLink,
@@ -324,6 +325,8 @@ func (n *Node) publicRoutes() map[string]fasthttp.RequestHandler {
 	routes := n.internalRoutes()
 	routes["/s.js"] = n.ingest.ScriptHandler()
 	routes["/api/event"] = n.ingest.EventHandler()
+	routes["/api/v2/query"] = n.statsHandler()
+	routes["/dashboard"] = rollup.DashboardHandler()
 	if n.agg != nil {
 		routes[ingest.ShipPath] = n.agg.SegmentsHandler()
 	}

@@ -27,6 +27,7 @@ type Aggregator struct {
 	cfg Config
 	log *slog.Logger
 	m   *receiverMetrics
+	rm  *rollupMetrics
 
 	db    *pebble.DB
 	cache *pebble.Cache
@@ -41,6 +42,11 @@ type Aggregator struct {
 	mu        sync.Mutex
 	days      map[day]dayStat // mirror of the Y table
 	diskCheck time.Time       // when diskBytes was last refreshed
+
+	// limits remembers, per link code, the click limit already reported
+	// to OnClickLimit, so it fires once per code until the limit changes.
+	limitsMu sync.Mutex
+	limits   map[string]int64
 
 	stop chan struct{}
 	done chan struct{}
@@ -90,14 +96,16 @@ func Open(cfg Config) (*Aggregator, error) {
 		return nil, fmt.Errorf("cannot open aggregator database %q: %w", cfg.Dir, err)
 	}
 	a := &Aggregator{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		m:     newReceiverMetrics(cfg.Metrics),
-		db:    db,
-		cache: cache,
-		days:  make(map[day]dayStat),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		cfg:    cfg,
+		log:    cfg.Logger,
+		m:      newReceiverMetrics(cfg.Metrics),
+		rm:     newRollupMetrics(cfg.Metrics),
+		db:     db,
+		cache:  cache,
+		days:   make(map[day]dayStat),
+		limits: make(map[string]int64),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 	if err := a.loadDays(); err != nil {
 		db.Close()
@@ -172,6 +180,9 @@ func (a *Aggregator) retentionLoop() {
 	for {
 		if err := a.ApplyRetention(); err != nil && !errors.Is(err, ErrClosed) {
 			a.log.Error("cannot apply retention", "err", err)
+		}
+		if err := a.sweepVisitors(); err != nil && !errors.Is(err, ErrClosed) {
+			a.log.Error("cannot sweep visitor states", "err", err)
 		}
 		select {
 		case <-a.stop:

@@ -26,6 +26,8 @@ type pendingEvent struct {
 	code     string
 	site     string
 	off, end int
+	// ev is the decoded event (without props) for the rollups.
+	ev ingest.Event
 }
 
 // verifySegment checks raw with ingest.ReadSegment and keeps its events. A
@@ -42,6 +44,9 @@ func verifySegment(raw []byte, seg *verifiedSegment) error {
 			code: ev.Code, site: ev.SiteID,
 			off: off, end: len(seg.enc),
 		})
+		last := &seg.events[len(seg.events)-1]
+		last.ev = *ev
+		last.ev.Props = nil // reused by ReadSegment; rollups do not use props
 		return nil
 	})
 	if err != nil {
@@ -58,6 +63,7 @@ type applyResult struct {
 	applied, duplicate   int // segments
 	stored, deduplicated int // events
 	expired, future      int // events dropped for their time
+	late                 int // events stored raw only: past the late window
 	acked                []ingest.SegmentRef
 }
 
@@ -78,6 +84,11 @@ type applyState struct {
 	// indexed, so repeats inside it are found here.
 	ids map[[16]byte]day
 	kb  []byte
+	// fold gets every stored event inside the late window; its delta and
+	// visitor states are staged in the same batch.
+	fold    *folder
+	lateMS  int64 // events before this are stored raw only
+	lateErr error
 }
 
 func (s *applyState) count(d day, class byte, name string) {
@@ -114,6 +125,8 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 		dayAdds: make(map[day]dayStat),
 		inBatch: make(map[ingest.SegmentRef]bool),
 		ids:     make(map[[16]byte]day),
+		fold:    newFolder(func(k visitorKey) ([]run, error) { return loadVisitor(a.db, k) }),
+		lateMS:  nowMS - a.cfg.LateWindow.Milliseconds(),
 	}
 	defer st.b.Close()
 
@@ -153,7 +166,13 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 				dups++
 				continue
 			}
-			if err := a.stage(&st, d, ev, seg.enc[ev.off:ev.end]); err != nil {
+			late := ev.time < st.lateMS
+			if err := a.stage(&st, d, ev, seg.enc[ev.off:ev.end], late); err != nil {
+				return applyResult{}, err
+			}
+			if late {
+				res.late++
+			} else if err := st.fold.fold(&ev.ev); err != nil {
 				return applyResult{}, err
 			}
 			stored++
@@ -181,9 +200,16 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 	if err := a.stageCounters(&st); err != nil {
 		return applyResult{}, err
 	}
+	if err := st.fold.d.flush(a.db, st.b); err != nil {
+		return applyResult{}, err
+	}
+	if err := st.fold.stageVisitors(st.b, st.lateMS-visitGapMS); err != nil {
+		return applyResult{}, err
+	}
 	if err := st.b.Commit(pebble.Sync); err != nil {
 		return applyResult{}, fmt.Errorf("cannot commit segment batch: %w", err)
 	}
+	a.checkClickLimits(st.fold.d)
 	for d, add := range st.dayAdds {
 		cur := a.days[d]
 		a.days[d] = dayStat{cur.events + add.events, cur.bytes + add.bytes}
@@ -218,16 +244,22 @@ func (a *Aggregator) seen(st *applyState, ev *pendingEvent, window int64) (bool,
 }
 
 // stage adds one event, its id index entry and its counters to the batch.
-func (a *Aggregator) stage(st *applyState, d day, ev *pendingEvent, enc []byte) error {
+// A late event's index entry carries lateFlag: it is in no rollup.
+func (a *Aggregator) stage(st *applyState, d day, ev *pendingEvent, enc []byte, late bool) error {
 	st.kb = appendEventKey(st.kb[:0], d, ev.time, &ev.id)
 	size := len(st.kb) + len(enc)
 	if err := st.b.Set(st.kb, enc, nil); err != nil {
 		return fmt.Errorf("cannot stage event: %w", err)
 	}
 	st.kb = appendEventIDKey(st.kb[:0], d, &ev.id)
-	var tb [8]byte
+	var tb [9]byte
 	binary.BigEndian.PutUint64(tb[:], uint64(ev.time))
-	if err := st.b.Set(st.kb, tb[:], nil); err != nil {
+	tv := tb[:8]
+	if late {
+		tb[8] = lateFlag
+		tv = tb[:]
+	}
+	if err := st.b.Set(st.kb, tv, nil); err != nil {
 		return fmt.Errorf("cannot stage event id: %w", err)
 	}
 	st.ids[ev.id] = d
@@ -313,4 +345,5 @@ func (a *Aggregator) countApply(res *applyResult) {
 	a.m.eventsDeduplicated.Add(res.deduplicated)
 	a.m.eventsExpired.Add(res.expired)
 	a.m.eventsFuture.Add(res.future)
+	a.rm.eventsLate.Add(res.late)
 }

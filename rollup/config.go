@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/waymark/waymark/store"
 )
 
 // Defaults for Config.
@@ -17,6 +19,9 @@ const (
 	// default size (4 MiB) and for single segments far past its default
 	// 8 MiB rotation size.
 	DefaultMaxBatchBytes = 256 << 20
+	// DefaultLateWindow: events up to this much older than the
+	// aggregator's clock still land in their hour's rollups.
+	DefaultLateWindow = 48 * time.Hour
 	// retentionInterval is how often the background goroutine drops days.
 	retentionInterval = time.Hour
 	// futureSlack bounds how far past the aggregator's clock an event time
@@ -41,6 +46,17 @@ type Config struct {
 	// MaxBatchBytes bounds one request body once decompressed. Zero means
 	// DefaultMaxBatchBytes. The HTTP server's own body limit applies first.
 	MaxBatchBytes int64
+	// LateWindow: an event older than this when it arrives is stored raw
+	// only and counted in waymark_rollup_events_late_total; younger ones
+	// land in their own hour. Zero means DefaultLateWindow.
+	LateWindow time.Duration
+
+	// Links reads a link (for its click limit); nil turns click limits off.
+	Links func(code string) (store.Link, bool)
+	// OnClickLimit is called, on its own goroutine and once per link and
+	// limit, when a link's exact non-bot click count reaches its
+	// ClickLimit. The node commits the status change through Raft.
+	OnClickLimit func(code string)
 
 	Logger  *slog.Logger
 	Metrics *metrics.Set
@@ -59,6 +75,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Retention == 0 {
 		c.Retention = DefaultRetention
+	}
+	if c.LateWindow < 0 {
+		return c, errors.New("cannot configure rollup: negative LateWindow")
+	}
+	if c.LateWindow == 0 {
+		c.LateWindow = DefaultLateWindow
 	}
 	if c.DedupWindow == 0 {
 		c.DedupWindow = DefaultDedupWindow

@@ -17,6 +17,13 @@ import (
 //	Y day(4)                     -> events(be64) bytes(be64) of the day; the list of held days
 //	S len(1) node seq(8)         -> segment record: received Unix ms(be64) stored(be32) deduplicated(be32)
 //	G day(4) len(1) node seq(8)  -> empty; segments by receive day, so their records expire too
+//	R kind(1) len(1) entity dim(1) gran(1) bucket(4) value -> counters (rollup.go)
+//	H kind(1) len(1) entity dim(1) gran(1) bucket(4) value -> HyperLogLog sketch of visitor hashes
+//	V len(1) site visitor(8)     -> the visitor's recent visits (visits.go)
+//
+// An I value of 9 bytes (time, then lateFlag) marks an event stored raw
+// only: it arrived past the late window and is in no rollup, so Rebuild
+// leaves it out too.
 const (
 	tabEvent      = 'E'
 	tabEventID    = 'I'
@@ -25,7 +32,13 @@ const (
 	tabDay        = 'Y'
 	tabSegment    = 'S'
 	tabSegmentDay = 'G'
+	tabRollup     = 'R'
+	tabSketch     = 'H'
+	tabVisit      = 'V'
 )
+
+// lateFlag follows the time in the I value of an event kept raw only.
+const lateFlag = 'L'
 
 // Counter classes. Every stored event adds one to classAll, and to the
 // class of its link code or site id; bot-flagged events also add to the

@@ -27,6 +27,7 @@ var commands = []struct {
 	{"raft transfer-leader", "hand leadership to another voter (any if no ID)", node.CmdTransferLeader},
 	{"events count", "print the number of raw events the aggregator holds", node.CmdEventsCount},
 	{"events tail", "show the newest raw events", node.CmdEventsTail},
+	{"rollup rebuild", "recompute rollups from raw events for a range of days", node.CmdRollupRebuild},
 	{"keygen", "print a new random cluster key", node.CmdKeygen},
 	{"version", "print the version", func([]string) error { fmt.Println("waymark", node.Version); return nil }},
 }

@@ -1,0 +1,131 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/waymark/waymark/store"
+)
+
+// Stats requests reach every node, so users need one address; the
+// aggregator answers them. A node that is not an aggregator proxies the
+// request unchanged to the aggregator it ships to.
+
+// authorizer lets the aggregator scope stats to owners, from this node's
+// replica (with the read-your-writes fallback for fresh keys and links).
+type authorizer struct{ n *Node }
+
+func (a authorizer) Owner(apiKey []byte) (string, bool) {
+	h := store.HashAPIKey(apiKey)
+	o, found, err := a.n.store.OwnerByKey(h)
+	if err == nil && !found {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		o, found, err = a.n.remoteOwner(ctx, h)
+	}
+	if err != nil || !found {
+		return "", false
+	}
+	return o.ID, true
+}
+
+func (a authorizer) Link(code string) (store.Link, bool) {
+	var l store.Link
+	found, err := a.n.store.GetLink([]byte(code), &l)
+	if err == nil && !found {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		l, found, err = a.n.remoteLink(ctx, code)
+	}
+	return l, err == nil && found
+}
+
+func (a authorizer) Site(id string) (store.Site, bool) {
+	s, found, err := a.n.store.Site(id)
+	return s, err == nil && found
+}
+
+func (a authorizer) SiteByDomain(domain string) (store.Site, bool) {
+	s, ok := a.n.sites.Lookup(domain)
+	return s, ok
+}
+
+// isStatsPath reports whether an API path is a stats read.
+func isStatsPath(path string) bool {
+	return (strings.HasPrefix(path, "/v1/links/") || strings.HasPrefix(path, "/v1/sites/")) && strings.Contains(path, "/stats")
+}
+
+// statsHandler answers stats locally on an aggregator, or proxies them.
+func (n *Node) statsHandler() fasthttp.RequestHandler {
+	if n.agg != nil {
+		return n.agg.StatsHandler(authorizer{n})
+	}
+	target := n.aggregatorURL()
+	if target == "" {
+		return func(ctx *fasthttp.RequestCtx) {
+			problem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", "no aggregator is configured for this node (--aggregator-url)")
+		}
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return func(ctx *fasthttp.RequestCtx) {
+			problem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", "bad --aggregator-url: "+err.Error())
+		}
+	}
+	client := &fasthttp.HostClient{Addr: u.Host, ReadTimeout: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxConns: 64}
+	return func(ctx *fasthttp.RequestCtx) {
+		req := fasthttp.AcquireRequest()
+		defer fasthttp.ReleaseRequest(req)
+		ctx.Request.CopyTo(req)
+		req.SetHost(u.Host)
+		req.Header.Del("Connection")
+		if err := client.DoTimeout(req, &ctx.Response, 30*time.Second); err != nil {
+			ctx.Response.Reset()
+			ctx.Response.Header.Set("Retry-After", "5")
+			problem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", fmt.Sprintf("the aggregator at %s did not answer: %v", u.Host, err))
+		}
+	}
+}
+
+// apiFallback routes the /v1/ paths edge does not serve itself.
+func (n *Node) apiFallback(stats fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if isStatsPath(string(ctx.Path())) {
+			stats(ctx)
+			return
+		}
+		problem(ctx, fasthttp.StatusNotFound, "not-found", "there is no API endpoint at "+string(ctx.Path()))
+	}
+}
+
+// problem writes an RFC 9457 answer for the few errors the node itself
+// produces on the public port.
+func problem(ctx *fasthttp.RequestCtx, status int, typ, detail string) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/problem+json")
+	fmt.Fprintf(ctx, `{"type":%q,"title":%q,"status":%d,"detail":%q}`, "/problems/"+typ, fasthttp.StatusMessage(status), status, detail)
+}
+
+// onClickLimit takes a link whose click limit was reached out of service
+// on every node, through the Raft log (an operator edit: no owner check).
+func (n *Node) onClickLimit(code string) {
+	var l store.Link
+	if found, err := n.store.GetLink([]byte(code), &l); err != nil || !found || l.Status != store.StatusActive {
+		return // already out of service, or an operator state that must stay
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	defer cancel()
+	_, err := n.raft.UpdateLink(ctx, &store.LinkPatch{
+		Code: code, UpdatedAt: time.Now().UnixMilli(), SetStatus: true, Status: store.StatusLimited,
+	})
+	if err != nil {
+		n.log.Error("cannot apply click limit", "code", code, "err", err)
+		return
+	}
+	n.log.Info("click limit reached; link disabled", "code", code)
+}

@@ -1,0 +1,303 @@
+package rollup
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/axiomhq/hyperloglog"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Rollup kinds: the first byte after the table names whose numbers these are.
+const (
+	kindLink = 'l' // entity is a link code
+	kindSite = 's' // entity is a site id
+)
+
+// Rollup granularities. Every event moves its hour and its UTC day; a query
+// reads whole UTC days from the day rows and only the ragged edges of its
+// range from the hour rows. bucket is an hour number (hours since the
+// epoch) in both: for a day row it is the day's first hour.
+const (
+	granHour = 'h'
+	granDay  = 'd'
+	// granAll is one all-time row (bucket 0) of a link's totals: what the
+	// click limit is checked against, independent of raw retention.
+	granAll = 'a'
+)
+
+// Dimensions. dimTotal (value "") holds the entity's totals; the others
+// hold one row per value. Link rows use the first block, site rows all.
+const (
+	dimTotal       = 0
+	dimCountry     = 'c'
+	dimDevice      = 'd'
+	dimBrowser     = 'b'
+	dimOS          = 'o'
+	dimReferrer    = 'r'
+	dimUTMSource   = 'u'
+	dimUTMMedium   = 'm'
+	dimUTMCampaign = 'a'
+	// site only
+	dimUTMTerm    = 'T'
+	dimUTMContent = 'C'
+	dimSource     = 's'
+	dimPage       = 'p'
+	dimEntryPage  = 'n'
+	dimExitPage   = 'x'
+	dimEventName  = 'e'
+)
+
+// sketchPrecision is the one HyperLogLog precision used everywhere, so
+// every sketch merges with every other: 2^14 registers, a standard error
+// of 1.04/sqrt(16384) = 0.81 %.
+const sketchPrecision = 14
+
+// Counter fields. One row holds all of them; a row stores only up to its
+// last non-zero field. What each means is defined in the package doc.
+const (
+	fCount       = iota // clicks (links) or pageviews (sites, event rows)
+	fBots               // bot-flagged events, total rows only
+	fVisits             // visits starting in the bucket
+	fBounces            // of those, visits with exactly one pageview
+	fVisitPV            // pageviews of those visits
+	fDurationMS         // summed visit durations of those visits
+	fEvents             // custom events
+	fEngagedMS          // summed engaged time of engagement events
+	fEngagements        // engagement events
+	fScrollSum          // summed scroll depth of engagement events
+	nFields
+)
+
+// counters is one rollup row.
+type counters [nFields]int64
+
+func (c *counters) add(o *counters) {
+	for i := range c {
+		c[i] += o[i]
+	}
+}
+
+func appendCounters(dst []byte, c *counters) []byte {
+	n := nFields
+	for n > 0 && c[n-1] == 0 {
+		n--
+	}
+	for i := range n {
+		dst = binary.AppendUvarint(dst, uint64(max(c[i], 0)))
+	}
+	return dst
+}
+
+func decodeCounters(b []byte, c *counters) error {
+	*c = counters{}
+	for i := 0; len(b) > 0; i++ {
+		v, n := binary.Uvarint(b)
+		if n <= 0 || i >= nFields {
+			return fmt.Errorf("cannot decode rollup row: %d fields or bad varint", i)
+		}
+		c[i] = int64(v)
+		b = b[n:]
+	}
+	return nil
+}
+
+// rkey names one rollup row or sketch.
+type rkey struct {
+	kind   byte
+	entity string
+	dim    byte
+	gran   byte
+	bucket uint32
+	value  string
+}
+
+func appendRollupPrefix(dst []byte, tab, kind byte, entity string, dim, gran byte) []byte {
+	dst = append(dst, tab, kind, byte(len(entity)))
+	dst = append(dst, entity...)
+	return append(dst, dim, gran)
+}
+
+func appendRKey(dst []byte, tab byte, k *rkey) []byte {
+	dst = appendRollupPrefix(dst, tab, k.kind, k.entity, k.dim, k.gran)
+	dst = binary.BigEndian.AppendUint32(dst, k.bucket)
+	return append(dst, k.value...)
+}
+
+// parseRKey reads a key made by appendRKey.
+func parseRKey(key []byte) (rkey, bool) {
+	if len(key) < 3 {
+		return rkey{}, false
+	}
+	n := int(key[2])
+	if len(key) < 3+n+2+4 {
+		return rkey{}, false
+	}
+	k := rkey{kind: key[1], entity: string(key[3 : 3+n])}
+	rest := key[3+n:]
+	k.dim, k.gran = rest[0], rest[1]
+	k.bucket = binary.BigEndian.Uint32(rest[2:6])
+	k.value = string(rest[6:])
+	return k, true
+}
+
+const msPerHour = int64(3600_000)
+
+// hourOf is the hour number of a Unix millisecond time.
+func hourOf(ms int64) uint32 {
+	if ms < 0 {
+		return 0
+	}
+	return uint32(ms / msPerHour)
+}
+
+// delta collects what one apply (or one rebuilt day) changes: counter
+// deltas and visitor hashes per row. flush turns it into batch writes.
+type delta struct {
+	rows     map[rkey]*counters
+	sketches map[rkey][]uint64
+}
+
+func newDelta() *delta {
+	return &delta{rows: make(map[rkey]*counters), sketches: make(map[rkey][]uint64)}
+}
+
+// add moves field f of the row (kind, entity, dim, value) by n in the hour
+// of ms and in its UTC day.
+func (d *delta) add(kind byte, entity string, dim byte, value string, ms int64, f int, n int64) {
+	if n == 0 {
+		return
+	}
+	h := hourOf(ms)
+	for _, k := range [2]rkey{
+		{kind, entity, dim, granHour, h, value},
+		{kind, entity, dim, granDay, h - h%24, value},
+	} {
+		c := d.rows[k]
+		if c == nil {
+			c = new(counters)
+			d.rows[k] = c
+		}
+		c[f] += n
+	}
+}
+
+// addAllTime moves field f of an entity's all-time total row by n.
+func (d *delta) addAllTime(kind byte, entity string, f int, n int64) {
+	k := rkey{kind, entity, dimTotal, granAll, 0, ""}
+	c := d.rows[k]
+	if c == nil {
+		c = new(counters)
+		d.rows[k] = c
+	}
+	c[f] += n
+}
+
+// visitor adds a visitor hash to the sketches of the row in the hour of ms
+// and in its UTC day.
+func (d *delta) visitor(kind byte, entity string, dim byte, value string, ms int64, hash uint64) {
+	hash = mix64(hash)
+	h := hourOf(ms)
+	d.sketches[rkey{kind, entity, dim, granHour, h, value}] = append(d.sketches[rkey{kind, entity, dim, granHour, h, value}], hash)
+	d.sketches[rkey{kind, entity, dim, granDay, h - h%24, value}] = append(d.sketches[rkey{kind, entity, dim, granDay, h - h%24, value}], hash)
+}
+
+// flush adds the delta to the stored rows and sketches, staging the new
+// values in b. The caller holds mu, so no other writer moves them between
+// the read and the commit.
+func (d *delta) flush(db pebble.Reader, b *pebble.Batch) error {
+	var kb, vb []byte
+	for k, c := range d.rows {
+		kb = appendRKey(kb[:0], tabRollup, &k)
+		var cur counters
+		if err := readCounters(db, kb, &cur); err != nil {
+			return err
+		}
+		cur.add(c)
+		zero := true
+		for _, v := range cur {
+			if v < 0 {
+				return fmt.Errorf("BUG: rollup row %x went negative: %v", kb, cur)
+			}
+			zero = zero && v == 0
+		}
+		var err error
+		if zero {
+			err = b.Delete(kb, nil)
+		} else {
+			vb = appendCounters(vb[:0], &cur)
+			err = b.Set(kb, vb, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("cannot stage rollup row: %w", err)
+		}
+	}
+	for k, hashes := range d.sketches {
+		kb = appendRKey(kb[:0], tabSketch, &k)
+		sk, err := readSketch(db, kb)
+		if err != nil {
+			return err
+		}
+		for _, h := range hashes {
+			sk.InsertHash(h)
+		}
+		vb, err = sk.AppendBinary(vb[:0])
+		if err != nil {
+			return fmt.Errorf("cannot encode sketch: %w", err)
+		}
+		if err := b.Set(kb, vb, nil); err != nil {
+			return fmt.Errorf("cannot stage sketch: %w", err)
+		}
+	}
+	return nil
+}
+
+func readCounters(db pebble.Reader, key []byte, c *counters) error {
+	v, closer, err := db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		*c = counters{}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read rollup row: %w", err)
+	}
+	defer closer.Close()
+	return decodeCounters(v, c)
+}
+
+func newSketch() *hyperloglog.Sketch {
+	sk, err := hyperloglog.NewSketch(sketchPrecision, true)
+	if err != nil {
+		panic("BUG: " + err.Error())
+	}
+	return sk
+}
+
+func readSketch(db pebble.Reader, key []byte) (*hyperloglog.Sketch, error) {
+	sk := newSketch()
+	v, closer, err := db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return sk, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read sketch: %w", err)
+	}
+	defer closer.Close()
+	if err := sk.UnmarshalBinary(v); err != nil {
+		return nil, fmt.Errorf("cannot decode sketch %x: %w", key, err)
+	}
+	return sk, nil
+}
+
+// mix64 is the SplitMix64 finaliser. Visitor hashes are SipHash output
+// already, but HyperLogLog needs uniform bits, and a bijective mix costs
+// nothing and keeps a poorly spread hash (a test's, an old record's) from
+// collapsing the estimate.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}

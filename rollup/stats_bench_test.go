@@ -1,0 +1,224 @@
+package rollup
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/waymark/waymark/ingest"
+)
+
+// BenchmarkRollupThroughput applies batches of 4,000 fresh events (70 %
+// pageviews, engagement and custom events of 1,000 visitors of 5 sites,
+// 30 % clicks on 100 links, 5 % bots) through apply: dedup, raw storage,
+// visits, hour and day rows, sketches, one fsynced commit per batch.
+func BenchmarkRollupThroughput(b *testing.B) {
+	const perBatch = 4000
+	clock := &testClock{base}
+	a, err := Open(testConfig(&testing.T{}, b.TempDir(), clock))
+	if err != nil {
+		b.Fatalf("Open: %v", err)
+	}
+	defer a.Close()
+	events := make([]ingest.Event, perBatch)
+	seg := &verifiedSegment{}
+	n := 0
+	fill := func(batch int) {
+		seg.enc, seg.events = seg.enc[:0], seg.events[:0]
+		for i := range events {
+			n++
+			t := base.Add(-time.Hour + time.Duration(batch%3600)*time.Second + time.Duration(i)*time.Millisecond)
+			var ev ingest.Event
+			if i%10 < 3 {
+				ev = click("tp", n, fmt.Sprintf("code%03d", i%100), t, i%20 == 0)
+				ev.VisitorHash = mix64(uint64(n % 50000))
+			} else {
+				ev = pageview("tp", n, fmt.Sprintf("site%d", i%5), t, i%20 == 1)
+				ev.VisitorHash = mix64(uint64(i % 1000))
+				ev.Path = fmt.Sprintf("/p%d", i%50)
+				ev.Country = genCountries[i%len(genCountries)]
+				switch i % 10 {
+				case 7:
+					ev.Kind, ev.Name, ev.EngagedMS, ev.ScrollDepth = ingest.KindEngagement, "engagement", 30000, 50
+				case 8:
+					ev.Kind, ev.Name = ingest.KindCustom, "signup"
+				}
+			}
+			ev.Props = nil
+			off := len(seg.enc)
+			seg.enc = ingest.AppendEvent(seg.enc, &ev)
+			seg.events = append(seg.events, pendingEvent{id: ev.ID, time: ev.Time, bot: ev.Bot(),
+				code: ev.Code, site: ev.SiteID, off: off, end: len(seg.enc), ev: ev})
+		}
+		seg.ref = ingest.SegmentRef{Node: "edge-1", Seq: uint64(batch + 1)}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		fill(i)
+		b.StartTimer()
+		if _, err := a.apply([]*verifiedSegment{seg}); err != nil {
+			b.Fatalf("apply: %v", err)
+		}
+	}
+	b.ReportMetric(float64(b.N*perBatch)/b.Elapsed().Seconds(), "events/s")
+}
+
+// seedRollups writes 30 days of rollups straight into the store, the way
+// apply would leave them for an entity with perDay events a day spread
+// over values values of dim. Counters are the real per-hour numbers; every
+// hour and day gets the same sketch bytes (dense for the totals, sparse
+// per value), which is what a query's cost depends on, so seeding does not
+// have to insert 30 million hashes.
+func seedRollups(b *testing.B, a *Aggregator, kind byte, entity string, dim byte, values int, perDay int64, start time.Time) {
+	total := newSketch()
+	for i := range 40000 {
+		total.InsertHash(mix64(uint64(i)))
+	}
+	totalBytes, _ := total.MarshalBinary()
+	perValue := newSketch()
+	for i := range 50 {
+		perValue.InsertHash(mix64(uint64(i)))
+	}
+	valueBytes, _ := perValue.MarshalBinary()
+	field := fCount
+	h0 := hourOf(start.UnixMilli())
+	for d := range uint32(30) {
+		batch := a.db.NewBatch()
+		put := func(k rkey, c *counters, sk []byte) {
+			if err := batch.Set(appendRKey(nil, tabRollup, &k), appendCounters(nil, c), nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := batch.Set(appendRKey(nil, tabSketch, &k), sk, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for hh := range uint32(24) {
+			h := h0 + d*24 + hh
+			for _, g := range []struct {
+				gran   byte
+				bucket uint32
+				scale  int64
+			}{{granHour, h, 1}, {granDay, h - h%24, 24}} {
+				if g.gran == granDay && hh != 0 {
+					continue
+				}
+				var c counters
+				c[field] = perDay / 24 * g.scale
+				c[fVisits] = c[field] / 3
+				put(rkey{kind, entity, dimTotal, g.gran, g.bucket, ""}, &c, totalBytes)
+				for v := range values {
+					var vc counters
+					vc[field] = c[field] / int64(values)
+					vc[fVisits] = vc[field] / 3
+					put(rkey{kind, entity, dim, g.gran, g.bucket, fmt.Sprintf("/page/%04d", v)}, &vc, valueBytes)
+				}
+			}
+		}
+		if err := batch.Commit(pebble.NoSync); err != nil {
+			b.Fatal(err)
+		}
+		batch.Close()
+	}
+	if err := a.db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func openSeeded(b *testing.B, dim byte, values int) (*Aggregator, Range) {
+	a, err := Open(testConfig(&testing.T{}, b.TempDir(), &testClock{base}))
+	if err != nil {
+		b.Fatalf("Open: %v", err)
+	}
+	b.Cleanup(func() { a.Close() })
+	ny := mustLoc(b, genTZ)
+	start := time.Date(2026, 10, 31, 0, 0, 0, 0, ny)
+	seedRollups(b, a, kindLink, "big", dimCountry, 50, 1_000_000, start.Add(-24*time.Hour))
+	seedRollups(b, a, kindSite, "bigsite", dim, values, 1_000_000, start.Add(-24*time.Hour))
+	return a, Range{From: start, To: start.AddDate(0, 0, 30), Loc: ny}
+}
+
+// BenchmarkQuery30Days: a link with 1,000,000 clicks a day and a site
+// with 1,000,000 pageviews a day over 1,000 pages, 30 days in New York
+// time (so the range's two ragged ends come from hour rows).
+func BenchmarkQuery30Days(b *testing.B) {
+	a, r := openSeeded(b, dimPage, 1000)
+	b.Run("link-series-day", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			st, err := a.LinkStats("big", r, Day)
+			if err != nil || st.Totals.Clicks < 28_000_000 {
+				b.Fatalf("LinkStats: %v %+v", err, st.Totals)
+			}
+		}
+	})
+	b.Run("link-series-hour", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := a.LinkStats("big", r, Hour); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("link-breakdown-country", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := a.LinkBreakdown("big", "country", r, 10); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("site-timeseries-day", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := a.SiteTimeseries("bigsite", r, Day, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("site-breakdown-page", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bd, err := a.SiteBreakdown("bigsite", "page", r, 10, nil)
+			if err != nil || len(bd.Results) != 10 {
+				b.Fatalf("SiteBreakdown: %v", err)
+			}
+		}
+	})
+}
+
+// BenchmarkVisitorMemory reports what a million active visitors cost: the
+// stored visitor state (Pebble, bytes per visitor with one two-page
+// visit) and the Go heap of one apply's working set holding them all.
+func BenchmarkVisitorMemory(b *testing.B) {
+	const visitors = 50_000
+	b.ReportAllocs()
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f := newFolder(nil)
+		var stored int
+		for v := range visitors {
+			for p := range 2 {
+				ev := pageview("mem", v*2+p, "site1", base.Add(time.Duration(p)*time.Minute), false)
+				ev.VisitorHash = mix64(uint64(v))
+				ev.ReferrerHost, ev.Country, ev.Device, ev.Browser, ev.OS = "www.google.com", "DE", "desktop", "Firefox", "Linux"
+				if err := f.fold(&ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		runtime.ReadMemStats(&after)
+		for k, st := range f.visitors {
+			stored += len(appendVisitKey(nil, k)) + len(appendVisitorState(nil, st.runs))
+		}
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/visitors*1e6/(1<<20), "heap-MiB/1M-visitors")
+		b.ReportMetric(float64(stored)/visitors*1e6/(1<<20), "stored-MiB/1M-visitors")
+		runtime.KeepAlive(f)
+	}
+}

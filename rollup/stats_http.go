@@ -1,0 +1,335 @@
+package rollup
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/waymark/waymark/store"
+)
+
+// Authorizer is provided by the node, which owns API keys and the link
+// and site tables.
+type Authorizer interface {
+	Owner(apiKey []byte) (ownerID string, ok bool) // 401 when !ok
+	Link(code string) (store.Link, bool)
+	Site(id string) (store.Site, bool)
+	SiteByDomain(domain string) (store.Site, bool) // for /api/v2/query site_id
+}
+
+// StatsHandler serves the stats API, scoped to the owner of the API key:
+//
+//	GET  /v1/links/{code}/stats[/breakdown|/realtime]
+//	GET  /v1/sites/{id}/stats/aggregate|timeseries|breakdown|realtime
+//	POST /api/v2/query (Plausible Stats API v2)
+//
+// Another owner's link or site answers 404, exactly as a missing one.
+// Errors are RFC 9457 problem+json with types /problems/<name>.
+func (a *Aggregator) StatsHandler(auth Authorizer) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		path := string(ctx.Path())
+		owner, ok := bearerOwner(ctx, auth)
+		if !ok {
+			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="waymark"`)
+			problem(ctx, fasthttp.StatusUnauthorized, "unauthorized", "a valid API key is required")
+			return
+		}
+		if path == "/api/v2/query" {
+			if !ctx.IsPost() {
+				ctx.Response.Header.Set("Allow", "POST")
+				problem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use POST")
+				return
+			}
+			a.serveV2(ctx, auth, owner)
+			return
+		}
+		if !ctx.IsGet() && !ctx.IsHead() {
+			ctx.Response.Header.Set("Allow", "GET, HEAD")
+			problem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use GET")
+			return
+		}
+		parts := strings.Split(strings.Trim(path, "/"), "/")
+		switch {
+		case len(parts) >= 4 && parts[0] == "v1" && parts[1] == "links" && parts[3] == "stats":
+			l, ok := auth.Link(parts[2])
+			if !ok || l.Owner != owner {
+				problem(ctx, fasthttp.StatusNotFound, "not-found", "no such link")
+				return
+			}
+			a.serveLink(ctx, l.Code, parts[4:])
+		case len(parts) == 5 && parts[0] == "v1" && parts[1] == "sites" && parts[3] == "stats":
+			s, ok := auth.Site(parts[2])
+			if !ok || s.Owner != owner {
+				problem(ctx, fasthttp.StatusNotFound, "not-found", "no such site")
+				return
+			}
+			a.serveSite(ctx, s, parts[4])
+		default:
+			problem(ctx, fasthttp.StatusNotFound, "not-found", "no such endpoint")
+		}
+	}
+}
+
+func bearerOwner(ctx *fasthttp.RequestCtx, auth Authorizer) (string, bool) {
+	h := ctx.Request.Header.Peek("Authorization")
+	const scheme = "bearer "
+	if len(h) <= len(scheme) || !bytes.EqualFold(h[:len(scheme)], []byte(scheme)) {
+		return "", false
+	}
+	return auth.Owner(bytes.TrimSpace(h[len(scheme):]))
+}
+
+// problemBody is an RFC 9457 problem.
+type problemBody struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func problem(ctx *fasthttp.RequestCtx, status int, name, detail string) {
+	b, _ := json.Marshal(problemBody{Type: "/problems/" + name, Title: strings.ReplaceAll(name, "-", " "), Status: status, Detail: detail})
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/problem+json")
+	ctx.SetBody(b)
+}
+
+func writeJSON(ctx *fasthttp.RequestCtx, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		problem(ctx, fasthttp.StatusInternalServerError, "internal", "cannot encode the answer")
+		return
+	}
+	ctx.SetContentType("application/json")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetBody(b)
+}
+
+// queryError answers an error from the query API.
+func (a *Aggregator) queryError(ctx *fasthttp.RequestCtx, err error) {
+	switch {
+	case errors.Is(err, ErrUnsupportedQuery):
+		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+	case errors.Is(err, ErrClosed):
+		problem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", "the aggregator is shutting down")
+	default:
+		a.log.Error("cannot answer stats query", "path", string(ctx.Path()), "err", err)
+		problem(ctx, fasthttp.StatusInternalServerError, "internal", "cannot read stats")
+	}
+}
+
+// parseRange reads from, to and tz. Dates (YYYY-MM-DD) are days in the
+// zone, to inclusive; RFC 3339 instants are taken as they are. The default
+// is the last 7 days up to now.
+func (a *Aggregator) parseRange(args *fasthttp.Args, defTZ string) (Range, error) {
+	tz := string(args.Peek("tz"))
+	if tz == "" {
+		tz = defTZ
+	}
+	if tz == "" {
+		tz = "UTC"
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return Range{}, errors.New("unknown time zone " + strconv.Quote(tz))
+	}
+	r := Range{Loc: loc, To: a.cfg.Now()}
+	if v := string(args.Peek("to")); v != "" {
+		if r.To, err = parseTime(v, loc, true); err != nil {
+			return Range{}, err
+		}
+	}
+	r.From = r.To.Add(-7 * 24 * time.Hour)
+	if v := string(args.Peek("from")); v != "" {
+		if r.From, err = parseTime(v, loc, false); err != nil {
+			return Range{}, err
+		}
+	}
+	if !r.To.After(r.From) {
+		return Range{}, errors.New("from must be before to")
+	}
+	return r, nil
+}
+
+func parseTime(v string, loc *time.Location, end bool) (time.Time, error) {
+	if d, err := time.ParseInLocation(time.DateOnly, v, loc); err == nil {
+		if end {
+			d = d.AddDate(0, 0, 1)
+		}
+		return d, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, errors.New("bad time " + strconv.Quote(v) + ": want YYYY-MM-DD or RFC 3339")
+	}
+	return t, nil
+}
+
+func granularityArg(args *fasthttp.Args) (Granularity, error) {
+	switch g := Granularity(args.Peek("granularity")); g {
+	case "":
+		return Day, nil
+	case Hour, Day, Week, Month:
+		return g, nil
+	default:
+		return "", errors.New("granularity must be hour, day, week or month")
+	}
+}
+
+func limitArg(args *fasthttp.Args) (int, error) {
+	v := args.Peek("limit")
+	if len(v) == 0 {
+		return 10, nil
+	}
+	n, err := strconv.Atoi(string(v))
+	if err != nil || n < 1 || n > 1000 {
+		return 0, errors.New("limit must be 1 to 1000")
+	}
+	return n, nil
+}
+
+func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []string) {
+	args := ctx.QueryArgs()
+	if len(rest) == 1 && rest[0] == "realtime" {
+		n, err := limitArg(args)
+		if err != nil {
+			problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+			return
+		}
+		if len(args.Peek("limit")) == 0 {
+			n = 20
+		}
+		out, err := a.LinkRealtime(code, n)
+		if err != nil {
+			a.queryError(ctx, err)
+			return
+		}
+		writeJSON(ctx, out)
+		return
+	}
+	r, err := a.parseRange(args, "UTC")
+	if err != nil {
+		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+		return
+	}
+	switch {
+	case len(rest) == 0:
+		g, err := granularityArg(args)
+		if err != nil {
+			problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+			return
+		}
+		out, err := a.LinkStats(code, r, g)
+		if err != nil {
+			a.queryError(ctx, err)
+			return
+		}
+		writeJSON(ctx, out)
+	case len(rest) == 1 && rest[0] == "breakdown":
+		limit, err := limitArg(args)
+		if err != nil {
+			problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+			return
+		}
+		out, err := a.LinkBreakdown(code, string(args.Peek("dimension")), r, limit)
+		if err != nil {
+			a.queryError(ctx, err)
+			return
+		}
+		writeJSON(ctx, out)
+	default:
+		problem(ctx, fasthttp.StatusNotFound, "not-found", "no such endpoint")
+	}
+}
+
+// filtersArg reads filters=dimension==value|dimension!=value|dimension~value
+// (separated by ";"), the v1-style shorthand.
+func filtersArg(v string) ([]DimFilter, error) {
+	var out []DimFilter
+	for _, part := range strings.Split(v, ";") {
+		if part == "" {
+			continue
+		}
+		for _, op := range []struct{ sep, name string }{{"!=", "is_not"}, {"==", "is"}, {"~", "contains"}} {
+			if d, val, ok := strings.Cut(part, op.sep); ok {
+				out = append(out, DimFilter{Dimension: d, Op: op.name, Values: strings.Split(val, "|")})
+				goto next
+			}
+		}
+		return nil, errors.New("bad filter " + strconv.Quote(part))
+	next:
+	}
+	return out, nil
+}
+
+// SiteAggregateAnswer is the JSON of GET /v1/sites/{id}/stats/aggregate.
+type SiteAggregateAnswer struct {
+	SiteMetrics
+	From      time.Time `json:"from"`
+	To        time.Time `json:"to"`
+	Timezone  string    `json:"timezone"`
+	Estimated []string  `json:"estimated"`
+}
+
+func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what string) {
+	args := ctx.QueryArgs()
+	if what == "realtime" {
+		out, err := a.SiteRealtime(s.ID)
+		if err != nil {
+			a.queryError(ctx, err)
+			return
+		}
+		writeJSON(ctx, out)
+		return
+	}
+	r, err := a.parseRange(args, s.Timezone)
+	if err != nil {
+		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+		return
+	}
+	filters, err := filtersArg(string(args.Peek("filters")))
+	if err != nil {
+		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+		return
+	}
+	switch what {
+	case "aggregate":
+		m, err := a.SiteAggregate(s.ID, r, filters)
+		if err != nil {
+			a.queryError(ctx, err)
+			return
+		}
+		writeJSON(ctx, SiteAggregateAnswer{SiteMetrics: m, From: r.From, To: r.To, Timezone: r.loc().String(), Estimated: []string{"visitors"}})
+	case "timeseries":
+		g, err := granularityArg(args)
+		if err != nil {
+			problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+			return
+		}
+		pts, err := a.SiteTimeseries(s.ID, r, g, filters)
+		if err != nil {
+			a.queryError(ctx, err)
+			return
+		}
+		writeJSON(ctx, map[string]any{"granularity": g, "timezone": r.loc().String(), "series": pts, "estimated": []string{"visitors"}})
+	case "breakdown":
+		limit, err := limitArg(args)
+		if err != nil {
+			problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+			return
+		}
+		out, err := a.SiteBreakdown(s.ID, string(args.Peek("dimension")), r, limit, filters)
+		if err != nil {
+			a.queryError(ctx, err)
+			return
+		}
+		writeJSON(ctx, out)
+	default:
+		problem(ctx, fasthttp.StatusNotFound, "not-found", "no such endpoint")
+	}
+}

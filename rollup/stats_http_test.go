@@ -1,0 +1,267 @@
+package rollup
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/waymark/waymark/store"
+)
+
+// testAuth is an Authorizer over fixed tables: two owners, each with one
+// link and one site.
+type testAuth struct{}
+
+func (testAuth) Owner(key []byte) (string, bool) {
+	switch string(key) {
+	case "key-a":
+		return "owner-a", true
+	case "key-b":
+		return "owner-b", true
+	}
+	return "", false
+}
+
+func (testAuth) Link(code string) (store.Link, bool) {
+	switch code {
+	case genCode:
+		return store.Link{Code: code, Owner: "owner-a"}, true
+	case "bcode01":
+		return store.Link{Code: code, Owner: "owner-b"}, true
+	}
+	return store.Link{}, false
+}
+
+func (testAuth) Site(id string) (store.Site, bool) {
+	switch id {
+	case genSite:
+		return store.Site{ID: id, Domain: "ny.example", Timezone: genTZ, Owner: "owner-a"}, true
+	case "site-b":
+		return store.Site{ID: id, Domain: "b.example", Timezone: "UTC", Owner: "owner-b"}, true
+	}
+	return store.Site{}, false
+}
+
+func (a testAuth) SiteByDomain(domain string) (store.Site, bool) {
+	switch domain {
+	case "ny.example":
+		return a.Site(genSite)
+	case "b.example":
+		return a.Site("site-b")
+	}
+	return store.Site{}, false
+}
+
+func startStats(t *testing.T, a *Aggregator) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	srv := &fasthttp.Server{Handler: a.StatsHandler(testAuth{})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Shutdown() })
+	return "http://" + ln.Addr().String()
+}
+
+func call(t *testing.T, method, url, key, body string) (int, string, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("new request: %v", err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), data
+}
+
+func TestStatsHTTPTenantIsolation(t *testing.T) {
+	w := generate(3)
+	a, _ := feedWorld(t, w)
+	url := startStats(t, a)
+	const q = "?from=2026-11-27&to=2026-11-30"
+	linkPaths := func(code string) []string {
+		return []string{
+			"/v1/links/" + code + "/stats" + q + "&granularity=day",
+			"/v1/links/" + code + "/stats/breakdown" + q + "&dimension=country",
+			"/v1/links/" + code + "/stats/realtime",
+		}
+	}
+	sitePaths := func(id string) []string {
+		var out []string
+		for _, p := range []string{"aggregate", "timeseries", "breakdown", "realtime"} {
+			out = append(out, "/v1/sites/"+id+"/stats/"+p+q+"&dimension=page")
+		}
+		return out
+	}
+	v2 := func(domain string) string {
+		return `{"site_id":"` + domain + `","metrics":["visitors","pageviews"],"date_range":"7d"}`
+	}
+	for _, c := range []struct {
+		key, ownLink, ownSite, ownDomain, otherLink, otherSite, otherDomain string
+	}{
+		{"key-a", genCode, genSite, "ny.example", "bcode01", "site-b", "b.example"},
+		{"key-b", "bcode01", "site-b", "b.example", genCode, genSite, "ny.example"},
+	} {
+		for _, p := range append(linkPaths(c.ownLink), sitePaths(c.ownSite)...) {
+			if st, _, body := call(t, "GET", url+p, c.key, ""); st != 200 {
+				t.Errorf("%s with %s: got %d %s; want 200", p, c.key, st, body)
+			}
+		}
+		for _, p := range append(linkPaths(c.otherLink), sitePaths(c.otherSite)...) {
+			st, ct, body := call(t, "GET", url+p, c.key, "")
+			if st != 404 || ct != "application/problem+json" || !bytes.Contains(body, []byte(`"/problems/not-found"`)) {
+				t.Errorf("%s with %s: got %d %s %s; want 404 not-found problem", p, c.key, st, ct, body)
+			}
+			if st, _, _ := call(t, "GET", url+p, "", ""); st != 401 {
+				t.Errorf("%s without a key: got %d; want 401", p, st)
+			}
+		}
+		if st, _, body := call(t, "POST", url+"/api/v2/query", c.key, v2(c.ownDomain)); st != 200 {
+			t.Errorf("v2 own site with %s: got %d %s; want 200", c.key, st, body)
+		}
+		if st, _, _ := call(t, "POST", url+"/api/v2/query", c.key, v2(c.otherDomain)); st != 404 {
+			t.Errorf("v2 other's site with %s: got %d; want 404", c.key, st)
+		}
+	}
+	if st, _, body := call(t, "GET", url+"/v1/sites/"+genSite+"/stats/breakdown?dimension=nope", "key-a", ""); st != 400 || !bytes.Contains(body, []byte("/problems/invalid-request")) {
+		t.Errorf("bad dimension: got %d %s; want 400 invalid-request", st, body)
+	}
+}
+
+// TestStatsHTTPAnswers checks the JSON shapes against the reference.
+func TestStatsHTTPAnswers(t *testing.T) {
+	w := generate(4)
+	a, _ := feedWorld(t, w)
+	url := startStats(t, a)
+	ny := mustLoc(t, genTZ)
+	from, to := time.Date(2026, 11, 28, 0, 0, 0, 0, ny), time.Date(2026, 11, 30, 0, 0, 0, 0, ny)
+
+	_, _, body := call(t, "GET", url+"/v1/links/"+genCode+"/stats?from=2026-11-28&to=2026-11-29&tz="+genTZ, "key-a", "")
+	var ls struct {
+		Totals struct {
+			Clicks, BotClicks int64
+			UniqueVisitors    uint64 `json:"unique_visitors"`
+		}
+		Series    []map[string]any
+		Estimated []string
+	}
+	if err := json.Unmarshal(body, &ls); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	clicks, _, uniques, _ := w.refClicks(from, to)
+	wantEqual(t, "clicks", ls.Totals.Clicks, clicks)
+	wantEstimate(t, "unique visitors", ls.Totals.UniqueVisitors, uniques)
+	wantEqual(t, "series length", len(ls.Series), 2)
+	wantEqual(t, "estimated", strings.Join(ls.Estimated, ","), "unique_visitors")
+
+	// Site aggregate: the site's own zone by default.
+	_, _, body = call(t, "GET", url+"/v1/sites/"+genSite+"/stats/aggregate?from=2026-11-28&to=2026-11-29", "key-a", "")
+	var agg SiteAggregateAnswer
+	if err := json.Unmarshal(body, &agg); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	ref := w.refSite(from, to)
+	want := ref.metrics()
+	wantEstimate(t, "visitors", agg.Visitors, ref.visitors)
+	agg.SiteMetrics.Visitors = 0
+	if agg.SiteMetrics != want {
+		t.Errorf("aggregate: got %+v; want %+v", agg.SiteMetrics, want)
+	}
+
+	// The same through the Plausible v2 query.
+	_, _, body = call(t, "POST", url+"/api/v2/query", "key-a",
+		`{"site_id":"ny.example","metrics":["visitors","visits","pageviews","bounce_rate","events"],"date_range":["2026-11-28","2026-11-29"]}`)
+	var v2 struct {
+		Results []struct {
+			Metrics    []float64
+			Dimensions []string
+		}
+		Meta  map[string]any
+		Query map[string]any
+	}
+	if err := json.Unmarshal(body, &v2); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	if len(v2.Results) != 1 {
+		t.Fatalf("v2 results: got %s; want one row", body)
+	}
+	m := v2.Results[0].Metrics
+	wantEstimate(t, "v2 visitors", uint64(m[0]), ref.visitors)
+	wantEqual(t, "v2 visits", int64(m[1]), want.Visits)
+	wantEqual(t, "v2 pageviews", int64(m[2]), want.Pageviews)
+	wantEqual(t, "v2 bounce_rate", m[3], want.BounceRate)
+	wantEqual(t, "v2 events", int64(m[4]), want.Events)
+	if !strings.Contains(string(body), `"estimated_metrics":["visitors"]`) {
+		t.Errorf("v2 meta does not mark visitors as estimated: %s", body)
+	}
+
+	// v2 breakdown by page, filtered on the same dimension.
+	_, _, body = call(t, "POST", url+"/api/v2/query", "key-a",
+		`{"site_id":"ny.example","metrics":["pageviews"],"date_range":["2026-11-28","2026-11-29"],"dimensions":["event:page"],"filters":[["contains","event:page",["blog"]]],"order_by":[["pageviews","desc"]]}`)
+	if err := json.Unmarshal(body, &v2); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	wantEqual(t, "v2 blog pages", len(v2.Results), 2)
+	for _, r := range v2.Results {
+		wantEqual(t, "v2 pageviews of "+r.Dimensions[0], int64(r.Metrics[0]), ref.pagePV[r.Dimensions[0]])
+	}
+	// v2 time series by day.
+	_, _, body = call(t, "POST", url+"/api/v2/query", "key-a",
+		`{"site_id":"ny.example","metrics":["pageviews"],"date_range":["2026-11-28","2026-11-29"],"dimensions":["time:day"]}`)
+	if err := json.Unmarshal(body, &v2); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	var sum int64
+	for _, r := range v2.Results {
+		sum += int64(r.Metrics[0])
+	}
+	wantEqual(t, "v2 daily pageviews sum", sum, want.Pageviews)
+}
+
+func FuzzV2QueryDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"site_id":"a.example","metrics":["visitors"],"date_range":"7d"}`,
+		`{"site_id":"a.example","metrics":["pageviews"],"date_range":["2026-01-01","2026-01-31"],"dimensions":["event:page"],"filters":[["is","event:page",["/"]]]}`,
+		`{"site_id":"a.example","metrics":["visitors"],"date_range":"day","dimensions":["time:hour"],"pagination":{"limit":5,"offset":1}}`,
+		`{"site_id":"","metrics":[]}`,
+		`{"site_id":"a","metrics":["visitors"],"date_range":7}`,
+		`{"filters":[[1,2,3]]}`,
+		`[]`, `null`, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	now := base
+	f.Fuzz(func(t *testing.T, body []byte) {
+		q, err := decodeV2Query(body)
+		if err != nil {
+			return
+		}
+		if q.SiteID == "" || len(q.Metrics) == 0 || len(q.dateRange) == 0 {
+			t.Fatalf("accepted an incomplete query: %s", body)
+		}
+		for _, f := range q.filters {
+			if _, ok := siteDims[f.Dimension]; !ok {
+				t.Fatalf("accepted filter dimension %q", f.Dimension)
+			}
+		}
+		_, _ = v2Range(q.dateRange, now, time.UTC)
+	})
+}
