@@ -1,6 +1,8 @@
 package node
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/waymark/waymark/ingest"
 )
 
 // Meta is what every node advertises through gossip. Gossip is a hint for
@@ -56,6 +60,17 @@ type GossipConfig struct {
 	Meta      Meta
 	Logger    *slog.Logger
 	Events    chan<- MemberEvent // non-blocking sends; the periodic reconcile catches drops
+	// Salts is the daily visitor-hash salt store. Gossip's push/pull state
+	// carries it, so every node hashes a visitor the same way and the salt
+	// never touches the Raft log or the disk.
+	Salts SaltShare
+}
+
+// SaltShare is what gossip needs of the salt store (ingest.LocalSalts).
+type SaltShare interface {
+	Salt(day time.Time) [16]byte
+	Known() []ingest.DaySalt
+	Adopt(ingest.DaySalt)
 }
 
 // Gossip wraps memberlist and remembers every member it has heard of,
@@ -109,6 +124,9 @@ func StartGossip(cfg GossipConfig) (*Gossip, error) {
 	// A node restarted on a new address may take its name back once the
 	// old incarnation has been dead this long.
 	mc.DeadNodeReclaimTime = 30 * time.Second
+	// Salts converge through push/pull; a new day's salt settles within
+	// one interval.
+	mc.PushPullInterval = 15 * time.Second
 	mc.Delegate = g
 	mc.Events = g
 	mc.LogOutput = slogWriter{cfg.Logger}
@@ -255,8 +273,40 @@ func (g *Gossip) NotifyMsg(b []byte) {
 	}
 }
 func (g *Gossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
-func (g *Gossip) LocalState(join bool) []byte                { return nil }
-func (g *Gossip) MergeRemoteState(buf []byte, join bool)     {}
+
+// LocalState shares this node's salts: day (8 bytes) + salt (16) each.
+func (g *Gossip) LocalState(join bool) []byte {
+	if g.cfg.Salts == nil {
+		return nil
+	}
+	g.cfg.Salts.Salt(time.Now()) // make sure today's exists before sharing
+	var out []byte
+	for _, ds := range g.cfg.Salts.Known() {
+		out = binary.BigEndian.AppendUint64(out, uint64(ds.Day))
+		out = append(out, ds.Salt[:]...)
+	}
+	return out
+}
+
+// MergeRemoteState adopts a peer's salt for a day when it sorts before
+// ours, so every node converges on the same salt per day whatever the
+// order of exchanges.
+func (g *Gossip) MergeRemoteState(buf []byte, join bool) {
+	if g.cfg.Salts == nil || len(buf)%24 != 0 {
+		return
+	}
+	local := map[int64][16]byte{}
+	for _, ds := range g.cfg.Salts.Known() {
+		local[ds.Day] = ds.Salt
+	}
+	for ; len(buf) >= 24; buf = buf[24:] {
+		ds := ingest.DaySalt{Day: int64(binary.BigEndian.Uint64(buf))}
+		copy(ds.Salt[:], buf[8:24])
+		if mine, ok := local[ds.Day]; !ok || bytes.Compare(ds.Salt[:], mine[:]) < 0 {
+			g.cfg.Salts.Adopt(ds)
+		}
+	}
+}
 
 // slogWriter forwards memberlist's log lines to slog at debug level.
 type slogWriter struct{ l *slog.Logger }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/waymark/waymark/ingest"
 	"io"
 	"log/slog"
 	"testing"
@@ -86,4 +87,37 @@ func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() boo
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Two nodes that each made their own salt for today converge on one salt
+// through gossip's push/pull, so a visitor hashes the same on both.
+func TestGossipSharesSalts(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	var gs []*Gossip
+	var salts []*ingest.LocalSalts
+	for i := 0; i < 2; i++ {
+		s := ingest.NewLocalSalts(time.Now)
+		s.Salt(time.Now())
+		salts = append(salts, s)
+		g, err := StartGossip(GossipConfig{
+			BindAddr: "127.0.0.1:0", SecretKey: key,
+			Meta:   Meta{Name: fmt.Sprintf("s%d", i), Region: "us", Roles: []Role{RoleEdge}},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Salts:  s,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Shutdown() })
+		gs = append(gs, g)
+	}
+	if salts[0].Salt(time.Now()) == salts[1].Salt(time.Now()) {
+		t.Fatal("two fresh salt stores made the same salt")
+	}
+	if _, err := gs[1].Join([]string{gs[0].Addr()}); err != nil { // join runs a push/pull
+		t.Fatal(err)
+	}
+	waitUntil(t, "one salt for today on both nodes", 10*time.Second, func() bool {
+		return salts[0].Salt(time.Now()) == salts[1].Salt(time.Now())
+	})
 }

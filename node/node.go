@@ -37,6 +37,7 @@ type Node struct {
 	store  *store.Store
 	ingest *ingest.Pipeline
 	sites  *ingest.Sites
+	salts  *ingest.LocalSalts
 	agg    *rollup.Aggregator
 	raft   *raft.Node
 	edge   atomic.Pointer[edge.Server]
@@ -155,6 +156,7 @@ func (n *Node) openStore() error {
 func (n *Node) openIngest() error {
 	sites := ingest.NewSites()
 	n.sites = sites
+	n.salts = ingest.NewLocalSalts(time.Now)
 	all, err := n.store.Sites()
 	if err != nil {
 		return err
@@ -175,7 +177,7 @@ func (n *Node) openIngest() error {
 		CountryHeader:   n.cfg.CountryHeader,
 		GeoIPPath:       n.cfg.GeoIPPath,
 		Sites:           sites,
-		Salts:           ingest.NewLocalSalts(time.Now),
+		Salts:           n.salts,
 		Logger:          n.log,
 		Metrics:         n.metrics,
 		Now:             time.Now,
@@ -365,6 +367,7 @@ func (n *Node) openGossip(ctx context.Context, clusterKey []byte) error {
 		},
 		Logger: n.log,
 		Events: events,
+		Salts:  n.salts,
 	})
 	if err != nil {
 		return err
