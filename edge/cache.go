@@ -95,10 +95,11 @@ func newEntryWithBytes(n int) (*entry, []byte) {
 // answer back.
 //
 // Codes of up to packedCodeMax characters (every generated code, most
-// aliases) are packed into a uint64 and kept in an integer-keyed map: a
-// lookup then compares keys inside the map's own memory instead of
-// following a string pointer, which on a cache larger than the CPU's
-// caches saves a memory stall per hit. Longer codes use a string-keyed map.
+// aliases) are packed into a uint64 and kept in a packedTable, whose
+// slots hold the key next to the pointer: on a cache larger than the CPU's
+// caches a hit then costs one memory stall for the table and one for the
+// entry, where a string-keyed Go map costs three or four. Longer codes use
+// a string-keyed map.
 type cache struct {
 	seed   maphash.Seed
 	shards [cacheShards]cacheShard
@@ -110,7 +111,7 @@ type cache struct {
 
 type cacheShard struct {
 	mu     sync.RWMutex
-	packed map[uint64]*entry
+	packed packedTable
 	long   map[string]*entry
 	ring   []*entry // CLOCK ring; nil slots are listed in free
 	free   []int32
@@ -128,7 +129,6 @@ func newCache(maxEntries int, set *metrics.Set) *cache {
 	}
 	limit := max(1, (maxEntries+cacheShards-1)/cacheShards)
 	for i := range c.shards {
-		c.shards[i].packed = make(map[uint64]*entry)
 		c.shards[i].long = make(map[string]*entry)
 		c.shards[i].limit = limit
 	}
@@ -152,7 +152,7 @@ var codeDigit = func() (t [256]uint8) {
 // packCode returns code as an integer key, unique per code, or false when
 // code is too long or holds a byte outside the code alphabet.
 func packCode[T string | []byte](code T) (uint64, bool) {
-	if len(code) > packedCodeMax {
+	if len(code) == 0 || len(code) > packedCodeMax {
 		return 0, false
 	}
 	k := uint64(len(code)) << 60
@@ -164,6 +164,107 @@ func packCode[T string | []byte](code T) (uint64, bool) {
 		k |= uint64(d-1) << (6 * i)
 	}
 	return k, true
+}
+
+// packedTable is an open-addressing hash table from packed code to entry,
+// with linear probing. Key 0 marks a free slot (no packed code is 0) and
+// tombstoneKey a deleted one (no packed code has all its top bits set).
+// It is guarded by the shard lock; it is never more than 3/4 full, so a
+// probe always ends.
+type packedTable struct {
+	slots []packedSlot // length a power of two, or nil
+	used  int          // live and deleted slots
+	live  int
+}
+
+type packedSlot struct {
+	key uint64
+	e   *entry
+}
+
+const tombstoneKey = ^uint64(0)
+
+// home is k's first slot: bits of the Fibonacci hash below the ones that
+// chose the shard.
+func (t *packedTable) home(k uint64) int {
+	h := (k * 0x9E3779B97F4A7C15) << cacheShardBits
+	return int(h>>32) & (len(t.slots) - 1)
+}
+
+func (t *packedTable) get(k uint64) *entry {
+	if t.slots == nil {
+		return nil
+	}
+	mask := len(t.slots) - 1
+	for i := t.home(k); ; i = (i + 1) & mask {
+		switch t.slots[i].key {
+		case k:
+			return t.slots[i].e
+		case 0:
+			return nil
+		}
+	}
+}
+
+func (t *packedTable) put(k uint64, e *entry) {
+	if (t.used+1)*4 > len(t.slots)*3 {
+		t.rehash()
+	}
+	mask := len(t.slots) - 1
+	free := -1
+	for i := t.home(k); ; i = (i + 1) & mask {
+		switch t.slots[i].key {
+		case k:
+			t.slots[i].e = e
+			return
+		case tombstoneKey:
+			if free < 0 {
+				free = i
+			}
+			continue
+		case 0:
+			if free < 0 {
+				free = i
+				t.used++
+			}
+			t.slots[free] = packedSlot{key: k, e: e}
+			t.live++
+			return
+		}
+	}
+}
+
+func (t *packedTable) delete(k uint64) {
+	if t.slots == nil {
+		return
+	}
+	mask := len(t.slots) - 1
+	for i := t.home(k); ; i = (i + 1) & mask {
+		switch t.slots[i].key {
+		case k:
+			t.slots[i] = packedSlot{key: tombstoneKey}
+			t.live--
+			return
+		case 0:
+			return
+		}
+	}
+}
+
+// rehash moves the live entries into a table twice their number (at
+// least 16 slots), dropping tombstones.
+func (t *packedTable) rehash() {
+	n := 16
+	for n < (t.live+1)*2 {
+		n *= 2
+	}
+	old := t.slots
+	*t = packedTable{slots: make([]packedSlot, n)}
+	for _, s := range old {
+		if s.key != 0 && s.key != tombstoneKey {
+			t.put(s.key, s.e)
+		}
+	}
 }
 
 // packedShard spreads packed keys over the shards (Fibonacci hashing).
@@ -191,7 +292,7 @@ func (c *cache) get(code []byte) *entry {
 	if k, ok := packCode(code); ok {
 		sh := c.packedShard(k)
 		sh.mu.RLock()
-		e = sh.packed[k]
+		e = sh.packed.get(k)
 		sh.mu.RUnlock()
 	} else {
 		sh := &c.shards[maphash.Bytes(c.seed, code)%cacheShards]
@@ -209,14 +310,14 @@ func (c *cache) get(code []byte) *entry {
 // map it belongs to; the caller holds the shard lock.
 func (sh *cacheShard) lookupLocked(code string) *entry {
 	if k, ok := packCode(code); ok {
-		return sh.packed[k]
+		return sh.packed.get(k)
 	}
 	return sh.long[code]
 }
 
 func (sh *cacheShard) storeLocked(e *entry) {
 	if k, ok := packCode(e.code); ok {
-		sh.packed[k] = e
+		sh.packed.put(k, e)
 	} else {
 		sh.long[e.code] = e
 	}
@@ -224,7 +325,7 @@ func (sh *cacheShard) storeLocked(e *entry) {
 
 func (sh *cacheShard) deleteLocked(code string) {
 	if k, ok := packCode(code); ok {
-		delete(sh.packed, k)
+		sh.packed.delete(k)
 	} else {
 		delete(sh.long, code)
 	}
@@ -308,8 +409,8 @@ func (c *cache) invalidateAll() {
 		sh := &c.shards[i]
 		sh.mu.Lock()
 		sh.gen.Add(1)
-		n := len(sh.packed) + len(sh.long)
-		clear(sh.packed)
+		n := sh.packed.live + len(sh.long)
+		sh.packed = packedTable{}
 		clear(sh.long)
 		sh.ring, sh.free, sh.hand = sh.ring[:0], sh.free[:0], 0
 		sh.mu.Unlock()

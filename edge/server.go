@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -149,7 +151,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		delete(s.listeners, ln)
 		s.lnMu.Unlock()
 	}()
-	if err := s.srv.Serve(ln); err != nil {
+	if err := s.srv.Serve(deadlineListener{ln}); err != nil {
 		return fmt.Errorf("cannot serve public HTTP on %s: %w", ln.Addr(), err)
 	}
 	return nil
@@ -277,4 +279,146 @@ type fasthttpLogger struct{ l *slog.Logger }
 
 func (f fasthttpLogger) Printf(format string, args ...any) {
 	f.l.Warn(fmt.Sprintf(format, args...), "source", "fasthttp")
+}
+
+// The server's read, write and idle timeouts make fasthttp set a socket
+// deadline three times per request. Each of those moves a runtime timer,
+// which on the redirect path costs about as much as the cache lookup. A
+// deadlineConn keeps the deadline fasthttp asks for in an atomic and
+// touches the socket only to bring its deadline earlier; a socket deadline
+// that fires before the wanted one is pushed out and the Read or Write
+// carries on. Timeouts fire exactly when they did, at almost no cost per
+// request on a busy connection.
+
+// deadlineListener hands out deadlineConns.
+type deadlineListener struct{ net.Listener }
+
+func (l deadlineListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &deadlineConn{Conn: c}, nil
+}
+
+// deadlineConn is a net.Conn with cheap deadlines (see above).
+type deadlineConn struct {
+	net.Conn
+	read, write lazyDeadline
+}
+
+func (c *deadlineConn) Read(b []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(b)
+		if n > 0 || err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || !c.read.firedEarly(c.Conn.SetReadDeadline) {
+			return n, err
+		}
+	}
+}
+
+func (c *deadlineConn) Write(b []byte) (int, error) {
+	done := 0
+	for {
+		n, err := c.Conn.Write(b[done:])
+		done += n
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || !c.write.firedEarly(c.Conn.SetWriteDeadline) {
+			return done, err
+		}
+	}
+}
+
+func (c *deadlineConn) SetDeadline(t time.Time) error {
+	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	return c.read.set(t, c.Conn.SetReadDeadline)
+}
+
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
+	return c.write.set(t, c.Conn.SetWriteDeadline)
+}
+
+// SetKeepAlive and SetKeepAlivePeriod keep fasthttp's TCPKeepalive
+// working through the wrapper.
+func (c *deadlineConn) SetKeepAlive(on bool) error {
+	if k, ok := c.Conn.(interface{ SetKeepAlive(bool) error }); ok {
+		return k.SetKeepAlive(on)
+	}
+	return nil
+}
+
+func (c *deadlineConn) SetKeepAlivePeriod(d time.Duration) error {
+	if k, ok := c.Conn.(interface{ SetKeepAlivePeriod(time.Duration) error }); ok {
+		return k.SetKeepAlivePeriod(d)
+	}
+	return nil
+}
+
+// lazyDeadline is one direction's deadline: want is what the server asked
+// for, armed what the socket has (Unix ns, 0 meaning none). The socket's
+// deadline is never later than want.
+type lazyDeadline struct {
+	want  atomic.Int64
+	armed atomic.Int64 // written only under mu
+	mu    sync.Mutex
+}
+
+func unixNanoOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// earlierOrSame reports whether deadline a (Unix ns, 0 meaning none) comes
+// no later than b.
+func earlierOrSame(a, b int64) bool { return b == 0 || (a != 0 && a <= b) }
+
+// set records t; it arms the socket only when t is earlier than what the
+// socket has.
+func (d *lazyDeadline) set(t time.Time, arm func(time.Time) error) error {
+	ns := unixNanoOrZero(t)
+	d.want.Store(ns)
+	if !earlierOrSame(d.armed.Load(), ns) {
+		return d.arm(arm, false)
+	}
+	return nil
+}
+
+// arm gives the socket the wanted deadline (again, with force, when the
+// socket's has expired). A set that raced with it and saw the old armed
+// value is caught by the check after the store: both sides store, then
+// load, so one of them sees the other.
+func (d *lazyDeadline) arm(arm func(time.Time) error, force bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for {
+		ns := d.want.Load()
+		if force || ns != d.armed.Load() {
+			var t time.Time
+			if ns != 0 {
+				t = time.Unix(0, ns)
+			}
+			if err := arm(t); err != nil {
+				return err
+			}
+			d.armed.Store(ns)
+			force = false
+		}
+		if earlierOrSame(ns, d.want.Load()) {
+			return nil
+		}
+	}
+}
+
+// firedEarly is called after the socket's deadline expired. It reports
+// whether the wanted deadline is still ahead (or gone), in which case it
+// moves the socket's deadline there and the operation is retried;
+// otherwise the timeout is real.
+func (d *lazyDeadline) firedEarly(arm func(time.Time) error) bool {
+	if w := d.want.Load(); w != 0 && w <= time.Now().UnixNano() {
+		return false
+	}
+	return d.arm(arm, true) == nil
 }

@@ -14,32 +14,51 @@ const maxUALen = 512
 // pending is an event between capture and the writer: the Event fields
 // known at the edge plus the raw inputs of enrichment (IP, user agent,
 // proxy country), which never reach the disk. Pendings are pooled.
+//
+// A pending comes back from the pool cold (the writer, on another core,
+// used it last), so CaptureClick writes only the fields at the top, a few
+// cache lines together, and the writer turns them into ev (see
+// fillClick).
 type pending struct {
-	ev      Event
-	ip      netip.Addr
-	ua      []byte
-	country [2]byte // from a trusted proxy header; zero if none
 	// buf backs the string fields of click events (see viewString), so a
 	// click is captured without allocating.
-	buf []byte
+	buf     []byte
+	ua      []byte
+	clickAt int64            // Unix ms
+	spans   [clickSpans]span // pieces of buf: code, referrer host, UTM values
+	country [2]byte          // from a trusted proxy header; zero if none
+	click   bool             // a click captured by CaptureClick; ev is filled by fillClick
+	ip      netip.Addr
+
+	ev Event
 }
+
+// The strings a click keeps, in pending.spans.
+const (
+	spanCode = iota
+	spanReferrer
+	spanUTM    // five: utm_source, utm_medium, utm_campaign, utm_term, utm_content
+	clickSpans = spanUTM + len(utmNames)
+)
 
 func (pe *pending) reset() {
 	props := pe.ev.Props[:0]
 	clear(props[:cap(props)]) // drop references to request strings
 	pe.ev = Event{Props: props}
+	pe.click, pe.clickAt = false, 0
 	pe.ip = netip.Addr{}
 	pe.ua = pe.ua[:0]
 	pe.country = [2]byte{}
 	pe.buf = pe.buf[:0]
 }
 
-// span is a piece of pending.buf.
-type span struct{ off, n int }
+// span is a piece of pending.buf, which never holds more than a code, a
+// host and five UTM values (under 64 KiB).
+type span struct{ off, n uint16 }
 
 func (pe *pending) add(b []byte, limit int) span {
 	b = b[:min(len(b), limit)]
-	s := span{len(pe.buf), len(b)}
+	s := span{uint16(len(pe.buf)), uint16(len(b))}
 	pe.buf = append(pe.buf, b...)
 	return s
 }
@@ -51,7 +70,24 @@ func (pe *pending) viewString(s span) string {
 	if s.n == 0 {
 		return ""
 	}
-	return unsafe.String(&pe.buf[s.off], s.n)
+	return unsafe.String(&pe.buf[s.off], int(s.n))
+}
+
+// fillClick builds the event of a captured click, on the writer.
+func (pe *pending) fillClick() {
+	if !pe.click {
+		return
+	}
+	ev := &pe.ev
+	ev.Kind = KindClick
+	ev.Time = pe.clickAt
+	ev.Code = pe.viewString(pe.spans[spanCode])
+	ev.ReferrerHost = pe.viewString(pe.spans[spanReferrer])
+	ev.UTMSource = pe.viewString(pe.spans[spanUTM])
+	ev.UTMMedium = pe.viewString(pe.spans[spanUTM+1])
+	ev.UTMCampaign = pe.viewString(pe.spans[spanUTM+2])
+	ev.UTMTerm = pe.viewString(pe.spans[spanUTM+3])
+	ev.UTMContent = pe.viewString(pe.spans[spanUTM+4])
 }
 
 // CaptureClick records a click on code from a redirect request. It never
@@ -67,35 +103,31 @@ func (p *Pipeline) CaptureClick(ctx *fasthttp.RequestCtx, code []byte) {
 	if pe.buf == nil {
 		pe.buf = make([]byte, 0, 512)
 	}
-	pe.ev.Kind = KindClick
-	pe.ev.Time = p.now().UnixMilli()
+	pe.click = true
+	pe.clickAt = p.now().UnixMilli()
 	h := &ctx.Request.Header
-	codeSpan := pe.add(code, MaxCodeLen)
-	refSpan := pe.addHost(referrerHost(h.Referer()))
+	pe.spans[spanCode] = pe.add(code, MaxCodeLen)
+	pe.spans[spanReferrer] = pe.addHost(referrerHost(h.Referer()))
 	args := ctx.QueryArgs()
-	var utm [5]span
 	for i, name := range utmNames {
-		utm[i] = pe.add(args.Peek(name), MaxUTMLen)
+		pe.spans[spanUTM+i] = pe.add(args.Peek(name), MaxUTMLen)
 	}
-	pe.ev.Code = pe.viewString(codeSpan)
-	pe.ev.ReferrerHost = pe.viewString(refSpan)
-	pe.ev.UTMSource = pe.viewString(utm[0])
-	pe.ev.UTMMedium = pe.viewString(utm[1])
-	pe.ev.UTMCampaign = pe.viewString(utm[2])
-	pe.ev.UTMTerm = pe.viewString(utm[3])
-	pe.ev.UTMContent = pe.viewString(utm[4])
 	ua := h.UserAgent()
 	pe.ua = append(pe.ua[:0], ua[:min(len(ua), maxUALen)]...)
 	pe.ip, pe.country = p.clientOf(ctx)
 	p.enqueue(pe)
 }
 
+// hdrXForwardedFor is in fasthttp's canonical form, so a lookup need not
+// normalise it first.
+var hdrXForwardedFor = []byte("X-Forwarded-For")
+
 var utmNames = [5]string{"utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content"}
 
 // addHost appends a host lowercased, so equal hosts compare equal.
 func (pe *pending) addHost(host []byte) span {
 	host = host[:min(len(host), MaxHostLen)]
-	s := span{len(pe.buf), len(host)}
+	s := span{uint16(len(pe.buf)), uint16(len(host))}
 	for _, c := range host {
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
@@ -117,10 +149,12 @@ func (p *Pipeline) clientOf(ctx *fasthttp.RequestCtx) (netip.Addr, [2]byte) {
 	}
 	h := &ctx.Request.Header
 	client := peer
-	if xff := h.Peek("X-Forwarded-For"); len(xff) > 0 {
+	if xff := h.PeekCanonical(hdrXForwardedFor); len(xff) > 0 {
 		client = p.clientFromXFF(xff, peer)
 	}
-	if p.cfg.CountryHeader != "" {
+	if p.countryKey != nil {
+		country = countryCode(h.PeekCanonical(p.countryKey))
+	} else if p.cfg.CountryHeader != "" {
 		country = countryCode(h.Peek(p.cfg.CountryHeader))
 	}
 	return client, country
@@ -158,6 +192,20 @@ func (p *Pipeline) clientFromXFF(xff []byte, peer netip.Addr) netip.Addr {
 		}
 	}
 	return client
+}
+
+// canonicalHeaderKey returns name as fasthttp stores it in a request, so
+// lookups can skip normalising it, or nil when fasthttp treats the name
+// specially (then Peek must be used).
+func canonicalHeaderKey(name string) []byte {
+	var h fasthttp.RequestHeader
+	h.Set(name, "x")
+	for k := range h.All() {
+		if bytes.EqualFold(k, []byte(name)) && string(h.PeekCanonical(k)) == "x" {
+			return bytes.Clone(k)
+		}
+	}
+	return nil
 }
 
 // countryCode accepts a two-letter code; "XX" (unknown) and "T1" (Tor)

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -131,10 +132,14 @@ type Pipeline struct {
 	rng    *mrand.ChaCha8
 	hashIn []byte
 	salt   daySalt // the salt of the last event's day, fetched once per batch
+	lastUA []byte  // the previous event's user agent and what it told
+	lastUI uaInfo
 
 	pendingBytes   atomic.Int64
 	oldestSealedMs atomic.Int64 // created time of the oldest sealed segment, 0 if none
 	openCreatedMs  atomic.Int64 // created time of the open segment, 0 if none
+
+	countryKey []byte // CountryHeader in fasthttp's canonical form; nil: use Peek
 
 	limits  *rateLimits
 	ship    *shipper
@@ -167,6 +172,9 @@ func Open(cfg Config) (*Pipeline, error) {
 	_, _ = rand.Read(seed[:])
 	p.rng = mrand.NewChaCha8(seed)
 	p.salt.day = noDay
+	if cfg.CountryHeader != "" {
+		p.countryKey = canonicalHeaderKey(cfg.CountryHeader)
+	}
 	p.limits = newRateLimits(cfg.SiteRate, cfg.SiteBurst, cfg.IPRate, cfg.IPBurst)
 
 	enrich, err := newEnricher(cfg.GeoIPPath)
@@ -229,10 +237,10 @@ func (p *Pipeline) runWriter() {
 	defer tick.Stop()
 	batch := time.NewTimer(flushInterval)
 	batch.Stop()
-	busy := false
+	var linger time.Duration // 0: idle, blocked on the queue
 	for {
 		queue, due := p.queue, (<-chan time.Time)(nil)
-		if busy {
+		if linger > 0 {
 			queue, due = nil, batch.C
 		}
 		select {
@@ -240,12 +248,11 @@ func (p *Pipeline) runWriter() {
 			p.salt.day = noDay // see drainQueue
 			p.write(pe)
 			p.writeBatch()
-			busy = true
-			batch.Reset(flushInterval)
+			linger = flushInterval
+			batch.Reset(linger)
 		case <-due:
-			busy = p.writeBatch() > 0
-			if busy {
-				batch.Reset(flushInterval)
+			if linger = p.nextLinger(linger, p.writeBatch()); linger > 0 {
+				batch.Reset(linger)
 			}
 		case <-tick.C:
 			p.handleErr(p.seg.sync())
@@ -261,6 +268,27 @@ func (p *Pipeline) runWriter() {
 		}
 	}
 }
+
+// nextLinger is the wait before the next batch, after n events came in
+// the last wait: flushInterval, unless at the rate just seen the queue
+// would fill past a quarter (a small QueueSize must not overflow while the
+// writer waits); it grows back at most twofold per batch. 0 means go back
+// to blocking on the queue: nothing came, or events come so fast that
+// waiting cannot pay.
+func (p *Pipeline) nextLinger(last time.Duration, n int) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	quarter := max(cap(p.queue)/4, 1)
+	next := min(flushInterval, 2*last, last*time.Duration(quarter)/time.Duration(n))
+	if next < minLinger {
+		return 0
+	}
+	return next
+}
+
+// minLinger is the shortest wait worth a timer.
+const minLinger = 50 * time.Microsecond
 
 // writeBatch writes what is queued now (at most one queue's worth, so the
 // ticker is never starved) and hands the buffer to the kernel with one
@@ -291,6 +319,7 @@ func (p *Pipeline) drainQueue(limit int) int {
 // write enriches one event, hashes the visitor, forgets the IP and appends
 // the event to the open segment.
 func (p *Pipeline) write(pe *pending) {
+	pe.fillClick()
 	ev := &pe.ev
 	p.finish(pe)
 	hadFile, prevSeq := p.seg.f != nil, p.seg.seq
@@ -320,7 +349,7 @@ func (p *Pipeline) finish(pe *pending) {
 	ev := &pe.ev
 	ev.Node, ev.Region = p.cfg.NodeID, p.cfg.Region
 	_, _ = p.rng.Read(ev.ID[:])
-	info := p.enrich.userAgent(pe.ua)
+	info := p.userAgent(pe.ua)
 	ev.Browser, ev.OS, ev.Device = info.browser, info.os, info.device
 	if info.bot {
 		ev.Flags |= FlagBot
@@ -338,6 +367,18 @@ func (p *Pipeline) finish(pe *pending) {
 	ev.VisitorHash, p.hashIn = visitorHash(salt, scope, pe.ip, pe.ua, p.hashIn)
 	clear(p.hashIn)
 	pe.ip = netip.Addr{}
+}
+
+// userAgent classifies ua, remembering the previous answer: consecutive
+// events often come from one client, and comparing bytes is cheaper than
+// hashing them for the enricher's cache.
+func (p *Pipeline) userAgent(ua []byte) uaInfo {
+	if p.lastUA != nil && bytes.Equal(ua, p.lastUA) {
+		return p.lastUI
+	}
+	p.lastUI = p.enrich.userAgent(ua)
+	p.lastUA = append(p.lastUA[:0], ua...)
+	return p.lastUI
 }
 
 // daySalt caches one day's salt on the writer.

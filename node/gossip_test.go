@@ -2,11 +2,12 @@ package node
 
 import (
 	"fmt"
-	"github.com/waymark/waymark/ingest"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/waymark/waymark/ingest"
 )
 
 func startTestGossip(t *testing.T, name, region string, key []byte) *Gossip {

@@ -414,8 +414,8 @@
         sub.appendChild(a);
       }
     } else {
-      $('subject-title').textContent = `Site ${state.site}`;
-      sub.textContent = 'Pageviews and visits from the Waymark tracker';
+      $('subject-title').textContent = state.site;
+      sub.textContent = 'Site · pageviews and visits from the Waymark tracker';
     }
     $('subject-range').textContent = `${RANGES[state.range].label} · ${TZ.replace(/_/g, ' ')}`;
   }
@@ -423,6 +423,7 @@
   function renderTotalsLoading(kind) {
     const box = $('totals');
     clear(box);
+    box.className = `totals kind-${state.kind}`;
     box.dataset.state = 'loading';
     box.dataset.source = '';
     for (const m of kind.totals) box.appendChild(statCard(m, ''));
