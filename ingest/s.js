@@ -48,7 +48,9 @@
       engaged = 0;
       depth = 0;
       since = visible() ? now() : 0;
-      scrolled();
+      // Measure after the next frame: during pushState or popstate the
+      // browser still shows the previous page's scroll position.
+      (w.requestAnimationFrame || setTimeout)(scrolled);
       send(event('pageview'));
     });
 
