@@ -45,6 +45,9 @@
       series: arr(j.series).map((p) => ({ t: parseTime(obj(p).t), visitors: num(p.visitors), pageviews: num(p.pageviews) })),
       estimated: arr(j.estimated).map(String),
     }),
+    // A site breakdown ranks, shares and sums "other" by pageviews for pages
+    // and by visits otherwise; a link's by clicks.
+    breakdownField: (kind, dim) => (kind === 'link' ? 'clicks' : dim === 'page' ? 'pageviews' : 'visits'),
     breakdown: (j, field) => {
       const other = j.other && typeof j.other === 'object' ? j.other[field] : j.other;
       return {
@@ -55,16 +58,16 @@
     },
     linkRealtime: (j) => ({
       now: num(j.last_5_minutes), lastMinute: num(j.last_minute), lastHour: num(j.last_hour),
-      recent: arr(j.recent).map((r) => ({ t: parseTime(obj(r).t), country: str(r.country), device: str(r.device), referrer: str(r.referrer) })),
+      recent: arr(j.recent).map((r) => ({ t: parseTime(obj(r).time ?? r.t), country: str(r.country), device: str(r.device), referrer: str(r.referrer) })),
     }),
-    siteRealtime: (j) => ({ now: num(j.current_visitors) }),
+    siteRealtime: (j) => ({ now: num(j.current_visitors), pageviews: j.pageviews_last_5_minutes == null ? null : num(j.pageviews_last_5_minutes) }),
     problem: (j) => ({ type: str(obj(j).type), detail: str(obj(j).detail) || str(obj(j).title) }),
   };
 
   // What each kind of report shows.
   const KINDS = {
     link: {
-      noun: 'clicks', event: 'click', countField: 'clicks', countLabel: 'Clicks',
+      noun: 'clicks', event: 'click',
       totals: [
         { key: 'clicks', label: 'Clicks' },
         { key: 'unique_visitors', label: 'Unique visitors' },
@@ -80,7 +83,7 @@
       ],
     },
     site: {
-      noun: 'visitors', event: 'pageview', countField: 'visitors', countLabel: 'Visitors',
+      noun: 'visitors', event: 'pageview',
       totals: [
         { key: 'visitors', label: 'Visitors' },
         { key: 'visits', label: 'Visits' },
@@ -99,6 +102,8 @@
       ],
     },
   };
+
+  const LABELS = { clicks: 'Clicks', visits: 'Visits', pageviews: 'Pageviews', visitors: 'Visitors' };
 
   const RANGES = {
     today: { days: 1, granularity: 'hour', label: 'Today' },
@@ -349,7 +354,7 @@
     const r = await api(path);
     if (gen !== state.gen || card.dataset.dimension !== dim) return;
     if (r.ok) {
-      renderBreakdown(card, index, dim, READ.breakdown(r.data, KINDS[state.kind].countField));
+      renderBreakdown(card, index, dim, READ.breakdown(r.data, READ.breakdownField(state.kind, dim)));
     } else {
       renderCardMessage(card, r.status === 404 ? 'No data' : 'Could not load', r.detail);
     }
@@ -395,7 +400,8 @@
       setStat(card, m.now, `${fmtInt(m.lastMinute)} last minute · ${fmtInt(m.lastHour)} last hour`);
       renderRecent(m.recent);
     } else {
-      setStat(card, READ.siteRealtime(r.data).now, 'Seen in the last 5 minutes');
+      const m = READ.siteRealtime(r.data);
+      setStat(card, m.now, m.pageviews == null ? 'Seen in the last 5 minutes' : `${fmtInt(m.pageviews)} pageviews · last 5 min`);
     }
     return scheduleLive(LIVE_EVERY_MS);
   }
@@ -496,7 +502,7 @@
         head.appendChild(tabs);
       }
       const cols = el('div', 'bars-head');
-      cols.append(el('span', '', spec.dims[0][1]), el('span', '', kind.countLabel));
+      cols.append(el('span'), el('span'));
       const list = el('ol', 'bars');
       for (let i = 0; i < 4; i++) list.appendChild(el('li', 'bar-row skeleton'));
       card.append(head, cols, list);
@@ -507,7 +513,9 @@
   function renderBreakdown(card, index, dim, b) {
     const spec = KINDS[state.kind].breakdowns[index];
     const dimSpec = spec && spec.dims.find((d) => d[0] === dim);
-    if (dimSpec) card.querySelector('.bars-head').firstChild.textContent = dimSpec[1];
+    const head = card.querySelector('.bars-head');
+    if (dimSpec) head.firstChild.textContent = dimSpec[1];
+    head.lastChild.textContent = LABELS[READ.breakdownField(state.kind, dim)];
     if (!b.rows.length) return renderCardMessage(card, `No ${KINDS[state.kind].noun} yet`, 'Nothing in this period.');
     const list = card.querySelector('.bars');
     clear(list);
@@ -659,7 +667,7 @@
     }
     const every = Math.max(1, Math.ceil(n / Math.max(2, Math.floor(plotW / 72))));
     for (let i = 0; i < n; i += every) {
-      const anchor = n > 1 && i === 0 ? 'start' : 'middle';
+      const anchor = n === 1 ? 'middle' : i === 0 ? 'start' : i === n - 1 ? 'end' : 'middle';
       s.appendChild(svg('text', { x: xAt(i), y: H - 6, class: 'tick', 'text-anchor': anchor }, fmtTick(series[i].t, model.granularity)));
     }
 

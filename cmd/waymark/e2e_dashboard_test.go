@@ -1,0 +1,733 @@
+package main
+
+// Browser tests of the dashboard (issue 5, item 5). They reuse the headless
+// Chromium helpers of e2e_browser_test.go (startBrowser, requireTool,
+// evaluate) and the node harness (startTrackedNode, do, waitFor).
+//
+// TestE2EDashboardStub renders the embedded dashboard against a stub of the
+// stats API with fixed seeded data. The stub is acceptable ONLY for this
+// rendering test: it pins what the page must draw for known numbers, and it
+// runs before the real stats API exists. TestE2EDashboardRealNode checks
+// the same page against a real `waymark node --dev`.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	"github.com/valyala/fasthttp"
+
+	"github.com/waymark/waymark/rollup"
+)
+
+// dashShotPath is where the dashboard screenshot is copied for people to
+// look at after a run.
+const dashShotPath = "/tmp/waymark-dashboard.png"
+
+// dashView is what the test reads of the rendered page.
+type dashView struct {
+	State    string            `json:"state"`  // #totals data-state
+	Source   string            `json:"source"` // the stats request the totals came from
+	Title    string            `json:"title"`
+	Totals   map[string]string `json:"totals"` // metric -> data-value
+	Texts    map[string]string `json:"texts"`  // metric -> text shown
+	Points   map[string]int    `json:"points"` // series -> points in its SVG path
+	PathCmds map[string]int    `json:"cmds"`   // series -> M/L commands in its d attribute
+	Live     string            `json:"live"`
+	Banner   string            `json:"banner"`
+	Rows     map[string]int    `json:"rows"` // breakdown dimension -> rows shown
+	Recent   int               `json:"recent"`
+	Overflow bool              `json:"overflow"` // wider than the window
+}
+
+const readDashView = `(() => {
+  const q = (s) => document.querySelector(s);
+  const v = {state: q('#totals')?.dataset.state || '', source: q('#totals')?.dataset.source || '',
+    title: q('#subject-title')?.textContent || '', totals: {}, texts: {}, points: {}, cmds: {}, rows: {},
+    live: q('.stat-live .stat-value')?.dataset.value || '', banner: q('#banner')?.hidden ? '' : (q('#banner')?.textContent || ''),
+    recent: document.querySelectorAll('#recent .recent-row').length,
+    overflow: document.documentElement.scrollWidth > window.innerWidth + 1};
+  for (const s of document.querySelectorAll('#totals .stat:not(.stat-live)')) {
+    const val = s.querySelector('.stat-value');
+    v.totals[s.dataset.metric] = val.dataset.value || '';
+    v.texts[s.dataset.metric] = val.textContent;
+  }
+  for (const p of document.querySelectorAll('#chart path.line')) {
+    v.points[p.dataset.series] = +p.dataset.points;
+    v.cmds[p.dataset.series] = (p.getAttribute('d').match(/[ML]/g) || []).length;
+  }
+  for (const c of document.querySelectorAll('.breakdown[data-state=ready]')) {
+    v.rows[c.dataset.dimension] = c.querySelectorAll('.bar-row').length;
+  }
+  return v;
+})()`
+
+// dashPage drives the dashboard in one tab.
+type dashPage struct {
+	t   *testing.T
+	br  *headlessBrowser
+	ctx context.Context
+}
+
+func (p *dashPage) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	if err := chromedp.Do(p.ctx, actions...); err != nil {
+		p.t.Fatalf("%s: %v\n%s", what, err, p.br.diagnostics())
+	}
+}
+
+func (p *dashPage) view() dashView {
+	p.t.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[dashView](readDashView))
+	if err != nil {
+		p.t.Fatalf("read the page: %v\n%s", err, p.br.diagnostics())
+	}
+	return v
+}
+
+// waitReady waits until the totals come from a request whose path contains
+// source and every breakdown card has finished loading.
+func (p *dashPage) waitReady(source string) dashView {
+	p.t.Helper()
+	cond := fmt.Sprintf(`(() => { const t = document.querySelector('#totals');
+	  return !!t && (t.dataset.state === 'ready' || t.dataset.state === 'error') && (t.dataset.source || '').includes(%q) &&
+	    !document.querySelector('.breakdown[data-state=loading]'); })()`, source)
+	if _, err := chromedp.Run(p.ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		p.t.Fatalf("the report for %s did not finish loading: %v\npage: %+v\n%s", source, err, p.view(), p.br.diagnostics())
+	}
+	return p.view()
+}
+
+func (p *dashPage) waitFor(what, cond string) {
+	p.t.Helper()
+	if _, err := chromedp.Run(p.ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		p.t.Fatalf("waiting for %s: %v\npage: %+v\n%s", what, err, p.view(), p.br.diagnostics())
+	}
+}
+
+// connect types the API key into the key form and submits it.
+func (p *dashPage) connect(key string) {
+	p.t.Helper()
+	p.do("enter the API key",
+		chromedp.WaitVisible(chromedp.CSS("#key")),
+		evaluate(`document.querySelector('#key').value = ''`),
+		chromedp.SendKeys(chromedp.CSS("#key"), key),
+		chromedp.Click(chromedp.CSS("#connect-btn")),
+	)
+}
+
+// screenshot saves a full-page PNG in dir and returns its path.
+func (p *dashPage) screenshot(dir, name string) string {
+	p.t.Helper()
+	png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		p.t.Fatalf("screenshot: %v", err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	return path
+}
+
+// noExceptions fails the test if the page threw anything.
+func (p *dashPage) noExceptions() {
+	p.t.Helper()
+	p.br.mu.Lock()
+	defer p.br.mu.Unlock()
+	for _, line := range p.br.console {
+		if strings.HasPrefix(line, "exception:") || strings.HasPrefix(line, "console.error:") {
+			p.t.Errorf("the dashboard logged %q", line)
+		}
+	}
+}
+
+func openDashboard(t *testing.T, br *headlessBrowser, url string) *dashPage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(br.ctx, 45*time.Second)
+	t.Cleanup(cancel)
+	p := &dashPage{t: t, br: br, ctx: ctx}
+	p.do("load the dashboard", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#connect-form")))
+	return p
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatalf("cannot copy the screenshot to %s: %v", to, err)
+	}
+}
+
+// TestE2EDashboardStub loads the dashboard in headless Chromium against the
+// stub stats API: a wrong key is refused with the server's reason, the right
+// key lists the owner's links, choosing one shows its seeded totals, a chart
+// path with one point per series entry, breakdowns and the live counter;
+// switching range and switching to a site redraw everything; a phone-sized
+// window needs no sideways scrolling. Screenshots go to t.TempDir() and
+// dashShotPath.
+func TestE2EDashboardStub(t *testing.T) {
+	br := startBrowser(t)
+	stub := startDashStub(t)
+	p := openDashboard(t, br, stub.base+rollup.DashboardPath)
+
+	p.connect("wm_not_a_key")
+	p.waitFor("the refusal", `!document.querySelector('#connect-error').hidden`)
+	msg, _ := chromedp.Run(p.ctx, chromedp.Text(chromedp.CSS("#connect-error")))
+	if !strings.Contains(msg, "not accepted") || !strings.Contains(msg, stubBadKeyDetail) {
+		t.Errorf("refusal: got %q; want it to say the key was not accepted and %q", msg, stubBadKeyDetail)
+	}
+
+	dir := t.TempDir()
+	if d := os.Getenv("WAYMARK_E2E_ARTIFACTS"); d != "" {
+		dir = d
+	}
+	t.Logf("dashboard screenshot (key refused): %s", p.screenshot(dir, "dashboard-connect.png"))
+
+	p.connect(stubKey)
+	p.waitFor("the link list", fmt.Sprintf(`document.querySelectorAll('#link-select option').length === %d`, len(stubLinks)))
+	first := p.waitReady("/v1/links/" + stubLinks[0].Code + "/stats")
+	if first.Banner != "" {
+		t.Errorf("banner on the first report: %q", first.Banner)
+	}
+
+	// Choose the second link, as an owner would.
+	chosen := stubLinks[1]
+	p.do("choose a link", evaluate(fmt.Sprintf(`(() => { const s = document.querySelector('#link-select');
+	  s.value = %q; s.dispatchEvent(new Event('change', {bubbles: true})); })()`, chosen.Code)))
+	v := p.waitReady("/v1/links/" + chosen.Code + "/stats")
+	checkLinkView(t, v, chosen, 7)
+	if v.Live != "9" {
+		p.waitFor("the live counter", `document.querySelector('.stat-live .stat-value').dataset.value === '9'`)
+	}
+	p.waitFor("the latest clicks", `document.querySelectorAll('#recent .recent-row').length === 6`)
+
+	p.do("show today", chromedp.Click(chromedp.CSS(`#range button[data-range="today"]`)))
+	p.waitFor("today by the hour", `(document.querySelector('#totals').dataset.source || '').includes('granularity=hour') &&
+	  document.querySelector('#totals').dataset.state === 'ready'`)
+	checkLinkView(t, p.view(), chosen, 1)
+
+	p.do("show 30 days", chromedp.Click(chromedp.CSS(`#range button[data-range="30d"]`)))
+	v = p.waitReady("granularity=day")
+	p.waitFor("30 days", `(document.querySelector('#totals').dataset.source || '').includes('/`+chosen.Code+`/') && document.querySelector('#chart path.line').dataset.points === '30'`)
+	v = p.view()
+	checkLinkView(t, v, chosen, 30)
+	if err := hoverChart(p); err != nil {
+		t.Errorf("hover: %v", err)
+	}
+
+	shot := p.screenshot(dir, "dashboard.png")
+	copyFile(t, shot, dashShotPath)
+	t.Logf("dashboard screenshot (link, 30 days): %s (copied to %s)", shot, dashShotPath)
+
+	// A site: aggregate numbers with their own formats.
+	p.do("switch to sites", chromedp.Click(chromedp.CSS(`#kind button[data-kind="site"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#site-id")),
+		chromedp.SendKeys(chromedp.CSS("#site-id"), stubSiteID),
+		chromedp.Click(chromedp.CSS("#site-form button")))
+	sv := p.waitReady("/v1/sites/" + stubSiteID + "/stats/aggregate")
+	wantSite := map[string]string{"visitors": "3482", "visits": "4210", "pageviews": "9874", "views_per_visit": "2.35", "bounce_rate": "41.2", "visit_duration": "143"}
+	for k, want := range wantSite {
+		if sv.Totals[k] != want {
+			t.Errorf("site total %s: got %q; want %q", k, sv.Totals[k], want)
+		}
+	}
+	for k, want := range map[string]string{"bounce_rate": "41%", "visit_duration": "2m 23s", "views_per_visit": "2.35"} {
+		if sv.Texts[k] != want {
+			t.Errorf("site total %s shows %q; want %q", k, sv.Texts[k], want)
+		}
+	}
+	if sv.Points["visitors"] != 30 || sv.Points["pageviews"] != 30 {
+		t.Errorf("site chart points: got %v; want 30 per series", sv.Points)
+	}
+	if sv.Rows["page"] != 6 {
+		t.Errorf("top pages: got %d rows; want 5 pages and the other row (%v)", sv.Rows["page"], sv.Rows)
+	}
+	p.waitFor("current visitors", `document.querySelector('.stat-live .stat-value').dataset.value === '17'`)
+	siteShot := p.screenshot(dir, "dashboard-site.png")
+	t.Logf("dashboard screenshot (site): %s", siteShot)
+
+	// An unknown site: a clear message, no numbers, no exception.
+	p.do("ask for another owner's site", evaluate(`document.querySelector('#site-id').value = 'site_other'`),
+		chromedp.Click(chromedp.CSS("#site-form button")))
+	ev := p.waitReady("/v1/sites/site_other/")
+	if ev.State != "error" || !strings.Contains(ev.Banner, stubNotFoundDetail) {
+		t.Errorf("unknown site: got state %q banner %q; want error and %q", ev.State, ev.Banner, stubNotFoundDetail)
+	}
+
+	// Phone width: everything stacks, nothing scrolls sideways.
+	p.do("go back to the link", chromedp.Click(chromedp.CSS(`#kind button[data-kind="link"]`)))
+	p.waitReady("/v1/links/" + chosen.Code + "/stats")
+	p.do("narrow the window", chromedp.EmulateViewport(390, 844))
+	p.waitFor("the chart redrawn narrow", `document.querySelector('#chart svg').getAttribute('width') < 390`)
+	if nv := p.view(); nv.Overflow {
+		t.Errorf("at 390 px wide the page scrolls sideways")
+	}
+	mobile := p.screenshot(dir, "dashboard-phone.png")
+	t.Logf("dashboard screenshot (390 px): %s", mobile)
+
+	p.noExceptions()
+	br.close(t)
+	stub.check(t)
+}
+
+// hoverChart moves the mouse over the middle of the chart and checks the
+// tooltip appears.
+func hoverChart(p *dashPage) error {
+	box, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]float64](`(() => { const hit = document.querySelector('#chart .hit');
+	  hit.scrollIntoView({block: 'center'}); const r = hit.getBoundingClientRect();
+	  return [r.left + r.width * 0.62, r.top + r.height / 2]; })()`))
+	if err != nil {
+		return err
+	}
+	if err := chromedp.Do(p.ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box[0], box[1])); err != nil {
+		return err
+	}
+	_, err = chromedp.Run(p.ctx, chromedp.Poll[bool](`!document.querySelector('#chart .tooltip').hidden`, chromedp.WithPollingTimeout(5*time.Second)))
+	return err
+}
+
+// checkLinkView compares the page with the seeded numbers of a link over
+// the last days.
+func checkLinkView(t *testing.T, v dashView, l stubLink, days int) {
+	t.Helper()
+	want := stubTotals(l, days)
+	if v.State != "ready" || v.Banner != "" {
+		t.Errorf("%s, %d days: got state %q banner %q; want ready and no banner", l.Code, days, v.State, v.Banner)
+	}
+	if !strings.Contains(v.Title, l.Code) {
+		t.Errorf("title: got %q; want it to name %s", v.Title, l.Code)
+	}
+	for k, n := range want {
+		if v.Totals[k] != fmt.Sprint(n) {
+			t.Errorf("%s, %d days, total %s: got %q; want %d", l.Code, days, k, v.Totals[k], n)
+		}
+		if digits := strings.Map(keepDigits, v.Texts[k]); digits != fmt.Sprint(n) {
+			t.Errorf("%s, %d days, total %s shows %q; want the digits %d", l.Code, days, k, v.Texts[k], n)
+		}
+	}
+	points := days
+	if days == 1 {
+		points = 24 // today, by the hour
+	}
+	for _, s := range []string{"clicks", "unique_visitors"} {
+		if v.Points[s] != points || v.PathCmds[s] != points {
+			t.Errorf("%s, %d days, %s path: got %d points (%d commands in d); want %d", l.Code, days, s, v.Points[s], v.PathCmds[s], points)
+		}
+	}
+	if !strings.HasPrefix(v.Texts["unique_visitors"], "≈") {
+		t.Errorf("unique visitors shows %q; want it marked as an estimate (≈)", v.Texts["unique_visitors"])
+	}
+	// Countries: six values plus the "other" row.
+	if v.Rows["country"] != len(stubCountries)+1 {
+		t.Errorf("country rows: got %d; want %d (%v)", v.Rows["country"], len(stubCountries)+1, v.Rows)
+	}
+}
+
+func keepDigits(r rune) rune {
+	if r >= '0' && r <= '9' {
+		return r
+	}
+	return -1
+}
+
+// TestE2EDashboardRealNode runs the dashboard against a real
+// `waymark node --dev`: it creates a link, clicks it, waits until the stats
+// API counts the clicks, then checks that the totals the page shows are
+// the API's. It skips while the node does not serve /dashboard or the
+// stats route.
+func TestE2EDashboardRealNode(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		requireTool(t, "headless Chromium is not installed (%v); on Debian: apt-get install chromium", err)
+	}
+	n := startTrackedNode(t)
+	if r := do(t, "GET", n.base+rollup.DashboardPath, "", ""); r.status == 404 {
+		t.Skipf("GET %s answers 404: the dashboard is not wired into the node yet (route %s -> rollup.DashboardHandler)", rollup.DashboardPath, rollup.DashboardPath)
+	} else if r.status != 200 {
+		t.Fatalf("GET %s: got %d; want 200\n%s", rollup.DashboardPath, r.status, r.body)
+	}
+	created := do(t, "POST", n.base+"/v1/links", n.key, `{"url":"https://example.com/dashboard-e2e"}`)
+	if created.status != 201 {
+		t.Fatalf("create link: got %d %s; want 201", created.status, created.body)
+	}
+	code, _ := created.json(t)["code"].(string)
+	statsURL := n.base + "/v1/links/" + code + "/stats"
+	if r := do(t, "GET", statsURL, n.key, ""); r.status == 404 {
+		t.Skipf("GET /v1/links/{code}/stats answers 404 for a link that exists (%s): the stats API is not wired into the node yet", r.body)
+	}
+
+	const clicks = 5
+	for i := range clicks {
+		r := do(t, "GET", n.base+"/"+code, "", "", "User-Agent", dashHumanUA, "Referer", "https://news.example.org/item?id=1")
+		if r.status != 302 {
+			t.Fatalf("click %d: got %d; want 302", i, r.status)
+		}
+	}
+	var api map[string]any
+	waitFor(t, "the stats API to count the clicks", 30*time.Second, func() bool {
+		r := do(t, "GET", statsURL, n.key, "")
+		if r.status != 200 {
+			return false
+		}
+		api = r.json(t)
+		totals, _ := api["totals"].(map[string]any)
+		c, _ := totals["clicks"].(float64)
+		return c >= clicks
+	})
+
+	br := startBrowser(t)
+	p := openDashboard(t, br, n.base+rollup.DashboardPath)
+	p.connect(n.key)
+	v := p.waitReady("/v1/links/" + code + "/stats")
+	if v.State != "ready" {
+		t.Fatalf("the dashboard did not show the link's stats: state %q banner %q\n%s", v.State, v.Banner, br.diagnostics())
+	}
+	// Ask the API exactly what the page asked, and compare.
+	r := do(t, "GET", n.base+v.Source, n.key, "")
+	if r.status != 200 {
+		t.Fatalf("GET %s: got %d %s; want 200", v.Source, r.status, r.body)
+	}
+	totals, _ := r.json(t)["totals"].(map[string]any)
+	for _, k := range []string{"clicks", "unique_visitors", "bot_clicks"} {
+		want, _ := totals[k].(float64)
+		if v.Totals[k] != fmt.Sprint(want) {
+			t.Errorf("total %s: the page shows %q; the API says %v", k, v.Totals[k], want)
+		}
+	}
+	if c, _ := totals["clicks"].(float64); c < clicks {
+		t.Errorf("clicks: the API says %v; want at least %d", c, clicks)
+	}
+	if series, _ := r.json(t)["series"].([]any); v.Points["clicks"] != len(series) {
+		t.Errorf("chart: got %d points; the API series has %d", v.Points["clicks"], len(series))
+	}
+	dir := t.TempDir()
+	if d := os.Getenv("WAYMARK_E2E_ARTIFACTS"); d != "" {
+		dir = d
+	}
+	shot := p.screenshot(dir, "dashboard-node.png")
+	t.Logf("dashboard on a real node: totals %v; screenshot %s", v.Totals, shot)
+	p.noExceptions()
+	br.close(t)
+}
+
+// dashHumanUA is a desktop Chrome: clicks with it are counted as people.
+const dashHumanUA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+
+// ---------------------------------------------------------------------
+// The stub stats API (rendering test only): fixed seeded data in the
+// shapes issue 5 fixes.
+// ---------------------------------------------------------------------
+
+const (
+	stubKey            = "wm_stub_owner_key"
+	stubSiteID         = "site_demo"
+	stubBadKeyDetail   = "the API key is not valid"
+	stubNotFoundDetail = "no such site for this owner"
+)
+
+type stubLink struct {
+	Code  string
+	URL   string
+	Scale float64 // this link's traffic relative to the seed
+}
+
+var stubLinks = []stubLink{
+	{"launch7", "https://example.com/blog/spring-launch", 0.4},
+	{"Q4docs", "https://docs.example.org/getting-started/install?lang=en", 1},
+	{"bf24sale", "https://shop.example.net/black-friday", 0.7},
+}
+
+var stubCountries = []struct {
+	Code  string
+	Share float64
+}{{"DE", .27}, {"US", .22}, {"GB", .12}, {"FR", .08}, {"NL", .06}, {"JP", .04}}
+
+// stubDaily is the seeded daily click count, index 0 = today.
+var stubDaily = func() [30]float64 {
+	rng := rand.New(rand.NewPCG(5, 2026))
+	var d [30]float64
+	for k := range d {
+		day := float64(29 - k)
+		weekday := 1.0
+		if (29-k)%7 == 5 || (29-k)%7 == 6 {
+			weekday = 0.72
+		}
+		d[k] = (210 + 4.2*day + 55*math.Sin(day/4.5) + rng.Float64()*40) * weekday
+	}
+	return d
+}()
+
+// stubSeries is the series of a link over the last days (oldest first), or
+// the 24 hours of today when days is 1.
+func stubSeries(l stubLink, days int) (clicks, uniques []int) {
+	if days == 1 {
+		for h := range 24 {
+			v := l.Scale * (3 + 24*math.Exp(-math.Pow(float64(h)-14.5, 2)/18))
+			clicks = append(clicks, int(math.Round(v)))
+			uniques = append(uniques, int(math.Round(v*0.8)))
+		}
+		return clicks, uniques
+	}
+	for k := days - 1; k >= 0; k-- {
+		v := math.Round(stubDaily[k] * l.Scale)
+		clicks = append(clicks, int(v))
+		uniques = append(uniques, int(math.Round(v*0.74)))
+	}
+	return clicks, uniques
+}
+
+func stubTotals(l stubLink, days int) map[string]int {
+	clicks, _ := stubSeries(l, days)
+	sum := 0
+	for _, c := range clicks {
+		sum += c
+	}
+	// Uniques over a range are fewer than the sum of daily uniques.
+	return map[string]int{"clicks": sum, "unique_visitors": int(math.Round(float64(sum) * 0.61)), "bot_clicks": sum / 14}
+}
+
+type dashStub struct {
+	base     string
+	mu       sync.Mutex
+	requests []string // path?query of every API request
+	problems []string // requests the page should not have made like this
+}
+
+func startDashStub(t *testing.T) *dashStub {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &dashStub{base: "http://" + ln.Addr().String()}
+	dashboard := rollup.DashboardHandler()
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) == rollup.DashboardPath {
+			dashboard(ctx)
+			return
+		}
+		s.serveAPI(ctx)
+	}}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Shutdown() })
+	return s
+}
+
+func (s *dashStub) serveAPI(ctx *fasthttp.RequestCtx) {
+	s.mu.Lock()
+	s.requests = append(s.requests, string(ctx.RequestURI()))
+	if len(ctx.Request.Header.Peek("Cookie")) > 0 {
+		s.problems = append(s.problems, "a cookie was sent with "+string(ctx.RequestURI()))
+	}
+	s.mu.Unlock()
+	if string(ctx.Request.Header.Peek("Authorization")) != "Bearer "+stubKey {
+		stubProblem(ctx, 401, "unauthorized", stubBadKeyDetail)
+		return
+	}
+	path := string(ctx.Path())
+	q := ctx.QueryArgs()
+	days := stubDays(string(q.Peek("from")), string(q.Peek("to")))
+	if path == "/v1/links" {
+		var links []map[string]any
+		for _, l := range stubLinks {
+			links = append(links, map[string]any{"code": l.Code, "url": l.URL, "short_url": s.base + "/" + l.Code, "status": "active"})
+		}
+		stubJSON(ctx, map[string]any{"links": links, "next_cursor": nil})
+		return
+	}
+	if rest, ok := strings.CutPrefix(path, "/v1/links/"); ok {
+		code, sub, _ := strings.Cut(rest, "/stats")
+		var link *stubLink
+		for i := range stubLinks {
+			if stubLinks[i].Code == code {
+				link = &stubLinks[i]
+			}
+		}
+		if link == nil {
+			stubProblem(ctx, 404, "not-found", "no such link for this owner")
+			return
+		}
+		switch sub {
+		case "":
+			s.needQuery(ctx, "from", "to", "tz", "granularity")
+			stubJSON(ctx, stubLinkStats(*link, days, string(q.Peek("granularity"))))
+		case "/breakdown":
+			s.needQuery(ctx, "from", "to", "tz", "dimension")
+			stubJSON(ctx, stubBreakdown(string(q.Peek("dimension")), stubTotals(*link, days)["clicks"], "clicks"))
+		case "/realtime":
+			stubJSON(ctx, stubRealtime())
+		default:
+			stubProblem(ctx, 404, "not-found", "there is no API endpoint at "+path)
+		}
+		return
+	}
+	if rest, ok := strings.CutPrefix(path, "/v1/sites/"); ok {
+		id, sub, _ := strings.Cut(rest, "/stats/")
+		if id != stubSiteID {
+			stubProblem(ctx, 404, "not-found", stubNotFoundDetail)
+			return
+		}
+		switch sub {
+		case "aggregate":
+			stubJSON(ctx, map[string]any{"visitors": 3482, "visits": 4210, "pageviews": 9874, "views_per_visit": 2.35, "bounce_rate": 41.2, "visit_duration": 143})
+		case "timeseries":
+			s.needQuery(ctx, "from", "to", "granularity")
+			var series []map[string]any
+			clicks, uniques := stubSeries(stubLink{Scale: 0.55}, days)
+			for i := range clicks {
+				series = append(series, map[string]any{"t": stubTime(days, i), "visitors": uniques[i], "pageviews": clicks[i] * 2})
+			}
+			stubJSON(ctx, map[string]any{"series": series})
+		case "breakdown":
+			stubJSON(ctx, stubBreakdown(string(q.Peek("property")), 3482, "site"))
+		case "realtime":
+			stubJSON(ctx, map[string]any{"current_visitors": 17, "pageviews_last_5_minutes": 41})
+		default:
+			stubProblem(ctx, 404, "not-found", "there is no API endpoint at "+path)
+		}
+		return
+	}
+	stubProblem(ctx, 404, "not-found", "there is no API endpoint at "+path)
+}
+
+// needQuery notes a stats request that lacks a parameter the API needs.
+func (s *dashStub) needQuery(ctx *fasthttp.RequestCtx, names ...string) {
+	for _, n := range names {
+		if len(ctx.QueryArgs().Peek(n)) == 0 {
+			s.mu.Lock()
+			s.problems = append(s.problems, fmt.Sprintf("%s has no %s", ctx.RequestURI(), n))
+			s.mu.Unlock()
+		}
+	}
+}
+
+// check fails the test for requests the page got wrong.
+func (s *dashStub) check(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.problems {
+		t.Errorf("stub API: %s", p)
+	}
+	if len(s.requests) == 0 {
+		t.Errorf("stub API: the page made no request")
+	}
+}
+
+// stubDays is the number of days from..to covers (both dates included); 1
+// when they are missing or odd.
+func stubDays(from, to string) int {
+	f, err1 := time.Parse(time.DateOnly, from)
+	l, err2 := time.Parse(time.DateOnly, to)
+	if err1 != nil || err2 != nil || l.Before(f) {
+		return 1
+	}
+	return min(30, int(l.Sub(f).Hours()/24)+1)
+}
+
+// stubTime is the time of point i of a series over days (hours for one day).
+func stubTime(days, i int) string {
+	now := time.Now()
+	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.Local)
+	if days == 1 {
+		return midnight.Add(time.Duration(i) * time.Hour).Format(time.RFC3339)
+	}
+	return midnight.AddDate(0, 0, i-(days-1)).Format(time.DateOnly)
+}
+
+func stubLinkStats(l stubLink, days int, granularity string) map[string]any {
+	clicks, uniques := stubSeries(l, days)
+	var series []map[string]any
+	for i := range clicks {
+		series = append(series, map[string]any{"t": stubTime(days, i), "clicks": clicks[i], "unique_visitors": uniques[i]})
+	}
+	return map[string]any{"totals": stubTotals(l, days), "series": series, "estimated": []string{"unique_visitors"}, "granularity": granularity}
+}
+
+var stubValues = map[string][]struct {
+	Value string
+	Share float64
+}{
+	"referrer":     {{"", .34}, {"news.ycombinator.com", .21}, {"t.co", .12}, {"www.google.com", .09}, {"www.linkedin.com", .06}, {"reddit.com", .04}},
+	"utm_source":   {{"", .52}, {"newsletter", .23}, {"twitter", .15}, {"mastodon", .06}},
+	"utm_medium":   {{"", .52}, {"email", .23}, {"social", .21}},
+	"utm_campaign": {{"", .52}, {"spring-launch", .31}, {"docs-q4", .13}},
+	"device":       {{"desktop", .58}, {"mobile", .36}, {"tablet", .06}},
+	"browser":      {{"Chrome", .49}, {"Safari", .27}, {"Firefox", .13}, {"Edge", .08}, {"Samsung Internet", .03}},
+	"os":           {{"Windows", .31}, {"macOS", .26}, {"iOS", .21}, {"Android", .15}, {"Linux", .07}},
+	"page":         {{"/", .41}, {"/pricing", .19}, {"/docs/getting-started", .15}, {"/blog/why-short-links", .11}, {"/about", .05}},
+	"source":       {{"", .38}, {"Google", .27}, {"Hacker News", .14}, {"Twitter", .08}, {"DuckDuckGo", .05}},
+}
+
+// stubBreakdown answers a breakdown whose primary count is total: a link's
+// clicks, or (kind "site") a site's pageviews for pages and visits for
+// the rest, as the real API ranks them.
+func stubBreakdown(dim string, total int, kind string) map[string]any {
+	var results []map[string]any
+	used := 0
+	add := func(value string, share float64) {
+		n := int(math.Round(float64(total) * share))
+		used += n
+		row := map[string]any{"value": value, "share": float64(n) / float64(max(total, 1))}
+		if kind == "site" {
+			row["visitors"], row["visits"], row["pageviews"] = n*4/5, n, n
+		} else {
+			row["clicks"], row["unique_visitors"] = n, n*3/4
+		}
+		results = append(results, row)
+	}
+	if dim == "country" {
+		for _, c := range stubCountries {
+			add(c.Code, c.Share)
+		}
+	} else {
+		for _, v := range stubValues[dim] {
+			add(v.Value, v.Share)
+		}
+	}
+	return map[string]any{"dimension": dim, "total": total, "results": results, "other": max(0, total-used)}
+}
+
+func stubRealtime() map[string]any {
+	now := time.Now()
+	recent := []map[string]any{}
+	for i, r := range []struct{ country, device, referrer string }{
+		{"DE", "desktop", "news.ycombinator.com"}, {"US", "mobile", "t.co"}, {"GB", "desktop", ""},
+		{"JP", "mobile", "www.google.com"}, {"FR", "tablet", ""}, {"NL", "desktop", "www.linkedin.com"},
+	} {
+		recent = append(recent, map[string]any{"time": now.Add(-time.Duration(4+i*37) * time.Second).UTC().Format(time.RFC3339),
+			"country": r.country, "device": r.device, "referrer": r.referrer})
+	}
+	return map[string]any{"last_minute": 2, "last_5_minutes": 9, "last_hour": 74, "recent": recent}
+}
+
+func stubJSON(ctx *fasthttp.RequestCtx, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		ctx.Error(err.Error(), 500)
+		return
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
+
+func stubProblem(ctx *fasthttp.RequestCtx, status int, typ, detail string) {
+	b, _ := json.Marshal(map[string]any{"type": "/problems/" + typ, "title": strings.ReplaceAll(typ, "-", " "), "status": status, "detail": detail})
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/problem+json")
+	ctx.SetBody(b)
+}
