@@ -135,7 +135,7 @@ func newPeerClient(token string) *peerClient {
 	return &peerClient{token: token, http: &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{
-			MaxIdleConnsPerHost: 16,
+			MaxIdleConnsPerHost: 128, // forwarded writes run up to the client concurrency
 			IdleConnTimeout:     90 * time.Second,
 			DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
 		},

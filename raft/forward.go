@@ -51,8 +51,28 @@ func (n *Node) forwardTo(ctx context.Context, leaderID, leaderAddr string, cmd [
 	}
 	if res.Err != nil {
 		res.Err = fmt.Errorf("leader %s: %w", leaderID, res.Err)
+		return res, res.Err
 	}
-	return res, res.Err
+	n.waitApplied(ctx, res.Index)
+	return res, nil
+}
+
+// waitApplied waits, briefly, until this node has applied index itself, so
+// a write answered here is visible here on the very next request (an edit
+// or takedown through an edge must not keep redirecting from its replica).
+// The write is committed either way; a slow replica only delays the answer.
+func (n *Node) waitApplied(ctx context.Context, index uint64) {
+	if index == 0 {
+		return
+	}
+	deadline := time.Now().Add(time.Second)
+	for n.raft.AppliedIndex() < index {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			n.m.forwardApplyWaitTimeouts.Inc()
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // forwardError maps a transport failure. Only a request that certainly

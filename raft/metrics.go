@@ -20,6 +20,9 @@ type nodeMetrics struct {
 	forwards         outcomes         // writes this node sent to the leader
 	forwardedIn      outcomes         // writes followers sent to this node
 	forwardedCorrupt *metrics.Counter // forwarded commands that did not decode
+	// forwardApplyWaitTimeouts counts forwarded writes answered before this
+	// node had applied them itself (replica more than 1s behind).
+	forwardApplyWaitTimeouts *metrics.Counter
 
 	state        *metrics.Gauge // 0 follower, 1 candidate, 2 leader, 3 shutdown
 	appliedIndex *metrics.Gauge
@@ -46,10 +49,11 @@ func newNodeMetrics(s *metrics.Set) *nodeMetrics {
 		applyDuration: s.GetOrCreateHistogram(p + "apply_duration_seconds"),
 		applies:       newOutcomes(s, p+"applies_total"),
 
-		forwardDuration:  s.GetOrCreateHistogram(p + "forward_duration_seconds"),
-		forwards:         newOutcomes(s, p+"forwards_total"),
-		forwardedIn:      newOutcomes(s, p+"forwarded_in_total"),
-		forwardedCorrupt: s.GetOrCreateCounter(p + `forwarded_in_total{result="corrupt"}`),
+		forwardDuration:          s.GetOrCreateHistogram(p + "forward_duration_seconds"),
+		forwards:                 newOutcomes(s, p+"forwards_total"),
+		forwardedIn:              newOutcomes(s, p+"forwarded_in_total"),
+		forwardedCorrupt:         s.GetOrCreateCounter(p + `forwarded_in_total{result="corrupt"}`),
+		forwardApplyWaitTimeouts: s.GetOrCreateCounter(p + "forward_apply_wait_timeouts_total"),
 
 		state:        s.GetOrCreateGauge(p+"state", nil),
 		appliedIndex: s.GetOrCreateGauge(p+"applied_index", nil),

@@ -144,7 +144,13 @@ func TestE2ECluster(t *testing.T) {
 		}
 		return true
 	})
-	out, _, code := runCLI(t, c.env("e1"), "members")
+	// Gossip converges on its own schedule: poll until e1 sees everyone.
+	var out string
+	var code int
+	waitFor(t, "e1 sees 5 alive members", 20*time.Second, func() bool {
+		out, _, code = runCLI(t, c.env("e1"), "members")
+		return code == 0 && strings.Count(out, "alive") == 5
+	})
 	if code != 0 || strings.Count(out, "alive") != 5 || !strings.Contains(out, "edge") || !strings.Contains(out, "ap") {
 		t.Fatalf("members: exit %d\n%s", code, out)
 	}
