@@ -53,6 +53,7 @@ type Config struct {
 	CountryHeader   string
 	GeoIPPath       string
 	IngestIPRate    float64
+	IngestSiteRate  float64
 	WriteRate       float64
 	CaptureClicks   bool
 	IngestMaxBytes  int64
@@ -116,6 +117,7 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.StringVar(&c.GeoIPPath, "geoip-db", "", "MaxMind-format country database file")
 	fs.Float64Var(&c.WriteRate, "write-rate", 100, "link API writes per second per API key (token bucket, burst 2x)")
 	fs.BoolVar(&c.CaptureClicks, "capture-clicks", true, "record a click event for every redirect")
+	fs.Float64Var(&c.IngestSiteRate, "ingest-site-rate", 1000, "events per second one site may send to /api/event (burst 2x)")
 	fs.Float64Var(&c.IngestIPRate, "ingest-ip-rate", 100, "events per second one client address may send to /api/event (burst 10x)")
 	fs.Int64Var(&c.IngestMaxBytes, "ingest-max-pending-bytes", 1<<30, "byte cap on event segments not yet shipped; past it new events are dropped and counted")
 	fs.DurationVar(&c.MaxShipLag, "max-ship-lag", time.Hour, "/readyz fails when the oldest unshipped event is older than this")

@@ -171,6 +171,8 @@ func (n *Node) openIngest() error {
 		AggregatorURL:   n.aggregatorURL(),
 		ShipToken:       n.internalToken,
 		IPRate:          n.cfg.IngestIPRate,
+		SiteRate:        n.cfg.IngestSiteRate,
+		SiteBurst:       n.cfg.IngestSiteRate * 2,
 		MaxPendingBytes: n.cfg.IngestMaxBytes,
 		IPBurst:         n.cfg.IngestIPRate * 10,
 		TrustedProxies:  n.cfg.TrustedProxies,

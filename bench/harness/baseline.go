@@ -47,11 +47,16 @@ func NewBaselineServer() *fasthttp.Server {
 // RunBaseline listens on addr (use "127.0.0.1:0"), logs the bound address
 // with BaselineListeningMsg, and serves until ctx ends.
 func RunBaseline(ctx context.Context, addr string, log *slog.Logger) error {
+	return serveBaseline(ctx, addr, log, NewBaselineServer())
+}
+
+// serveBaseline runs srv on addr until ctx ends; every baseline flavour
+// logs its address the same way, so StartBaselineChild finds any of them.
+func serveBaseline(ctx context.Context, addr string, log *slog.Logger, srv *fasthttp.Server) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", addr, err)
 	}
-	srv := NewBaselineServer()
 	log.Info(BaselineListeningMsg, "addr", ln.Addr().String())
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -96,6 +101,12 @@ func StartBaselineChild(ctx context.Context, cfg ChildConfig) (*Child, string, e
 // 127.0.0.1:0, logs the address to stdout, and returns when it gets SIGTERM
 // or SIGINT or when its stdin closes (the parent is gone).
 func BaselineChildMain() error {
+	return baselineChildMain(RunBaseline)
+}
+
+// baselineChildMain runs serve as a child process body: see
+// BaselineChildMain.
+func baselineChildMain(serve func(context.Context, string, *slog.Logger) error) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
@@ -105,5 +116,5 @@ func BaselineChildMain() error {
 		cancel()
 	}()
 	log := slog.New(slog.NewTextHandler(os.Stdout, nil))
-	return RunBaseline(ctx, "127.0.0.1:0", log)
+	return serve(ctx, "127.0.0.1:0", log)
 }

@@ -1,0 +1,145 @@
+// Command eventbench measures event ingest: POST /api/event through a real
+// `waymark node --dev` on loopback, against a bare fasthttp server that
+// answers every request with 202, both driven by the same closed-loop load
+// generator in the same run. It registers the benchmark's site(s), runs
+// baseline and node back to back for several rounds, reports events/s, p50
+// and p99 for both and the median node/baseline ratio, and then checks that
+// the node's raw event store holds exactly the events it accepted.
+//
+// Usage:
+//
+//	eventbench [-waymark bin/waymark] [-duration 10s] [-warmup 2s]
+//	           [-conns 64] [-rounds 3] [-sites 1] [-out results.json]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/waymark/waymark/bench/harness"
+)
+
+// serveBaselineFlag re-executes this binary as the event baseline server. It
+// is checked before flag parsing so it stays out of the usage text.
+const serveBaselineFlag = "-serve-event-baseline"
+
+func main() {
+	if len(os.Args) == 2 && strings.TrimLeft(os.Args[1], "-") == strings.TrimLeft(serveBaselineFlag, "-") {
+		if err := harness.EventBaselineChildMain(); err != nil {
+			fmt.Fprintln(os.Stderr, "eventbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		os.Exit(2)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "eventbench: cannot find own executable:", err)
+		os.Exit(1)
+	}
+	cfg.Baseline = harness.ChildConfig{Name: "baseline", Path: exe, Args: []string{serveBaselineFlag}}
+
+	// The first Ctrl-C cancels the run, which stops every child and removes
+	// the temp dir on the way out; a second one kills the harness at once
+	// (the children still die with it: see harness.ChildConfig).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	err = run(ctx, cfg, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "eventbench:", err)
+		os.Exit(1)
+	}
+}
+
+// config is everything a run needs, validated.
+type config struct {
+	Waymark       string // node binary; resolved from the repo root when empty
+	NodeArgs      []string
+	Sites         int
+	Pages         int
+	Visitors      int
+	Duration      time.Duration
+	Warmup        time.Duration
+	Conns         int
+	Rounds        int
+	Out           string
+	Verbose       bool
+	StartTimeout  time.Duration
+	SettleTimeout time.Duration
+	Seed          uint64
+
+	Baseline harness.ChildConfig // how to start the baseline child
+	LogOut   io.Writer           // child output when Verbose; stderr in main
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	var nodeArgs string
+	fs := flag.NewFlagSet("eventbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Waymark, "waymark", "", "waymark binary to start as a dev node (default: bin/waymark at the repo root)")
+	fs.StringVar(&nodeArgs, "node-args", "", "extra space-separated arguments for `waymark node --dev` (after --ingest-ip-rate 1000000)")
+	fs.IntVar(&cfg.Sites, "sites", 1, "sites to register (bench.example, then bench-2.example, ...); events are spread over them")
+	fs.IntVar(&cfg.Pages, "pages", 1000, "distinct page paths per site")
+	fs.IntVar(&cfg.Visitors, "visitors", 10000, "distinct X-Forwarded-For addresses (at most 131072)")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window of each run")
+	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured load before each window")
+	fs.IntVar(&cfg.Conns, "conns", 64, "concurrent keep-alive connections of the load generator")
+	fs.IntVar(&cfg.Rounds, "rounds", 3, "baseline/node run pairs; the report uses the median")
+	fs.StringVar(&cfg.Out, "out", "", "also write the results as JSON to this file")
+	fs.BoolVar(&cfg.Verbose, "v", false, "copy the children's logs to stderr")
+	fs.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "how long the node may take to become ready")
+	fs.DurationVar(&cfg.SettleTimeout, "settle-timeout", 10*time.Minute, "how long shipping may take to store every accepted event")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed for the choice of site, page and visitor")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected arguments %q", fs.Args())
+		fmt.Fprintln(stderr, "eventbench:", err)
+		return cfg, err
+	}
+	cfg.NodeArgs = strings.Fields(nodeArgs)
+	cfg.LogOut = stderr
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintln(stderr, "eventbench:", err)
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.Sites <= 0 || c.Pages <= 0 || c.Visitors <= 0:
+		return fmt.Errorf("-sites, -pages and -visitors must be positive, got %d, %d and %d", c.Sites, c.Pages, c.Visitors)
+	case c.Visitors > 1<<17:
+		return fmt.Errorf("-visitors must be at most %d, got %d", 1<<17, c.Visitors)
+	case c.Conns <= 0:
+		return fmt.Errorf("-conns must be positive, got %d", c.Conns)
+	case c.Duration <= 0 || c.Warmup < 0:
+		return fmt.Errorf("-duration must be positive and -warmup not negative, got %v and %v", c.Duration, c.Warmup)
+	case c.Rounds <= 0:
+		return fmt.Errorf("-rounds must be positive, got %d", c.Rounds)
+	case c.SettleTimeout <= 0 || c.StartTimeout <= 0:
+		return errors.New("-settle-timeout and -start-timeout must be positive")
+	}
+	return nil
+}

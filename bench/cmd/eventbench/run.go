@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/waymark/waymark/bench/harness"
+)
+
+// ipRateArgs lifts the node's per-address limit: the load comes from one
+// loopback address, and X-Forwarded-For spreads it over many visitors only
+// as far as the limiter keys go.
+var ipRateArgs = []string{"--ingest-ip-rate", "1000000"}
+
+// target is a server under test: the node or the baseline.
+type target struct {
+	name   string
+	addr   string
+	exited <-chan struct{}
+	why    func() string
+}
+
+func run(ctx context.Context, cfg config, out io.Writer) error {
+	var echo io.Writer
+	if cfg.Verbose {
+		echo = cfg.LogOut
+	}
+	fmt.Fprintf(out, "eventbench: %d site(s), %d conns, %v warmup + %v measured per run, %d rounds; GOMAXPROCS %d, %d CPUs\n",
+		cfg.Sites, cfg.Conns, cfg.Warmup, cfg.Duration, cfg.Rounds, runtime.GOMAXPROCS(0), runtime.NumCPU())
+
+	node, dataDir, stopNode, err := startNode(ctx, cfg, echo, out)
+	defer stopNode()
+	if err != nil {
+		return err
+	}
+	sites, err := registerSites(ctx, node.BaseURL, node.APIKey, cfg.Sites)
+	if err != nil {
+		return err
+	}
+	probed, err := probeSites(ctx, node.BaseURL, sites)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "registered %d site(s); each took an event (%d probe events)\n", len(sites), probed)
+
+	bc := cfg.Baseline
+	bc.Echo = echo
+	baseline, baselineAddr, err := harness.StartBaselineChild(ctx, bc)
+	if err != nil {
+		return fmt.Errorf("cannot start the baseline: %w", err)
+	}
+	defer baseline.Stop()
+	fmt.Fprintf(out, "baseline at %s (pid %d)\n", baselineAddr, baseline.Pid())
+
+	base := target{name: "baseline", addr: baselineAddr, exited: baseline.Exited(), why: exitNote(baseline)}
+	nt := target{name: "node", addr: node.HTTPAddr, exited: node.Exited(), why: exitNote(node.Child)}
+	domains := make([]string, len(sites))
+	for i, s := range sites {
+		domains[i] = s.Domain
+	}
+	rep := newReport(cfg)
+	acc := newAcceptedTally(sites, probed)
+	for r := range cfg.Rounds {
+		round, err := runRound(ctx, cfg, out, r, base, nt, domains, acc)
+		if err != nil {
+			return err
+		}
+		rep.Rounds = append(rep.Rounds, round)
+	}
+	rep.summarize()
+	rep.print(out)
+
+	fmt.Fprintf(out, "\nwaiting for shipping to settle (up to %v)\n", cfg.SettleTimeout)
+	check, err := checkStored(ctx, cfg, node, dataDir, acc)
+	if err != nil {
+		return err
+	}
+	rep.Stored = check
+	check.print(out)
+	if cfg.Out != "" {
+		if err := rep.writeJSON(cfg.Out); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "results written to %s\n", cfg.Out)
+	}
+	var errs []error
+	if n := rep.Summary.Errors; n > 0 {
+		errs = append(errs, fmt.Errorf("%d requests failed; the figures are not valid", n))
+	}
+	if !check.ExactlyOnce {
+		errs = append(errs, fmt.Errorf("the raw store holds %d events; want exactly %d", check.Stored, check.Accepted))
+	}
+	return errors.Join(errs...)
+}
+
+// runRound measures the baseline and the node once each. Odd rounds go
+// node first, so drift in the machine's load falls on both sides equally.
+func runRound(ctx context.Context, cfg config, out io.Writer, r int, base, node target, domains []string, acc *acceptedTally) (Round, error) {
+	round := Round{Number: r + 1}
+	slots := []*Measurement{&round.Baseline, &round.Node}
+	targets := []target{base, node}
+	if r%2 == 1 {
+		slots[0], slots[1] = slots[1], slots[0]
+		targets[0], targets[1] = targets[1], targets[0]
+	}
+	for i, t := range targets {
+		res, err := harness.RunEventLoad(ctx, harness.EventLoadConfig{
+			Addr: t.addr, Domains: domains, Pages: cfg.Pages, Visitors: cfg.Visitors,
+			Conns: cfg.Conns, Warmup: cfg.Warmup, Duration: cfg.Duration, Seed: cfg.Seed + uint64(r),
+		})
+		if t.name == "node" && res != nil {
+			acc.add(res) // even after an error: what was accepted must be stored
+		}
+		if err != nil {
+			return round, err
+		}
+		if isClosed(t.exited) {
+			return round, fmt.Errorf("%s died during round %d: %s", t.name, r+1, t.why())
+		}
+		*slots[i] = newMeasurement(t.name, res)
+		printRun(out, round.Number, *slots[i])
+	}
+	round.Ratio = ratio(round.Node.RPS, round.Baseline.RPS)
+	return round, nil
+}
+
+// startNode starts a dev node in a fresh temp dir. The returned stop
+// function is never nil; it stops the node and removes the dir.
+func startNode(ctx context.Context, cfg config, echo, out io.Writer) (*harness.Node, string, func(), error) {
+	bin, err := resolveWaymark(cfg.Waymark)
+	if err != nil {
+		return nil, "", func() {}, err
+	}
+	dir, err := os.MkdirTemp("", "eventbench-")
+	if err != nil {
+		return nil, "", func() {}, fmt.Errorf("cannot create a data dir: %w", err)
+	}
+	removeDir := func() { os.RemoveAll(dir) }
+	args := append(append([]string(nil), ipRateArgs...), cfg.NodeArgs...)
+	fmt.Fprintf(out, "starting %s node --dev --data-dir %s %v\n", bin, dir, args)
+	started := time.Now()
+	n, err := harness.StartDevNode(ctx, harness.NodeConfig{
+		Binary: bin, DataDir: dir, ExtraArgs: args, Echo: echo, StartTimeout: cfg.StartTimeout,
+	})
+	if err != nil {
+		removeDir()
+		return nil, "", func() {}, fmt.Errorf("cannot start the node: %w", err)
+	}
+	fmt.Fprintf(out, "node ready at %s (pid %d) in %v\n", n.HTTPAddr, n.Pid(), time.Since(started).Round(time.Millisecond))
+	stop := func() {
+		if err := n.Stop(); err != nil {
+			fmt.Fprintln(out, "eventbench:", err)
+		}
+		removeDir()
+	}
+	return n, dir, stop, nil
+}
+
+// resolveWaymark returns the node binary as an absolute path: the flag if
+// given, else bin/waymark at the root of the module this is run from.
+func resolveWaymark(flagValue string) (string, error) {
+	if flagValue != "" {
+		if _, err := os.Stat(flagValue); err != nil {
+			return "", fmt.Errorf("cannot use -waymark %s: %w", flagValue, err)
+		}
+		return filepath.Abs(flagValue)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the working directory: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			bin := filepath.Join(dir, "bin", "waymark")
+			if _, err := os.Stat(bin); err != nil {
+				return "", fmt.Errorf("cannot find %s: run `go build -o bin/waymark ./cmd/waymark` or pass -waymark", bin)
+			}
+			return bin, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find the repo root (go.mod) above the working directory: pass -waymark")
+		}
+		dir = parent
+	}
+}
+
+func exitNote(c *harness.Child) func() string {
+	return func() string { return fmt.Sprintf("%v; last output: %q", c.ExitErr(), c.Tail()) }
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
