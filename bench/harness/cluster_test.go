@@ -4,39 +4,18 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// buildWaymark builds the real binary into a temp dir, as the end-to-end
-// tests in cmd/waymark do.
-func buildWaymark(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("skipping: builds and starts the real waymark binary (-short)")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("skipping: no go command to build waymark with")
-	}
-	bin := filepath.Join(t.TempDir(), "waymark")
-	out, err := exec.Command(goBin, "build", "-o", bin, "github.com/waymark/waymark/cmd/waymark").CombinedOutput()
-	if err != nil {
-		t.Fatalf("cannot build waymark: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestClusterOneVoterOneEdge starts a real one-voter cluster with one edge,
 // drives creates through the edge, and checks the replica index, the
 // codes kept, and that Stop leaves no process behind.
 func TestClusterOneVoterOneEdge(t *testing.T) {
 	t0 := time.Now()
-	bin := buildWaymark(t)
+	bin := BuildWaymark(t)
 	t.Logf("built in %v", time.Since(t0))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"fmt"
 	"os"
 	"testing"
 )
@@ -11,21 +10,11 @@ import (
 const baselineChildEnv = "HARNESS_TEST_BASELINE_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(baselineChildEnv) == "1" {
-		if err := BaselineChildMain(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	ServeTestRole(baselineChildEnv, map[string]func() error{"1": BaselineChildMain})
 	os.Exit(m.Run())
 }
 
 func baselineChildConfig(t testing.TB) ChildConfig {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatalf("cannot find the test binary: %v", err)
-	}
-	return ChildConfig{Path: exe, Env: []string{baselineChildEnv + "=1"}}
+	return TestBinaryChild(t, "", baselineChildEnv+"=1")
 }

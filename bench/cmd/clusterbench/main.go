@@ -20,10 +20,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/waymark/waymark/bench/harness"
 )
 
 // errMissedTarget marks a finished run in which a figure missed its target
@@ -32,30 +32,10 @@ var errMissedTarget = errors.New("a figure missed its target")
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		os.Exit(2)
-	}
-	// The first Ctrl-C cancels the run, which stops every node and removes
-	// the temp dir on the way out; a second one kills the harness at once
-	// (the nodes still die with it: see harness.ChildConfig).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	err = run(ctx, cfg, os.Stdout)
-	stop()
-	switch {
-	case errors.Is(err, errMissedTarget):
-		fmt.Fprintln(os.Stderr, "clusterbench:", err)
-		os.Exit(3)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "clusterbench:", err)
-		os.Exit(1)
-	}
+	harness.ExitOnFlagError(err)
+	harness.RunMain("clusterbench", errMissedTarget, func(ctx context.Context) error {
+		return run(ctx, cfg, os.Stdout)
+	})
 }
 
 // config is everything a run needs, validated.
@@ -107,21 +87,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.Out, "out", "", "also write the results as JSON to this file")
 	fs.BoolVar(&cfg.Check, "check", false, "exit with status 3 when a figure misses its target (5,000 creates/s, takedown p99 < 1 s)")
 	fs.BoolVar(&cfg.Verbose, "v", false, "copy the nodes' logs to stderr")
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		err := fmt.Errorf("unexpected arguments %q", fs.Args())
-		fmt.Fprintln(stderr, "clusterbench:", err)
-		return cfg, err
-	}
-	cfg.NodeArgs = strings.Fields(nodeArgs)
-	cfg.LogOut = stderr
-	if err := cfg.validate(); err != nil {
-		fmt.Fprintln(stderr, "clusterbench:", err)
-		return cfg, err
-	}
-	return cfg, nil
+	err := harness.ParseFlags(fs, args, func() error {
+		cfg.NodeArgs = strings.Fields(nodeArgs)
+		cfg.LogOut = stderr
+		return cfg.validate()
+	})
+	return cfg, err
 }
 
 func (c *config) validate() error {

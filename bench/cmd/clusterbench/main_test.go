@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waymark/waymark/bench/harness"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -93,17 +94,7 @@ func TestReportPrint(t *testing.T) {
 // TestRunEndToEnd runs every phase, shortened, against a real five-node
 // cluster built from this tree.
 func TestRunEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping: builds waymark and starts a five-node cluster (-short)")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("skipping: no go command to build waymark with")
-	}
-	bin := filepath.Join(t.TempDir(), "waymark")
-	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/waymark/waymark/cmd/waymark").CombinedOutput(); err != nil {
-		t.Fatalf("cannot build waymark: %v\n%s", err, out)
-	}
+	bin := harness.BuildWaymark(t)
 	outFile := filepath.Join(t.TempDir(), "out.json")
 	cfg, err := parseFlags([]string{"-waymark", bin, "-owners", "2", "-conns", "8",
 		"-creates-warmup", "0s", "-creates-duration", "500ms", "-lag-samples", "3", "-lag-load-conns", "2",

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -194,15 +193,4 @@ func cappedNote(c *CatchupResult) string {
 		return "stopped by -load-max"
 	}
 	return ""
-}
-
-func (r *Report) writeJSON(path string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("cannot encode results: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("cannot write results: %w", err)
-	}
-	return nil
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -43,7 +41,7 @@ type bench struct {
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) (err error) {
-	bin, err := resolveWaymark(cfg.Waymark)
+	bin, err := harness.ResolveWaymark(cfg.Waymark)
 	if err != nil {
 		return err
 	}
@@ -104,7 +102,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	b.rep.finish(b.created)
 	b.rep.print(out)
 	if cfg.Out != "" {
-		if err := b.rep.writeJSON(cfg.Out); err != nil {
+		if err := harness.WriteJSON(cfg.Out, b.rep); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "results written to %s\n", cfg.Out)
@@ -141,33 +139,4 @@ func (b *bench) setUp(ctx context.Context, formed time.Duration) error {
 		return err
 	}
 	return nil
-}
-
-// resolveWaymark returns the binary to start: the flag's value, or
-// bin/waymark in the repository that holds the working directory.
-func resolveWaymark(flagValue string) (string, error) {
-	if flagValue != "" {
-		if _, err := os.Stat(flagValue); err != nil {
-			return "", fmt.Errorf("cannot use -waymark: %w", err)
-		}
-		return filepath.Abs(flagValue)
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("cannot find the working directory: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			bin := filepath.Join(dir, "bin", "waymark")
-			if _, err := os.Stat(bin); err != nil {
-				return "", fmt.Errorf("cannot find %s: run `make build` or pass -waymark", bin)
-			}
-			return bin, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("cannot find the repo root (go.mod) above the working directory: pass -waymark")
-		}
-		dir = parent
-	}
 }

@@ -19,9 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/waymark/waymark/bench/harness"
@@ -32,54 +30,23 @@ import (
 const serveBaselineFlag = "-serve-event-baseline"
 
 func main() {
-	if len(os.Args) == 2 && strings.TrimLeft(os.Args[1], "-") == strings.TrimLeft(serveBaselineFlag, "-") {
-		if err := harness.EventBaselineChildMain(); err != nil {
-			fmt.Fprintln(os.Stderr, "eventbench:", err)
-			os.Exit(1)
-		}
-		return
-	}
+	harness.ServeChildIfAsked("eventbench", serveBaselineFlag, harness.EventBaselineChildMain)
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		os.Exit(2)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "eventbench: cannot find own executable:", err)
-		os.Exit(1)
-	}
-	cfg.Baseline = harness.ChildConfig{Name: "baseline", Path: exe, Args: []string{serveBaselineFlag}}
-
-	// The first Ctrl-C cancels the run, which stops every child and removes
-	// the temp dir on the way out; a second one kills the harness at once
-	// (the children still die with it: see harness.ChildConfig).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	err = run(ctx, cfg, os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "eventbench:", err)
-		os.Exit(1)
-	}
+	harness.ExitOnFlagError(err)
+	cfg.Baseline = harness.SelfChild("eventbench", "baseline", serveBaselineFlag)
+	harness.RunMain("eventbench", nil, func(ctx context.Context) error {
+		return run(ctx, cfg, os.Stdout)
+	})
 }
 
 // config is everything a run needs, validated.
 type config struct {
-	Waymark       string // node binary; resolved from the repo root when empty
-	NodeArgs      []string
-	Sites         int
-	Pages         int
-	Visitors      int
-	Duration      time.Duration
-	Warmup        time.Duration
-	Conns         int
-	Rounds        int
+	Waymark  string // node binary; resolved from the repo root when empty
+	NodeArgs []string
+	Sites    int
+	Pages    int
+	Visitors int
+	harness.RoundFlags
 	Out           string
 	Verbose       bool
 	StartTimeout  time.Duration
@@ -100,30 +67,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.Sites, "sites", 1, "sites to register (bench.example, then bench-2.example, ...); events are spread over them")
 	fs.IntVar(&cfg.Pages, "pages", 1000, "distinct page paths per site")
 	fs.IntVar(&cfg.Visitors, "visitors", 10000, "distinct X-Forwarded-For addresses (at most 131072)")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window of each run")
-	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured load before each window")
-	fs.IntVar(&cfg.Conns, "conns", 64, "concurrent keep-alive connections of the load generator")
-	fs.IntVar(&cfg.Rounds, "rounds", 3, "baseline/node run pairs; the report uses the median")
+	cfg.RoundFlags.Register(fs)
 	fs.StringVar(&cfg.Out, "out", "", "also write the results as JSON to this file")
 	fs.BoolVar(&cfg.Verbose, "v", false, "copy the children's logs to stderr")
 	fs.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "how long the node may take to become ready")
 	fs.DurationVar(&cfg.SettleTimeout, "settle-timeout", 10*time.Minute, "how long shipping may take to store every accepted event")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed for the choice of site, page and visitor")
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		err := fmt.Errorf("unexpected arguments %q", fs.Args())
-		fmt.Fprintln(stderr, "eventbench:", err)
-		return cfg, err
-	}
-	cfg.NodeArgs = strings.Fields(nodeArgs)
-	cfg.LogOut = stderr
-	if err := cfg.validate(); err != nil {
-		fmt.Fprintln(stderr, "eventbench:", err)
-		return cfg, err
-	}
-	return cfg, nil
+	err := harness.ParseFlags(fs, args, func() error {
+		cfg.NodeArgs = strings.Fields(nodeArgs)
+		cfg.LogOut = stderr
+		return cfg.validate()
+	})
+	return cfg, err
 }
 
 func (c *config) validate() error {
@@ -134,12 +89,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-visitors must be at most %d, got %d", 1<<17, c.Visitors)
 	case c.Conns <= 0:
 		return fmt.Errorf("-conns must be positive, got %d", c.Conns)
-	case c.Duration <= 0 || c.Warmup < 0:
-		return fmt.Errorf("-duration must be positive and -warmup not negative, got %v and %v", c.Duration, c.Warmup)
-	case c.Rounds <= 0:
-		return fmt.Errorf("-rounds must be positive, got %d", c.Rounds)
 	case c.SettleTimeout <= 0 || c.StartTimeout <= 0:
 		return errors.New("-settle-timeout and -start-timeout must be positive")
 	}
-	return nil
+	return c.RoundFlags.Validate()
 }

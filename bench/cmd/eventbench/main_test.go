@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,32 +17,8 @@ import (
 const baselineRoleEnv = "EVENTBENCH_TEST_BASELINE"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(baselineRoleEnv) == "1" {
-		if err := harness.EventBaselineChildMain(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	harness.ServeTestRole(baselineRoleEnv, map[string]func() error{"1": harness.EventBaselineChildMain})
 	os.Exit(m.Run())
-}
-
-// buildWaymark builds the real binary into a temp dir.
-func buildWaymark(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("skipping: builds and starts the real waymark binary (-short)")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("skipping: no go command to build waymark with")
-	}
-	bin := filepath.Join(t.TempDir(), "waymark")
-	out, err := exec.Command(goBin, "build", "-o", bin, "github.com/waymark/waymark/cmd/waymark").CombinedOutput()
-	if err != nil {
-		t.Fatalf("cannot build waymark: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // TestEventbenchEndToEnd runs the whole command against the real node for
@@ -53,7 +27,7 @@ func buildWaymark(t *testing.T) string {
 // Many sites at low concurrency keep every site under the node's
 // per-site limit (1000 events/s, burst 2000).
 func TestEventbenchEndToEnd(t *testing.T) {
-	bin := buildWaymark(t)
+	bin := harness.BuildWaymark(t)
 	out := filepath.Join(t.TempDir(), "out.json")
 	args := []string{"-waymark", bin, "-sites", "32", "-conns", "4", "-warmup", "200ms", "-duration", "1s",
 		"-rounds", "1", "-visitors", "500", "-out", out}
@@ -61,11 +35,7 @@ func TestEventbenchEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parseFlags(%q): %v", args, err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatalf("cannot find the test binary: %v", err)
-	}
-	cfg.Baseline = harness.ChildConfig{Name: "baseline", Path: exe, Env: []string{baselineRoleEnv + "=1"}}
+	cfg.Baseline = harness.TestBinaryChild(t, "baseline", baselineRoleEnv+"=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var log strings.Builder

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -58,8 +57,8 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	defer baseline.Stop()
 	fmt.Fprintf(out, "baseline at %s (pid %d)\n", baselineAddr, baseline.Pid())
 
-	base := target{name: "baseline", addr: baselineAddr, exited: baseline.Exited(), why: exitNote(baseline)}
-	nt := target{name: "node", addr: node.HTTPAddr, exited: node.Exited(), why: exitNote(node.Child)}
+	base := target{name: "baseline", addr: baselineAddr, exited: baseline.Exited(), why: baseline.ExitNote}
+	nt := target{name: "node", addr: node.HTTPAddr, exited: node.Exited(), why: node.ExitNote}
 	domains := make([]string, len(sites))
 	for i, s := range sites {
 		domains[i] = s.Domain
@@ -84,7 +83,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	rep.Stored = check
 	check.print(out)
 	if cfg.Out != "" {
-		if err := rep.writeJSON(cfg.Out); err != nil {
+		if err := harness.WriteJSON(cfg.Out, rep); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "results written to %s\n", cfg.Out)
@@ -99,17 +98,14 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	return errors.Join(errs...)
 }
 
-// runRound measures the baseline and the node once each. Odd rounds go
-// node first, so drift in the machine's load falls on both sides equally.
+// runRound measures the baseline and the node once each, in an order
+// that alternates from round to round (see harness.RunPair).
 func runRound(ctx context.Context, cfg config, out io.Writer, r int, base, node target, domains []string, acc *acceptedTally) (Round, error) {
 	round := Round{Number: r + 1}
-	slots := []*Measurement{&round.Baseline, &round.Node}
-	targets := []target{base, node}
-	if r%2 == 1 {
-		slots[0], slots[1] = slots[1], slots[0]
-		targets[0], targets[1] = targets[1], targets[0]
-	}
-	for i, t := range targets {
+	slots := [2]*Measurement{&round.Baseline, &round.Node}
+	targets := [2]target{base, node}
+	err := harness.RunPair(r, func(side int) error {
+		t := targets[side]
 		res, err := harness.RunEventLoad(ctx, harness.EventLoadConfig{
 			Addr: t.addr, Domains: domains, Pages: cfg.Pages, Visitors: cfg.Visitors,
 			Conns: cfg.Conns, Warmup: cfg.Warmup, Duration: cfg.Duration, Seed: cfg.Seed + uint64(r),
@@ -118,22 +114,23 @@ func runRound(ctx context.Context, cfg config, out io.Writer, r int, base, node 
 			acc.add(res) // even after an error: what was accepted must be stored
 		}
 		if err != nil {
-			return round, err
+			return err
 		}
-		if isClosed(t.exited) {
-			return round, fmt.Errorf("%s died during round %d: %s", t.name, r+1, t.why())
+		if harness.IsClosed(t.exited) {
+			return fmt.Errorf("%s died during round %d: %s", t.name, r+1, t.why())
 		}
-		*slots[i] = newMeasurement(t.name, res)
-		printRun(out, round.Number, *slots[i])
-	}
-	round.Ratio = ratio(round.Node.RPS, round.Baseline.RPS)
-	return round, nil
+		*slots[side] = newMeasurement(t.name, res)
+		printRun(out, round.Number, *slots[side])
+		return nil
+	})
+	round.Ratio = harness.Ratio(round.Node.RPS, round.Baseline.RPS)
+	return round, err
 }
 
 // startNode starts a dev node in a fresh temp dir. The returned stop
 // function is never nil; it stops the node and removes the dir.
 func startNode(ctx context.Context, cfg config, echo, out io.Writer) (*harness.Node, string, func(), error) {
-	bin, err := resolveWaymark(cfg.Waymark)
+	bin, err := harness.ResolveWaymark(cfg.Waymark)
 	if err != nil {
 		return nil, "", func() {}, err
 	}
@@ -160,53 +157,4 @@ func startNode(ctx context.Context, cfg config, echo, out io.Writer) (*harness.N
 		removeDir()
 	}
 	return n, dir, stop, nil
-}
-
-// resolveWaymark returns the node binary as an absolute path: the flag if
-// given, else bin/waymark at the root of the module this is run from.
-func resolveWaymark(flagValue string) (string, error) {
-	if flagValue != "" {
-		if _, err := os.Stat(flagValue); err != nil {
-			return "", fmt.Errorf("cannot use -waymark %s: %w", flagValue, err)
-		}
-		return filepath.Abs(flagValue)
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("cannot find the working directory: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			bin := filepath.Join(dir, "bin", "waymark")
-			if _, err := os.Stat(bin); err != nil {
-				return "", fmt.Errorf("cannot find %s: run `go build -o bin/waymark ./cmd/waymark` or pass -waymark", bin)
-			}
-			return bin, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("cannot find the repo root (go.mod) above the working directory: pass -waymark")
-		}
-		dir = parent
-	}
-}
-
-func exitNote(c *harness.Child) func() string {
-	return func() string { return fmt.Sprintf("%v; last output: %q", c.ExitErr(), c.Tail()) }
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return a / b
 }

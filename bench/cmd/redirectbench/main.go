@@ -20,9 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/waymark/waymark/bench/harness"
@@ -36,60 +34,25 @@ const serveBaselineFlag = "-serve-baseline"
 var errBelowTarget = errors.New("node/baseline ratio is below the target")
 
 func main() {
-	if len(os.Args) == 2 && strings.TrimLeft(os.Args[1], "-") == strings.TrimLeft(serveBaselineFlag, "-") {
-		if err := harness.BaselineChildMain(); err != nil {
-			fmt.Fprintln(os.Stderr, "redirectbench:", err)
-			os.Exit(1)
-		}
-		return
-	}
+	harness.ServeChildIfAsked("redirectbench", serveBaselineFlag, harness.BaselineChildMain)
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		os.Exit(2)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "redirectbench: cannot find own executable:", err)
-		os.Exit(1)
-	}
-	cfg.Baseline = harness.ChildConfig{Name: "baseline", Path: exe, Args: []string{serveBaselineFlag}}
-
-	// The first Ctrl-C cancels the run, which stops every child and removes
-	// the temp dir on the way out; a second one kills the harness at once
-	// (the children still die with it: see harness.ChildConfig).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	err = run(ctx, cfg, os.Stdout)
-	stop()
-	switch {
-	case errors.Is(err, errBelowTarget):
-		fmt.Fprintln(os.Stderr, "redirectbench:", err)
-		os.Exit(3)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "redirectbench:", err)
-		os.Exit(1)
-	}
+	harness.ExitOnFlagError(err)
+	cfg.Baseline = harness.SelfChild("redirectbench", "baseline", serveBaselineFlag)
+	harness.RunMain("redirectbench", errBelowTarget, func(ctx context.Context) error {
+		return run(ctx, cfg, os.Stdout)
+	})
 }
 
 // config is everything a run needs, validated.
 type config struct {
-	Waymark      string // node binary; resolved from the repo root when empty
-	NodeURL      string // a running node instead of a child
-	APIKeyFile   string
-	NodeArgs     []string
-	Links        int
-	LoadWorkers  int
-	Keys         int
-	Duration     time.Duration
-	Warmup       time.Duration
-	Conns        int
-	Rounds       int
+	Waymark     string // node binary; resolved from the repo root when empty
+	NodeURL     string // a running node instead of a child
+	APIKeyFile  string
+	NodeArgs    []string
+	Links       int
+	LoadWorkers int
+	Keys        int
+	harness.RoundFlags
 	Out          string
 	Target       float64
 	Check        bool
@@ -116,10 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&nodeArgs, "node-args", "", "extra space-separated arguments for `waymark node --dev`")
 	fs.IntVar(&cfg.Links, "links", 100_000, "links to create before measuring; requests pick among them at random")
 	fs.IntVar(&cfg.LoadWorkers, "load-workers", 32, "concurrent creates while loading links")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window of each run")
-	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured load before each window")
-	fs.IntVar(&cfg.Conns, "conns", 64, "concurrent keep-alive connections of the load generator")
-	fs.IntVar(&cfg.Rounds, "rounds", 3, "baseline/node run pairs; the report uses the median")
+	cfg.RoundFlags.Register(fs)
 	fs.StringVar(&cfg.Out, "out", "", "also write the results as JSON to this file")
 	fs.Float64Var(&cfg.Target, "target", 0.9, "node/baseline throughput ratio the node should reach")
 	fs.BoolVar(&cfg.Check, "check", false, "exit with status 3 when the median ratio is below -target")
@@ -128,21 +88,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.Verbose, "v", false, "copy the children's logs to stderr")
 	fs.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "how long the node may take to become ready")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed for the random choice of codes")
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		err := fmt.Errorf("unexpected arguments %q", fs.Args())
-		fmt.Fprintln(stderr, "redirectbench:", err)
-		return cfg, err
-	}
-	cfg.NodeArgs = strings.Fields(nodeArgs)
-	cfg.LogOut = stderr
-	if err := cfg.validate(); err != nil {
-		fmt.Fprintln(stderr, "redirectbench:", err)
-		return cfg, err
-	}
-	return cfg, nil
+	err := harness.ParseFlags(fs, args, func() error {
+		cfg.NodeArgs = strings.Fields(nodeArgs)
+		cfg.LogOut = stderr
+		return cfg.validate()
+	})
+	return cfg, err
 }
 
 func (c *config) validate() error {
@@ -151,10 +102,6 @@ func (c *config) validate() error {
 		return fmt.Errorf("-links must be positive, got %d", c.Links)
 	case c.Conns <= 0 || c.LoadWorkers <= 0 || c.Keys <= 0:
 		return fmt.Errorf("-conns, -load-workers and -keys must be positive, got %d, %d and %d", c.Conns, c.LoadWorkers, c.Keys)
-	case c.Duration <= 0 || c.Warmup < 0:
-		return fmt.Errorf("-duration must be positive and -warmup not negative, got %v and %v", c.Duration, c.Warmup)
-	case c.Rounds <= 0:
-		return fmt.Errorf("-rounds must be positive, got %d", c.Rounds)
 	case c.NodeURL == "" && c.APIKeyFile != "":
 		return errors.New("-api-key-file only goes with -url")
 	case c.NodeURL != "" && c.APIKeyFile == "":
@@ -164,5 +111,5 @@ func (c *config) validate() error {
 	case c.AA && (c.NodeURL != "" || c.Waymark != ""):
 		return errors.New("-aa starts no node: drop -url and -waymark")
 	}
-	return nil
+	return c.RoundFlags.Validate()
 }

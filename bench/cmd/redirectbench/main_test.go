@@ -27,21 +27,11 @@ import (
 const roleEnv = "REDIRECTBENCH_TEST_ROLE"
 
 func TestMain(m *testing.M) {
-	switch os.Getenv(roleEnv) {
-	case "baseline":
-		exitOn(harness.BaselineChildMain())
-	case "node":
-		exitOn(fakeNodeMain(os.Args[1:]))
-	}
+	harness.ServeTestRole(roleEnv, map[string]func() error{
+		"baseline": harness.BaselineChildMain,
+		"node":     func() error { return fakeNodeMain(os.Args[1:]) },
+	})
 	os.Exit(m.Run())
-}
-
-func exitOn(err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(0)
 }
 
 // fakeNodeMain behaves like `waymark node --dev` as far as the benchmark can
@@ -139,11 +129,7 @@ func testConfig(t *testing.T, extraArgs ...string) config {
 	if err != nil {
 		t.Fatalf("parseFlags(%q): %v", args, err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatalf("cannot find the test binary: %v", err)
-	}
-	cfg.Baseline = harness.ChildConfig{Name: "baseline", Path: exe, Env: []string{roleEnv + "=baseline"}}
+	cfg.Baseline = harness.TestBinaryChild(t, "baseline", roleEnv+"=baseline")
 	return cfg
 }
 
@@ -263,30 +249,5 @@ func TestExistingTargetRefusesNonLoopback(t *testing.T) {
 	cfg := config{NodeURL: "http://192.0.2.1:8080", APIKeyFile: "/dev/null", StartTimeout: time.Second}
 	if _, err := existingTarget(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Errorf("existingTarget(%s): got %v; want a loopback error", cfg.NodeURL, err)
-	}
-}
-
-func TestMedian(t *testing.T) {
-	rounds := func(vs ...float64) []Round {
-		var rs []Round
-		for _, v := range vs {
-			rs = append(rs, Round{Ratio: v})
-		}
-		return rs
-	}
-	ratioOf := func(r Round) float64 { return r.Ratio }
-	tests := []struct {
-		in   []Round
-		want float64
-	}{
-		{nil, 0},
-		{rounds(0.8), 0.8},
-		{rounds(0.95, 0.7, 0.9), 0.9},
-		{rounds(1, 0.5, 0.7, 0.9), 0.8},
-	}
-	for _, tt := range tests {
-		if got := median(tt.in, ratioOf); got != tt.want {
-			t.Errorf("median(%v) = %v; want %v", tt.in, got, tt.want)
-		}
 	}
 }

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -52,7 +50,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 			return err
 		}
 		defer second.Stop()
-		node = target{name: "baseline-b", addr: addr, exited: second.Exited(), why: exitNote(second)}
+		node = target{name: "baseline-b", addr: addr, exited: second.Exited(), why: second.ExitNote}
 		paths = syntheticPaths(cfg.Links)
 	} else {
 		var stopNode func()
@@ -71,7 +69,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 	defer baseline.Stop()
-	base := target{name: "baseline", addr: baselineAddr, exited: baseline.Exited(), why: exitNote(baseline)}
+	base := target{name: "baseline", addr: baselineAddr, exited: baseline.Exited(), why: baseline.ExitNote}
 
 	if cfg.Prime {
 		for _, t := range []target{base, node} {
@@ -92,7 +90,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	rep.summarize()
 	rep.print(out)
 	if cfg.Out != "" {
-		if err := rep.writeJSON(cfg.Out); err != nil {
+		if err := harness.WriteJSON(cfg.Out, rep); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "results written to %s\n", cfg.Out)
@@ -106,33 +104,30 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	return nil
 }
 
-// runRound measures the baseline and the node once each. Odd rounds go
-// node first, so drift in the machine's load over time falls on both sides
-// equally.
+// runRound measures the baseline and the node once each, in an order
+// that alternates from round to round (see harness.RunPair).
 func runRound(ctx context.Context, cfg config, out io.Writer, r int, base, node target, paths [][]byte) (Round, error) {
 	round := Round{Number: r + 1}
-	slots := []*Measurement{&round.Baseline, &round.Node}
-	targets := []target{base, node}
-	if r%2 == 1 {
-		slots[0], slots[1] = slots[1], slots[0]
-		targets[0], targets[1] = targets[1], targets[0]
-	}
-	for i, t := range targets {
+	slots := [2]*Measurement{&round.Baseline, &round.Node}
+	targets := [2]target{base, node}
+	err := harness.RunPair(r, func(side int) error {
+		t := targets[side]
 		res, err := harness.RunLoad(ctx, harness.LoadConfig{
 			Addr: t.addr, Paths: paths, Conns: cfg.Conns,
 			Warmup: cfg.Warmup, Duration: cfg.Duration, Seed: cfg.Seed + uint64(r),
 		})
 		if err != nil {
-			return round, err
+			return err
 		}
-		if t.exited != nil && isClosed(t.exited) {
-			return round, fmt.Errorf("%s died during round %d: %s", t.name, r+1, t.why())
+		if harness.IsClosed(t.exited) {
+			return fmt.Errorf("%s died during round %d: %s", t.name, r+1, t.why())
 		}
-		*slots[i] = newMeasurement(t.name, res)
-		printRun(out, round.Number, *slots[i])
-	}
-	round.Ratio = ratio(round.Node.RPS, round.Baseline.RPS)
-	return round, nil
+		*slots[side] = newMeasurement(t.name, res)
+		printRun(out, round.Number, *slots[side])
+		return nil
+	})
+	round.Ratio = harness.Ratio(round.Node.RPS, round.Baseline.RPS)
+	return round, err
 }
 
 // prime requests every path once, so the rounds measure a node whose cache
@@ -198,10 +193,6 @@ func syntheticPaths(n int) [][]byte {
 	return paths
 }
 
-func exitNote(c *harness.Child) func() string {
-	return func() string { return fmt.Sprintf("%v; last output: %q", c.ExitErr(), c.Tail()) }
-}
-
 // startTarget starts a dev node in a fresh temp dir, or checks the running
 // node given with -url. The returned stop function is never nil.
 func startTarget(ctx context.Context, cfg config, echo, out io.Writer) (target, func(), error) {
@@ -209,7 +200,7 @@ func startTarget(ctx context.Context, cfg config, echo, out io.Writer) (target, 
 		t, err := existingTarget(ctx, cfg)
 		return t, func() {}, err
 	}
-	bin, err := resolveWaymark(cfg.Waymark)
+	bin, err := harness.ResolveWaymark(cfg.Waymark)
 	if err != nil {
 		return target{}, func() {}, err
 	}
@@ -246,7 +237,7 @@ func startTarget(ctx context.Context, cfg config, echo, out io.Writer) (target, 
 	}
 	t := target{
 		name: "node", addr: n.HTTPAddr, baseURL: n.BaseURL, apiKeys: keys,
-		exited: n.Exited(), why: exitNote(n.Child),
+		exited: n.Exited(), why: n.ExitNote,
 	}
 	return t, stop, nil
 }
@@ -277,35 +268,6 @@ func existingTarget(ctx context.Context, cfg config) (target, error) {
 	return t, nil
 }
 
-// resolveWaymark returns the node binary as an absolute path: the flag if
-// given, else bin/waymark at the root of the module this is run from.
-func resolveWaymark(flagValue string) (string, error) {
-	if flagValue != "" {
-		if _, err := os.Stat(flagValue); err != nil {
-			return "", fmt.Errorf("cannot use -waymark %s: %w", flagValue, err)
-		}
-		return filepath.Abs(flagValue)
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("cannot find the working directory: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			bin := filepath.Join(dir, "bin", "waymark")
-			if _, err := os.Stat(bin); err != nil {
-				return "", fmt.Errorf("cannot find %s: run `make build` or pass -waymark", bin)
-			}
-			return bin, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("cannot find the repo root (go.mod) above the working directory: pass -waymark")
-		}
-		dir = parent
-	}
-}
-
 // sampleIndexes picks up to n indexes spread evenly over [0, total).
 func sampleIndexes(total, n int) []int {
 	n = min(n, total)
@@ -317,20 +279,4 @@ func sampleIndexes(total, n int) []int {
 		idx[n-1] = total - 1
 	}
 	return idx
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return a / b
 }
