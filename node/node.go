@@ -116,8 +116,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 	if err := phase("ingest", n.openIngest); err != nil {
 		return nil, err
 	}
-	if err := phase("aggregator", n.openAggregator); err != nil {
-		return nil, err
+	if cfg.HasRole(RoleAggregator) {
+		if err := phase("aggregator", n.openAggregator); err != nil {
+			return nil, err
+		}
 	}
 	if err := phase("raft", n.openRaft); err != nil {
 		return nil, err
@@ -377,11 +379,7 @@ func (n *Node) openGossip(ctx context.Context, clusterKey []byte) error {
 	n.gossip = g
 	n.log.Info("gossip listening", "addr", g.Addr())
 	if len(n.cfg.Join) > 0 {
-		joined, err := g.Join(n.cfg.Join)
-		if err != nil {
-			return err
-		}
-		n.log.Info("joined gossip", "contacted", joined)
+		n.retryJoin(ctx, g)
 	}
 	n.startReconciler(ctx, events)
 	if n.cfg.BootstrapExpect > 0 {
@@ -404,4 +402,34 @@ func (n *Node) onRedirect() func(*fasthttp.RequestCtx, []byte) {
 		return nil
 	}
 	return n.ingest.CaptureClick
+}
+
+// retryJoin joins the --join members, retrying in the background until one
+// answers: nodes of a cluster may start in any order (Consul's retry-join).
+func (n *Node) retryJoin(ctx context.Context, g *Gossip) {
+	joined, err := g.Join(n.cfg.Join)
+	if err == nil {
+		n.log.Info("joined gossip", "contacted", joined)
+		return
+	}
+	n.log.Warn("cannot join gossip yet; retrying in the background", "join", n.cfg.Join, "err", err)
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		for attempt := 1; ; attempt++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			joined, err := g.Join(n.cfg.Join)
+			if err == nil {
+				n.log.Info("joined gossip", "contacted", joined, "attempts", attempt+1)
+				return
+			}
+			if attempt%10 == 0 {
+				n.log.Warn("still cannot join gossip", "join", n.cfg.Join, "attempts", attempt+1, "err", err)
+			}
+		}
+	}()
 }
