@@ -1,0 +1,40 @@
+package ingest
+
+import (
+	"testing"
+	"time"
+)
+
+func TestCanonicalHeaderKey(t *testing.T) {
+	for _, tt := range []struct{ name, want string }{
+		{"CF-IPCountry", "Cf-Ipcountry"},
+		{"x-country", "X-Country"},
+		{"X-Forwarded-For", "X-Forwarded-For"},
+	} {
+		if got := string(canonicalHeaderKey(tt.name)); got != tt.want {
+			t.Errorf("canonicalHeaderKey(%q): got %q; want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestNextLinger(t *testing.T) {
+	p := &Pipeline{queue: make(chan *pending, 400)} // a quarter is 100
+	for _, tt := range []struct {
+		last time.Duration
+		n    int
+		want time.Duration
+	}{
+		{flushInterval, 0, 0},                           // nothing came: block on the queue
+		{flushInterval, 10, flushInterval},              // slow: keep the interval
+		{flushInterval, 200, flushInterval / 2},         // a quarter would be passed: shorten
+		{flushInterval / 4, 10, flushInterval / 2},      // slow again: grow back twofold at most
+		{100 * time.Microsecond, 400, 0},                // too fast to wait: block on the queue
+		{time.Millisecond, 100, time.Millisecond},       // exactly a quarter: keep
+		{flushInterval, 1 << 20, 0},                     // a flood
+		{minLinger, 1, min(flushInterval, 2*minLinger)}, // from the shortest wait
+	} {
+		if got := p.nextLinger(tt.last, tt.n); got != tt.want {
+			t.Errorf("nextLinger(%v, %d): got %v; want %v", tt.last, tt.n, got, tt.want)
+		}
+	}
+}
