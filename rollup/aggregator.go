@@ -16,6 +16,15 @@ import (
 const (
 	blockCacheBytes = 32 << 20
 	memTableBytes   = 64 << 20
+	// memTableReserve is what memtables take out of the cache: Pebble
+	// reserves every memtable's size in the block cache (the mutable one,
+	// one being flushed, one kept for reuse). A cache no larger than that
+	// caches nothing once the memtables have grown to full size, and every
+	// rollup, sketch and visitor read goes to the file: filter, index and
+	// data block read, checksummed and decompressed each time (applies
+	// twice as slow in a node that has run for a while). The reservation
+	// is accounting, not extra memory: the memtables exist either way.
+	memTableReserve = 3 * memTableBytes
 )
 
 // ErrClosed is returned by every method called after Close.
@@ -77,13 +86,15 @@ func Open(cfg Config) (*Aggregator, error) {
 	if err != nil {
 		return nil, err
 	}
-	cache := pebble.NewCache(blockCacheBytes)
+	cache := pebble.NewCache(blockCacheBytes + memTableReserve)
 	opts := &pebble.Options{
 		Cache:  cache,
 		Logger: pebbleLogger{cfg.Logger},
 		// Raw events are a steady append stream: a larger memtable means
 		// fewer, larger flushes and less L0 compaction work per event.
 		MemTableSize: memTableBytes,
+		// The cache is sized for this many memtables (memTableReserve).
+		MemTableStopWritesThreshold: 2,
 	}
 	// Duplicate checks and segment lookups are point reads that usually
 	// miss: bloom filters let a miss skip a table without reading it.

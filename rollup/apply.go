@@ -129,6 +129,9 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 		lateMS:  nowMS - a.cfg.LateWindow.Milliseconds(),
 	}
 	defer st.b.Close()
+	if err := a.preloadVisitors(&st, segs); err != nil {
+		return applyResult{}, err
+	}
 
 	for _, seg := range segs {
 		segKey := segmentKey(seg.ref.Node, seg.ref.Seq)
@@ -217,6 +220,32 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 	a.countApply(&res)
 	a.updateGauges()
 	return res, nil
+}
+
+// preloadVisitors reads, in one sorted pass, the stored state of every
+// visitor whose events fold may reach: site events that are not bots and
+// not past the late window, of segments not applied before. Reading a few
+// too many (an event that turns out to be a duplicate) changes nothing:
+// only states that fold changes are written back.
+func (a *Aggregator) preloadVisitors(st *applyState, segs []*verifiedSegment) error {
+	var keys []visitorKey
+	for _, seg := range segs {
+		done, err := has(a.db, segmentKey(seg.ref.Node, seg.ref.Seq))
+		if err != nil {
+			return fmt.Errorf("cannot look up segment %d of %q: %w", seg.ref.Seq, seg.ref.Node, err)
+		}
+		if done {
+			continue
+		}
+		for i := range seg.events {
+			ev := &seg.events[i].ev
+			if ev.SiteID == "" || ev.Kind == ingest.KindClick || ev.Bot() || ev.Time < st.lateMS {
+				continue
+			}
+			keys = append(keys, visitorKey{ev.SiteID, ev.VisitorHash})
+		}
+	}
+	return st.fold.preload(a.db, keys)
 }
 
 // seen reports whether ev's id is already held on a day that the window

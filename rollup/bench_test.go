@@ -18,7 +18,7 @@ import (
 // stored per second.
 func BenchmarkReceiveBatch(b *testing.B) {
 	const segments, perSegment = 4, 1000
-	clock := &testClock{base}
+	clock := &testClock{now: base}
 	cfg := testConfig(&testing.T{}, b.TempDir(), clock)
 	a, err := Open(cfg)
 	if err != nil {

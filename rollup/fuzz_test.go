@@ -30,7 +30,7 @@ func FuzzSegmentsHandlerBody(f *testing.F) {
 	f.Add([]byte{}, uint8(2))
 	f.Add([]byte("\x28\xb5\x2f\xfd garbage"), uint8(1))
 
-	clock := &testClock{base}
+	clock := &testClock{now: base}
 	cfg := testConfig(&testing.T{}, f.TempDir(), clock)
 	a, err := Open(cfg)
 	if err != nil {

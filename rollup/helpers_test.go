@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,9 +16,24 @@ import (
 const testToken = "test-token"
 
 // testClock is an injectable clock that tests move by hand.
-type testClock struct{ now time.Time }
+// The background retention loop reads it, so it is guarded.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
 
-func (c *testClock) Now() time.Time { return c.now }
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Set moves the clock.
+func (c *testClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
 
 // base is the clock's start in every test: noon, so an hour either way
 // stays on the same day.
@@ -133,7 +149,7 @@ func wantCount(t *testing.T, a *Aggregator, f Filter, want uint64) {
 }
 
 func TestConfigValidation(t *testing.T) {
-	clock := &testClock{base}
+	clock := &testClock{now: base}
 	cases := []struct {
 		name string
 		edit func(*Config)

@@ -6,7 +6,7 @@ import (
 )
 
 func TestCountFilters(t *testing.T) {
-	a := openTest(t, testConfig(t, t.TempDir(), &testClock{base}))
+	a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
 	srv := startServer(t, a)
 	srv.ship(t, threeSegments()...)
 	// A day earlier: counters add up across days.
@@ -35,7 +35,7 @@ func TestCountFilters(t *testing.T) {
 }
 
 func TestTailOrder(t *testing.T) {
-	a := openTest(t, testConfig(t, t.TempDir(), &testClock{base}))
+	a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
 	srv := startServer(t, a)
 	// Shipped out of time order, across two days.
 	at := func(h int) time.Time { return base.Add(time.Duration(h) * time.Hour) }

@@ -42,7 +42,7 @@ func wantAcked(t *testing.T, got, want []ingest.SegmentRef) {
 }
 
 func TestBatchStoredAndAcked(t *testing.T) {
-	clock := &testClock{base}
+	clock := &testClock{now: base}
 	a := openTest(t, testConfig(t, t.TempDir(), clock))
 	srv := startServer(t, a)
 
@@ -71,7 +71,7 @@ func TestBatchStoredAndAcked(t *testing.T) {
 }
 
 func TestIdentityEncodingAndRepeatWithinBatch(t *testing.T) {
-	a := openTest(t, testConfig(t, t.TempDir(), &testClock{base}))
+	a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
 	srv := startServer(t, a)
 	segs := threeSegments()
 	// The same segment twice in one uncompressed batch.
@@ -88,7 +88,7 @@ func TestIdentityEncodingAndRepeatWithinBatch(t *testing.T) {
 }
 
 func TestCorruptSegmentRejectedOthersStored(t *testing.T) {
-	a := openTest(t, testConfig(t, t.TempDir(), &testClock{base}))
+	a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
 	srv := startServer(t, a)
 	segs := threeSegments()
 	bad := corrupt(segs[1])
@@ -131,7 +131,7 @@ func TestCorruptSegmentRejectedOthersStored(t *testing.T) {
 }
 
 func TestBadRequestsStoreNothing(t *testing.T) {
-	a := openTest(t, testConfig(t, t.TempDir(), &testClock{base}))
+	a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
 	srv := startServer(t, a)
 	good := batch(t, threeSegments()...)
 
@@ -174,7 +174,7 @@ func TestBadRequestsStoreNothing(t *testing.T) {
 }
 
 func TestEventIDStoredOnce(t *testing.T) {
-	clock := &testClock{base}
+	clock := &testClock{now: base}
 	a := openTest(t, testConfig(t, t.TempDir(), clock))
 	srv := startServer(t, a)
 	midnight := time.Date(base.Year(), base.Month(), base.Day(), 0, 0, 0, 0, time.UTC)
@@ -204,7 +204,7 @@ func TestEventIDStoredOnce(t *testing.T) {
 }
 
 func TestConcurrentSameSegmentStoredOnce(t *testing.T) {
-	a := openTest(t, testConfig(t, t.TempDir(), &testClock{base}))
+	a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
 	srv := startServer(t, a)
 	body := batch(t, threeSegments()...)
 	var wg sync.WaitGroup
@@ -221,7 +221,7 @@ func TestConcurrentSameSegmentStoredOnce(t *testing.T) {
 
 func TestRestartKeepsCountsAndSegmentRecords(t *testing.T) {
 	dir := t.TempDir()
-	clock := &testClock{base}
+	clock := &testClock{now: base}
 	cfg := testConfig(t, dir, clock)
 	a, err := Open(cfg)
 	if err != nil {
@@ -254,7 +254,7 @@ func TestRestartKeepsCountsAndSegmentRecords(t *testing.T) {
 }
 
 func TestExpiredAndFutureEventsDropped(t *testing.T) {
-	a := openTest(t, testConfig(t, t.TempDir(), &testClock{base}))
+	a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
 	srv := startServer(t, a)
 	srv.ship(t, segmentBytes("edge-1", 1,
 		click("t", 1, "abc", base.Add(-DefaultRetention-24*time.Hour), false),

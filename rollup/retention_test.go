@@ -6,7 +6,7 @@ import (
 )
 
 func TestRetentionDropsWholeDays(t *testing.T) {
-	clock := &testClock{base}
+	clock := &testClock{now: base}
 	cfg := testConfig(t, t.TempDir(), clock)
 	cfg.Retention = 48 * time.Hour
 	a := openTest(t, cfg)
@@ -37,7 +37,7 @@ func TestRetentionDropsWholeDays(t *testing.T) {
 
 	// A day later, D-2 is older than 48 h as a whole: both its events go,
 	// even the one from 23:00 that is only 37 h old, never half a day.
-	clock.now = base.Add(day)
+	clock.Set(base.Add(day))
 	if err := a.ApplyRetention(); err != nil {
 		t.Fatalf("ApplyRetention: %v", err)
 	}
@@ -69,7 +69,7 @@ func TestRetentionDropsWholeDays(t *testing.T) {
 	// Two more days: the segments' records (received on D) are gone with
 	// D, yet sending them again counts nothing twice: D's events are too
 	// old to store and D+1's are found by the dedup index.
-	clock.now = base.Add(3 * day)
+	clock.Set(base.Add(3 * day))
 	if err := b.ApplyRetention(); err != nil {
 		t.Fatalf("ApplyRetention: %v", err)
 	}
@@ -84,7 +84,7 @@ func TestRetentionDropsWholeDays(t *testing.T) {
 	wantCount(t, b, Filter{Code: "abc"}, 1)
 
 	// Everything expires: the totals are gone, not negative.
-	clock.now = base.Add(30 * day)
+	clock.Set(base.Add(30 * day))
 	if err := b.ApplyRetention(); err != nil {
 		t.Fatalf("ApplyRetention: %v", err)
 	}

@@ -1,9 +1,11 @@
 package rollup
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/axiomhq/hyperloglog"
 	"github.com/cockroachdb/pebble/v2"
@@ -206,49 +208,121 @@ func (d *delta) visitor(kind byte, entity string, dim byte, value string, ms int
 // flush adds the delta to the stored rows and sketches, staging the new
 // values in b. The caller holds mu, so no other writer moves them between
 // the read and the commit.
+//
+// One request touches tens of thousands of rows and sketches when its
+// events come from many pages and new visitors. They are read in key order
+// with one iterator per table, not one Get each: sorted seeks let Pebble
+// step forward through the memtable and the blocks it has open instead of
+// searching every level from the top for every key.
 func (d *delta) flush(db pebble.Reader, b *pebble.Batch) error {
-	var kb, vb []byte
-	for k, c := range d.rows {
-		kb = appendRKey(kb[:0], tabRollup, &k)
+	rows := make([]keyedRKey, 0, len(d.rows))
+	var kbuf []byte
+	for k := range d.rows {
+		rows, kbuf = appendKeyed(rows, kbuf, tabRollup, k)
+	}
+	var vb []byte
+	err := readSorted(db, tabRollup, rows, func(e *keyedRKey, v []byte) error {
 		var cur counters
-		if err := readCounters(db, kb, &cur); err != nil {
-			return err
-		}
-		cur.add(c)
-		zero := true
-		for _, v := range cur {
-			if v < 0 {
-				return fmt.Errorf("BUG: rollup row %x went negative: %v", kb, cur)
+		if v != nil {
+			if err := decodeCounters(v, &cur); err != nil {
+				return err
 			}
-			zero = zero && v == 0
+		}
+		cur.add(d.rows[e.k])
+		zero := true
+		for _, x := range cur {
+			if x < 0 {
+				return fmt.Errorf("BUG: rollup row %x went negative: %v", e.key, cur)
+			}
+			zero = zero && x == 0
 		}
 		var err error
 		if zero {
-			err = b.Delete(kb, nil)
+			err = b.Delete(e.key, nil)
 		} else {
 			vb = appendCounters(vb[:0], &cur)
-			err = b.Set(kb, vb, nil)
+			err = b.Set(e.key, vb, nil)
 		}
 		if err != nil {
 			return fmt.Errorf("cannot stage rollup row: %w", err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	for k, hashes := range d.sketches {
-		kb = appendRKey(kb[:0], tabSketch, &k)
-		sk, err := readSketch(db, kb)
-		if err != nil {
-			return err
+	sketches := make([]keyedRKey, 0, len(d.sketches))
+	kbuf = kbuf[:0:0] // the row keys above still point into the old buffer
+	for k := range d.sketches {
+		sketches, kbuf = appendKeyed(sketches, kbuf, tabSketch, k)
+	}
+	return readSorted(db, tabSketch, sketches, func(e *keyedRKey, v []byte) error {
+		sk := newSketch()
+		if v != nil {
+			if err := sk.UnmarshalBinary(v); err != nil {
+				return fmt.Errorf("cannot decode sketch %x: %w", e.key, err)
+			}
 		}
-		for _, h := range hashes {
+		for _, h := range d.sketches[e.k] {
 			sk.InsertHash(h)
 		}
+		var err error
 		vb, err = sk.AppendBinary(vb[:0])
 		if err != nil {
 			return fmt.Errorf("cannot encode sketch: %w", err)
 		}
-		if err := b.Set(kb, vb, nil); err != nil {
+		if err := b.Set(e.key, vb, nil); err != nil {
 			return fmt.Errorf("cannot stage sketch: %w", err)
 		}
+		return nil
+	})
+}
+
+// keyedRKey is a row or sketch name with its encoded key.
+type keyedRKey struct {
+	k   rkey
+	key []byte
+}
+
+// appendKeyed encodes k into buf and appends it to dst. The keys share
+// buf; a grown buf leaves earlier keys in the old array, which stays valid.
+func appendKeyed(dst []keyedRKey, buf []byte, tab byte, k rkey) ([]keyedRKey, []byte) {
+	off := len(buf)
+	buf = appendRKey(buf, tab, &k)
+	return append(dst, keyedRKey{k, buf[off:len(buf):len(buf)]}), buf
+}
+
+// readSorted sorts entries by key and calls fn for each with its stored
+// value, or nil when it has none, reading table tab with one iterator.
+// The value is only valid during the call.
+func readSorted(db pebble.Reader, tab byte, entries []keyedRKey, fn func(e *keyedRKey, v []byte) error) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	slices.SortFunc(entries, func(x, y keyedRKey) int { return bytes.Compare(x.key, y.key) })
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{tab}, UpperBound: []byte{tab + 1}})
+	if err != nil {
+		return fmt.Errorf("cannot read rollups: %w", err)
+	}
+	for i := range entries {
+		e := &entries[i]
+		var v []byte
+		if it.SeekGE(e.key) && bytes.Equal(it.Key(), e.key) {
+			if v, err = it.ValueAndErr(); err != nil {
+				it.Close()
+				return fmt.Errorf("cannot read rollup %x: %w", e.key, err)
+			}
+			if v == nil {
+				v = []byte{} // present but empty is not missing
+			}
+		}
+		if err := fn(e, v); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("cannot read rollups: %w", err)
 	}
 	return nil
 }
@@ -272,22 +346,6 @@ func newSketch() *hyperloglog.Sketch {
 		panic("BUG: " + err.Error())
 	}
 	return sk
-}
-
-func readSketch(db pebble.Reader, key []byte) (*hyperloglog.Sketch, error) {
-	sk := newSketch()
-	v, closer, err := db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return sk, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read sketch: %w", err)
-	}
-	defer closer.Close()
-	if err := sk.UnmarshalBinary(v); err != nil {
-		return nil, fmt.Errorf("cannot decode sketch %x: %w", key, err)
-	}
-	return sk, nil
 }
 
 // mix64 is the SplitMix64 finaliser. Visitor hashes are SipHash output

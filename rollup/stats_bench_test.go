@@ -17,7 +17,7 @@ import (
 // visits, hour and day rows, sketches, one fsynced commit per batch.
 func BenchmarkRollupThroughput(b *testing.B) {
 	const perBatch = 4000
-	clock := &testClock{base}
+	clock := &testClock{now: base}
 	a, err := Open(testConfig(&testing.T{}, b.TempDir(), clock))
 	if err != nil {
 		b.Fatalf("Open: %v", err)
@@ -130,7 +130,7 @@ func seedRollups(b *testing.B, a *Aggregator, kind byte, entity string, dim byte
 }
 
 func openSeeded(b *testing.B, dim byte, values int) (*Aggregator, Range) {
-	a, err := Open(testConfig(&testing.T{}, b.TempDir(), &testClock{base}))
+	a, err := Open(testConfig(&testing.T{}, b.TempDir(), &testClock{now: base}))
 	if err != nil {
 		b.Fatalf("Open: %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 // (duplicates must change nothing). It returns the running aggregator.
 func feedWorld(t *testing.T, w *genWorld) (*Aggregator, Config) {
 	t.Helper()
-	clock := &testClock{base}
+	clock := &testClock{now: base}
 	cfg := testConfig(t, t.TempDir(), clock)
 	a, err := Open(cfg)
 	if err != nil {
@@ -196,7 +196,7 @@ func TestRebuildIdenticalAndRepeatable(t *testing.T) {
 func TestTodaySeamNonUTC(t *testing.T) {
 	ny := mustLoc(t, genTZ)
 	now := time.Date(2026, 11, 30, 3, 30, 0, 0, time.UTC) // 22:30 on the 29th in New York
-	clock := &testClock{now}
+	clock := &testClock{now: now}
 	a := openTest(t, testConfig(t, t.TempDir(), clock))
 	srv := startServer(t, a)
 	srv.ship(t, segmentBytes("edge-1", 1,
@@ -235,7 +235,7 @@ func TestTodaySeamNonUTC(t *testing.T) {
 }
 
 func TestClickLimitFiresOnce(t *testing.T) {
-	clock := &testClock{base}
+	clock := &testClock{now: base}
 	cfg := testConfig(t, t.TempDir(), clock)
 	fired := make(chan string, 10)
 	cfg.Links = func(code string) (store.Link, bool) {
@@ -279,7 +279,7 @@ func TestClickLimitFiresOnce(t *testing.T) {
 // TestVisitAcrossMidnight: one visitor (same hash) from 23:50 to 00:20 UTC
 // is one visit, counted in the hour it started.
 func TestVisitAcrossMidnight(t *testing.T) {
-	a := openTest(t, testConfig(t, t.TempDir(), &testClock{base}))
+	a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
 	srv := startServer(t, a)
 	mid := base.Truncate(24 * time.Hour)
 	var evs []ingest.Event

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -437,6 +438,55 @@ func (f *folder) stageVisitors(b *pebble.Batch, pruneBefore int64) error {
 		if err != nil {
 			return fmt.Errorf("cannot stage visitor state: %w", err)
 		}
+	}
+	return nil
+}
+
+// preload reads the stored states of keys from db in key order with one
+// iterator, so that fold finds them in memory: a request of events from
+// thousands of new visitors would otherwise cost one point read each,
+// nearly all of them misses. Keys already held are left alone.
+func (f *folder) preload(db pebble.Reader, keys []visitorKey) error {
+	type keyed struct {
+		k   visitorKey
+		key []byte
+	}
+	todo := make([]keyed, 0, len(keys))
+	var buf []byte
+	for _, k := range keys {
+		if _, ok := f.visitors[k]; ok {
+			continue
+		}
+		f.visitors[k] = new(visitorState) // also drops repeats of k
+		off := len(buf)
+		buf = appendVisitKey(buf, k)
+		todo = append(todo, keyed{k, buf[off:len(buf):len(buf)]})
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	slices.SortFunc(todo, func(x, y keyed) int { return bytes.Compare(x.key, y.key) })
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{tabVisit}, UpperBound: []byte{tabVisit + 1}})
+	if err != nil {
+		return fmt.Errorf("cannot read visitor states: %w", err)
+	}
+	defer it.Close()
+	for _, t := range todo {
+		if !it.SeekGE(t.key) || !bytes.Equal(it.Key(), t.key) {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("cannot read visitor state: %w", err)
+		}
+		runs, err := decodeVisitorState(v)
+		if err != nil {
+			return err
+		}
+		f.visitors[t.k].runs = runs
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("cannot read visitor states: %w", err)
 	}
 	return nil
 }
