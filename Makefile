@@ -7,7 +7,9 @@ ADMIN    ?= 127.0.0.1:8081
 FUZZTIME ?= 10s
 PKGS     := ./...
 
-.PHONY: all run build test test-race e2e bench bench-redirect fuzz lint clean cluster cluster-stop
+GEOIP_PKG ?= @ip-location-db/geo-whois-asn-country-mmdb@2.3.2026061719
+
+.PHONY: geoip all run build test test-race e2e bench bench-redirect fuzz lint clean cluster cluster-stop
 
 all: build
 
@@ -42,6 +44,15 @@ cluster: build
 
 cluster-stop:
 	cluster-configs/three-region/stop.sh
+
+# A freely licensed (CC0) country database in MaxMind format, from npm, for
+# `waymark node --geoip-db data/geoip/country.mmdb`.
+geoip:
+	rm -rf .geoip && mkdir -p .geoip $(DATA)/geoip
+	npm install --prefix .geoip --no-save --no-audit --no-fund $(GEOIP_PKG)
+	cp "$$(find .geoip/node_modules/@ip-location-db -name '*.mmdb' | head -1)" $(DATA)/geoip/country.mmdb
+	rm -rf .geoip
+	@echo "country database: $(DATA)/geoip/country.mmdb (use --geoip-db $(DATA)/geoip/country.mmdb)"
 
 # Runs every Fuzz target for FUZZTIME each.
 fuzz:
