@@ -11,9 +11,13 @@ import (
 // store package's corrupt-record sentinel, so errors.Is works across layers.
 var ErrCorruptEvent = store.ErrCorrupt
 
-// eventVersion is the first byte of every encoded event. A new layout gets
-// a new version; DecodeEvent keeps reading the old ones.
-const eventVersion = 1
+// The first byte of every encoded event is its version. A new layout gets
+// a new version; DecodeEvent keeps reading the old ones (segments and the
+// aggregator's raw events outlive any one binary).
+const (
+	eventVersion1 = 1 // no previous-day visitor hash
+	eventVersion2 = 2 // version 1 plus the previous-day visitor hash
+)
 
 // Encoding, version 1 (all varints are Go's encoding/binary varints):
 //
@@ -26,6 +30,12 @@ const eventVersion = 1
 //	prop count uvarint, then key and value strings per prop
 //
 // Empty strings cost one byte, so a click is typically under 100 bytes.
+//
+// Version 2 is version 1 with the previous-day visitor hash (uint64 little
+// endian, never 0) right after the visitor hash. AppendEvent writes it only
+// for events that carry that hash (site events in the first 30 minutes of
+// a UTC day), so every other event stays version 1, as small as before and
+// readable by older binaries.
 
 // stringLimits is the maximum length of each string field, in wire order.
 var stringLimits = [...]int{
@@ -39,11 +49,18 @@ var stringLimits = [...]int{
 // extended slice. It allocates nothing when dst has room. It does not
 // validate; the writer only encodes events built by this package.
 func AppendEvent(dst []byte, ev *Event) []byte {
-	dst = append(dst, eventVersion, byte(ev.Kind), ev.Flags)
+	version := byte(eventVersion1)
+	if ev.PrevVisitorHash != 0 {
+		version = eventVersion2
+	}
+	dst = append(dst, version, byte(ev.Kind), ev.Flags)
 	dst = append(dst, ev.ID[:]...)
 	dst = binary.AppendVarint(dst, ev.Time)
 	dst = binary.AppendVarint(dst, ev.ClientTime)
 	dst = binary.LittleEndian.AppendUint64(dst, ev.VisitorHash)
+	if version == eventVersion2 {
+		dst = binary.LittleEndian.AppendUint64(dst, ev.PrevVisitorHash)
+	}
 	for _, s := range [...]string{
 		ev.Code, ev.SiteID, ev.Name, ev.Node, ev.Region, ev.Path, ev.ReferrerHost,
 		ev.UTMSource, ev.UTMMedium, ev.UTMCampaign, ev.UTMTerm, ev.UTMContent,
@@ -79,7 +96,8 @@ func decodeEvent(b []byte, ev *Event, validateOnly bool) error {
 	if len(b) < 3+16 {
 		return corruptEvent("short header")
 	}
-	if b[0] != eventVersion {
+	version := b[0]
+	if version != eventVersion1 && version != eventVersion2 {
 		return corruptEvent("unknown version %d", b[0])
 	}
 	ev.Reset()
@@ -100,6 +118,12 @@ func decodeEvent(b []byte, ev *Event, validateOnly bool) error {
 	ev.Time = d.varint()
 	ev.ClientTime = d.varint()
 	ev.VisitorHash = d.uint64()
+	if version == eventVersion2 {
+		ev.PrevVisitorHash = d.uint64()
+		if ev.PrevVisitorHash == 0 && d.err == "" {
+			d.fail("version 2 without a previous visitor hash")
+		}
+	}
 	fields := [...]*string{
 		&ev.Code, &ev.SiteID, &ev.Name, &ev.Node, &ev.Region, &ev.Path, &ev.ReferrerHost,
 		&ev.UTMSource, &ev.UTMMedium, &ev.UTMCampaign, &ev.UTMTerm, &ev.UTMContent,

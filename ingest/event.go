@@ -72,6 +72,10 @@ type Event struct {
 	// ClientTime is the tracker's clock (Unix ms) when it sent one; 0 if not.
 	ClientTime  int64
 	VisitorHash uint64 // keyed hash of (daily salt, site or code, IP, UA)
+	// PrevVisitorHash is the same hash under the previous UTC day's salt,
+	// set only on site events in the first 30 minutes of a UTC day (0
+	// otherwise), so the aggregator can continue a visit across midnight.
+	PrevVisitorHash uint64
 
 	Code   string // short-link code (clicks)
 	SiteID string // site id (site events)

@@ -132,8 +132,11 @@ type Pipeline struct {
 	rng    *mrand.ChaCha8
 	hashIn []byte
 	salt   daySalt // the salt of the last event's day, fetched once per batch
-	lastUA []byte  // the previous event's user agent and what it told
-	lastUI uaInfo
+	// prevSalt is the salt of the day before it, for events just after
+	// midnight UTC (see finish).
+	prevSalt daySalt
+	lastUA   []byte // the previous event's user agent and what it told
+	lastUI   uaInfo
 
 	pendingBytes   atomic.Int64
 	oldestSealedMs atomic.Int64 // created time of the oldest sealed segment, 0 if none
@@ -171,7 +174,7 @@ func Open(cfg Config) (*Pipeline, error) {
 	var seed [32]byte
 	_, _ = rand.Read(seed[:])
 	p.rng = mrand.NewChaCha8(seed)
-	p.salt.day = noDay
+	p.forgetSalts()
 	if cfg.CountryHeader != "" {
 		p.countryKey = canonicalHeaderKey(cfg.CountryHeader)
 	}
@@ -245,7 +248,7 @@ func (p *Pipeline) runWriter() {
 		}
 		select {
 		case pe := <-queue:
-			p.salt.day = noDay // see drainQueue
+			p.forgetSalts() // see drainQueue
 			p.write(pe)
 			p.writeBatch()
 			linger = flushInterval
@@ -303,7 +306,7 @@ func (p *Pipeline) writeBatch() int {
 // drainQueue writes queued events without blocking, at most limit of them
 // (all when limit < 0), and returns how many it wrote.
 func (p *Pipeline) drainQueue(limit int) int {
-	p.salt.day = noDay // pick up a salt adopted since the last batch
+	p.forgetSalts() // pick up a salt adopted since the last batch
 	i := 0
 	for ; limit < 0 || i < limit; i++ {
 		select {
@@ -363,8 +366,14 @@ func (p *Pipeline) finish(pe *pending) {
 	if ev.Kind == KindClick {
 		scope = ev.Code
 	}
-	salt := p.saltOf(ev.Time)
-	ev.VisitorHash, p.hashIn = visitorHash(salt, scope, pe.ip, pe.ua, p.hashIn)
+	day := dayNumber(time.UnixMilli(ev.Time))
+	ev.VisitorHash, p.hashIn = visitorHash(p.saltOf(&p.salt, day), scope, pe.ip, pe.ua, p.hashIn)
+	if ev.Kind != KindClick && sinceMidnightMS(ev.Time) < prevHashWindowMS {
+		// A visit still going at midnight continues under a new hash; the
+		// hash under yesterday's salt (still in memory) lets the aggregator
+		// join the two. Clicks have no visits, so they go without.
+		ev.PrevVisitorHash, p.hashIn = visitorHash(p.saltOf(&p.prevSalt, day-1), scope, pe.ip, pe.ua, p.hashIn)
+	}
 	clear(p.hashIn)
 	pe.ip = netip.Addr{}
 }
@@ -390,15 +399,30 @@ type daySalt struct {
 // noDay marks the cached salt as unknown.
 const noDay = math.MinInt64
 
-// saltOf returns the salt for an event at ms (Unix milliseconds). The
-// source is asked once per day per batch rather than per event; a salt
-// adopted from a peer applies from the next batch.
-func (p *Pipeline) saltOf(ms int64) [16]byte {
-	t := time.UnixMilli(ms)
-	if d := dayNumber(t); d != p.salt.day {
-		p.salt = daySalt{day: d, key: p.cfg.Salts.Salt(t)}
+// prevHashWindowMS is how long after midnight UTC site events also carry
+// the previous day's visitor hash: the visit gap, since an event later
+// than that cannot continue a visit from before midnight.
+const prevHashWindowMS = 30 * 60 * 1000
+
+// sinceMidnightMS is the time of day of ms (Unix milliseconds) in UTC.
+func sinceMidnightMS(ms int64) int64 {
+	const dayMS = 86_400_000
+	return ((ms % dayMS) + dayMS) % dayMS
+}
+
+// saltOf returns the salt of UTC day d (days since the epoch), caching it
+// in c. The source is asked once per day per batch rather than per event;
+// a salt adopted from a peer applies from the next batch.
+func (p *Pipeline) saltOf(c *daySalt, d int64) [16]byte {
+	if d != c.day {
+		*c = daySalt{day: d, key: p.cfg.Salts.Salt(time.UnixMilli(d * 86_400_000).UTC())}
 	}
-	return p.salt.key
+	return c.key
+}
+
+// forgetSalts drops the cached salts, so the next batch asks again.
+func (p *Pipeline) forgetSalts() {
+	p.salt.day, p.prevSalt.day = noDay, noDay
 }
 
 // handleErr logs a writer error and counts the records a failed write lost.

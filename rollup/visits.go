@@ -33,7 +33,17 @@ type run struct {
 	exit    string
 
 	pageviews, customs uint32
+
+	// next, when not 0, makes this entry a link rather than a visit: the
+	// visitor continued under hash next after midnight UTC (an event
+	// carried this visitor's hash as its PrevVisitorHash). end is the
+	// latest such event, so the link is pruned like a visit; the other
+	// fields are unused.
+	next uint64
 }
+
+// isLink reports whether r is a link to the next day's hash, not a visit.
+func (r *run) isLink() bool { return r.next != 0 }
 
 // visitAttrs are taken from a visit's first event.
 type visitAttrs struct {
@@ -161,16 +171,29 @@ func appendVisitKey(dst []byte, k visitorKey) []byte {
 	return binary.BigEndian.AppendUint64(dst, k.visitor)
 }
 
-// visitorState is a visitor's recent visits, oldest first.
+// visitorState is a visitor's recent visits, oldest first, and its links
+// to the next day's hash.
 type visitorState struct {
 	runs  []run
 	dirty bool
 }
 
+// appendVisitorState encodes the visits, then, only when there are any,
+// the links (uvarint count, then next uvarint and end varint each), so a
+// state without links is encoded as before links existed.
 func appendVisitorState(dst []byte, runs []run) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(runs)))
+	visits := 0
+	for i := range runs {
+		if !runs[i].isLink() {
+			visits++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(visits))
 	for i := range runs {
 		r := &runs[i]
+		if r.isLink() {
+			continue
+		}
 		dst = binary.AppendVarint(dst, r.start)
 		dst = append(dst, r.startID[:]...)
 		dst = binary.AppendVarint(dst, r.end-r.start)
@@ -185,6 +208,15 @@ func appendVisitorState(dst []byte, runs []run) []byte {
 		dst = appendStr(dst, r.exit)
 		dst = binary.AppendUvarint(dst, uint64(r.pageviews))
 		dst = binary.AppendUvarint(dst, uint64(r.customs))
+	}
+	if links := len(runs) - visits; links > 0 {
+		dst = binary.AppendUvarint(dst, uint64(links))
+		for i := range runs {
+			if r := &runs[i]; r.isLink() {
+				dst = binary.AppendUvarint(dst, r.next)
+				dst = binary.AppendVarint(dst, r.end)
+			}
+		}
 	}
 	return dst
 }
@@ -263,6 +295,20 @@ func decodeVisitorState(b []byte) ([]run, error) {
 		v.pageviews = uint32(r.uvarint())
 		v.customs = uint32(r.uvarint())
 		runs = append(runs, v)
+	}
+	if len(r.b) > 0 && !r.bad {
+		links := r.uvarint()
+		if links == 0 || links > 1<<16 {
+			return nil, errors.New("cannot decode visitor state: bad link count")
+		}
+		for range links {
+			next := r.uvarint()
+			end := r.varint()
+			if next == 0 {
+				r.bad = true
+			}
+			runs = append(runs, run{start: end, end: end, next: next})
+		}
 	}
 	if r.bad || len(r.b) != 0 {
 		return nil, errors.New("cannot decode visitor state: malformed")
@@ -354,35 +400,10 @@ func (f *folder) foldSite(ev *ingest.Event) error {
 		d.visitor(kindSite, site, dimEventName, ev.Name, t, ev.VisitorHash)
 	}
 
-	vk := visitorKey{site, ev.VisitorHash}
-	st := f.visitors[vk]
-	if st == nil {
-		st = new(visitorState)
-		if f.load != nil {
-			runs, err := f.load(vk)
-			if err != nil {
-				return err
-			}
-			st.runs = runs
-		}
-		f.visitors[vk] = st
+	merged, err := f.joinVisit(ev)
+	if err != nil {
+		return err
 	}
-	// Every visit within the gap of this event joins it: retract what each
-	// counted, merge, count the merged visit.
-	merged := runOf(ev)
-	kept := st.runs[:0]
-	for i := range st.runs {
-		r := st.runs[i]
-		if t >= r.start-visitGapMS && t <= r.end+visitGapMS {
-			r.contribute(d, site, -1)
-			merged = merge(r, merged)
-			continue
-		}
-		kept = append(kept, r)
-	}
-	merged.contribute(d, site, 1)
-	st.runs = insertRun(kept, merged)
-	st.dirty = true
 
 	if ev.Kind != ingest.KindEngagement {
 		// Visitors under the visit's dimensions: the visit's values as
@@ -398,6 +419,111 @@ func (f *folder) foldSite(ev *ingest.Event) error {
 		}
 	}
 	return nil
+}
+
+// joinVisit puts ev into its visitor's visits: every visit within the gap
+// of it joins it (retract what each counted, merge, count the merged
+// visit), and returns the merged visit.
+//
+// Across midnight UTC the visitor has two hashes. An event carrying
+// PrevVisitorHash also takes the joining visits under that hash, moves the
+// merged visit to its own hash and leaves a link there; an event without
+// it follows its state's links and takes the joining visits there too,
+// the merged visit then living under the linked hash. Any two events of a
+// visit that straddle midnight are within the gap, so the later one
+// carries the previous hash: whichever arrives first, the second finds the
+// first, and the visit is the same in any arrival order.
+func (f *folder) joinVisit(ev *ingest.Event) (run, error) {
+	site, t := ev.SiteID, ev.Time
+	home, err := f.state(visitorKey{site, ev.VisitorHash})
+	if err != nil {
+		return run{}, err
+	}
+	merged := runOf(ev)
+	f.takeJoining(home, site, t, &merged)
+	target := home
+	if prev := ev.PrevVisitorHash; prev != 0 && prev != ev.VisitorHash {
+		ps, err := f.state(visitorKey{site, prev})
+		if err != nil {
+			return run{}, err
+		}
+		f.takeJoining(ps, site, t, &merged)
+		ps.link(ev.VisitorHash, t)
+	} else {
+		var nexts [4]uint64
+		links := nexts[:0]
+		for i := range home.runs {
+			if n := home.runs[i].next; n != 0 && n != ev.VisitorHash {
+				links = append(links, n)
+			}
+		}
+		for _, n := range links {
+			ns, err := f.state(visitorKey{site, n})
+			if err != nil {
+				return run{}, err
+			}
+			if f.takeJoining(ns, site, t, &merged) {
+				target = ns
+			}
+		}
+	}
+	merged.contribute(f.d, site, 1)
+	target.runs = insertRun(target.runs, merged)
+	target.dirty = true
+	return merged, nil
+}
+
+// state returns the visitor state of k, loading it on first use.
+func (f *folder) state(k visitorKey) (*visitorState, error) {
+	st := f.visitors[k]
+	if st != nil {
+		return st, nil
+	}
+	st = new(visitorState)
+	if f.load != nil {
+		runs, err := f.load(k)
+		if err != nil {
+			return nil, err
+		}
+		st.runs = runs
+	}
+	f.visitors[k] = st
+	return st, nil
+}
+
+// takeJoining removes from st every visit within the gap of t, retracting
+// what it counted and merging it into merged. It reports whether it took
+// any.
+func (f *folder) takeJoining(st *visitorState, site string, t int64, merged *run) bool {
+	kept := st.runs[:0]
+	took := false
+	for i := range st.runs {
+		r := st.runs[i]
+		if !r.isLink() && t >= r.start-visitGapMS && t <= r.end+visitGapMS {
+			r.contribute(f.d, site, -1)
+			*merged = merge(r, *merged)
+			took = true
+			continue
+		}
+		kept = append(kept, r)
+	}
+	st.runs = kept
+	if took {
+		st.dirty = true
+	}
+	return took
+}
+
+// link records that the visitor continued under hash next at t.
+func (st *visitorState) link(next uint64, t int64) {
+	st.dirty = true
+	for i := range st.runs {
+		if r := &st.runs[i]; r.next == next {
+			r.end = max(r.end, t)
+			return
+		}
+	}
+	st.runs = append(st.runs, run{start: t, end: t, next: next})
 }
 
 // insertRun keeps runs ordered by start.
