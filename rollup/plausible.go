@@ -267,11 +267,21 @@ func (a *Aggregator) serveV2(ctx *fasthttp.RequestCtx, auth Authorizer, owner st
 			results = results[:p.Limit]
 		}
 	}
+	bdim := ""
+	if v2TimeDims[dim] == "" {
+		bdim = v2Dims[dim]
+	}
+	raw := needsRaw(bdim, q.filters)
 	var estimated []string
 	for _, m := range q.Metrics {
-		if m == "visitors" {
+		if m == "visitors" && !raw {
 			estimated = append(estimated, m)
 		}
+	}
+	meta := map[string]any{"estimated_metrics": nonNilStrings(estimated), "time_zone": loc.String()}
+	if raw {
+		// Filters on several dimensions: counted exactly from raw events.
+		meta["source"] = "raw_events"
 	}
 	query := map[string]any{
 		"site_id":    q.SiteID,
@@ -283,7 +293,7 @@ func (a *Aggregator) serveV2(ctx *fasthttp.RequestCtx, auth Authorizer, owner st
 	}
 	writeJSON(ctx, map[string]any{
 		"results": results,
-		"meta":    map[string]any{"estimated_metrics": nonNilStrings(estimated), "time_zone": loc.String()},
+		"meta":    meta,
 		"query":   query,
 	})
 }

@@ -137,11 +137,23 @@ func (a *Aggregator) siteMetrics(site string, dim byte, match func(string) bool,
 	return m, nil
 }
 
-// SiteAggregate returns a site's metrics over r; filters (all on one
-// dimension) narrow it to the matching values of that dimension.
+// SiteAggregate returns a site's metrics over r; filters (combined with
+// AND) narrow it. Filters on one dimension are answered from the rollups;
+// on several, exactly from the raw events (rawquery.go), visitors exact.
 func (a *Aggregator) SiteAggregate(site string, r Range, filters []DimFilter) (SiteMetrics, error) {
 	if err := checkRange(r); err != nil {
 		return SiteMetrics{}, err
+	}
+	if needsRaw("", filters) {
+		if err := a.enter(); err != nil {
+			return SiteMetrics{}, err
+		}
+		defer a.leave()
+		q, err := a.rawSite(site, []Range{r}, dimTotal, filters)
+		if err != nil {
+			return SiteMetrics{}, err
+		}
+		return q.metrics(rawKey{0, ""}), nil
 	}
 	dim, match, err := filterOn(filters)
 	if err != nil {
@@ -169,6 +181,25 @@ func (a *Aggregator) SiteTimeseries(site string, r Range, g Granularity, filters
 	if err != nil {
 		return nil, err
 	}
+	for i := range buckets {
+		buckets[i].From = maxTime(buckets[i].From, r.From)
+		buckets[i].To = minTime(buckets[i].To, r.To)
+	}
+	if needsRaw("", filters) {
+		if err := a.enter(); err != nil {
+			return nil, err
+		}
+		defer a.leave()
+		q, err := a.rawSite(site, buckets, dimTotal, filters)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]SitePoint, 0, len(buckets))
+		for i, b := range buckets {
+			out = append(out, SitePoint{T: b.From, SiteMetrics: q.metrics(rawKey{i, ""})})
+		}
+		return out, nil
+	}
 	dim, match, err := filterOn(filters)
 	if err != nil {
 		return nil, err
@@ -179,12 +210,6 @@ func (a *Aggregator) SiteTimeseries(site string, r Range, g Granularity, filters
 	defer a.leave()
 	out := make([]SitePoint, 0, len(buckets))
 	for _, b := range buckets {
-		if b.From.Before(r.From) {
-			b.From = r.From
-		}
-		if b.To.After(r.To) {
-			b.To = r.To
-		}
 		m, err := a.siteMetrics(site, dim, match, b)
 		if err != nil {
 			return nil, err
@@ -210,6 +235,9 @@ type SiteBreakdown struct {
 	Results   []SiteBreakdownRow `json:"results"`
 	Other     int64              `json:"other"` // primary count past the limit
 	Estimated []string           `json:"estimated"`
+	// FromRawEvents is set when the filters could not be answered from
+	// the rollups: the numbers are exact, from the raw events.
+	FromRawEvents bool `json:"from_raw_events,omitempty"`
 }
 
 // primary is the count a breakdown sorts and shares by.
@@ -224,7 +252,7 @@ func primary(dim byte, c *counters) int64 {
 }
 
 // SiteBreakdown returns the top limit values of a dimension over r.
-// Filters must be on the same dimension.
+// Filters on another dimension are answered from the raw events.
 func (a *Aggregator) SiteBreakdown(site, dimension string, r Range, limit int, filters []DimFilter) (*SiteBreakdown, error) {
 	dim, ok := siteDims[dimension]
 	if !ok {
@@ -233,15 +261,18 @@ func (a *Aggregator) SiteBreakdown(site, dimension string, r Range, limit int, f
 	if err := checkRange(r); err != nil {
 		return nil, err
 	}
+	if limit <= 0 {
+		limit = 10
+	}
+	if needsRaw(dimension, filters) {
+		return a.rawBreakdown(site, dimension, dim, r, limit, filters)
+	}
 	fdim, match, err := filterOn(filters)
 	if err != nil {
 		return nil, err
 	}
 	if match != nil && fdim != dim {
 		return nil, fmt.Errorf("%w: a breakdown by %s filtered on another dimension", ErrUnsupportedQuery, dimension)
-	}
-	if limit <= 0 {
-		limit = 10
 	}
 	if err := a.enter(); err != nil {
 		return nil, err
@@ -282,6 +313,56 @@ func (a *Aggregator) SiteBreakdown(site, dimension string, r Range, limit int, f
 		out.Results = append(out.Results, row)
 	}
 	return out, nil
+}
+
+// rawBreakdown answers a breakdown filtered on other dimensions from the
+// raw events.
+func (a *Aggregator) rawBreakdown(site, dimension string, dim byte, r Range, limit int, filters []DimFilter) (*SiteBreakdown, error) {
+	if err := a.enter(); err != nil {
+		return nil, err
+	}
+	defer a.leave()
+	q, err := a.rawSite(site, []Range{r}, dim, filters)
+	if err != nil {
+		return nil, err
+	}
+	out := &SiteBreakdown{Dimension: dimension, Results: []SiteBreakdownRow{}, Estimated: []string{}, FromRawEvents: true}
+	type valued struct {
+		value string
+		c     *counters
+	}
+	all := make([]valued, 0, len(q.out.rows))
+	for k, c := range q.out.rows {
+		all = append(all, valued{k.value, c})
+		out.Total += primary(dim, c)
+	}
+	sortByCount(all, func(x *valued) int64 { return primary(dim, x.c) }, func(x *valued) string { return x.value })
+	if len(all) > limit {
+		for _, x := range all[limit:] {
+			out.Other += primary(dim, x.c)
+		}
+		all = all[:limit]
+	}
+	for _, x := range all {
+		row := SiteBreakdownRow{Value: x.value, SiteMetrics: q.metrics(rawKey{0, x.value})}
+		row.Share = round4(ratio(primary(dim, x.c), out.Total))
+		out.Results = append(out.Results, row)
+	}
+	return out, nil
+}
+
+func maxTime(x, y time.Time) time.Time {
+	if x.After(y) {
+		return x
+	}
+	return y
+}
+
+func minTime(x, y time.Time) time.Time {
+	if x.Before(y) {
+		return x
+	}
+	return y
 }
 
 // SiteRealtime answers GET /v1/sites/{id}/stats/realtime, from the raw

@@ -12,9 +12,9 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// ErrUnsupportedQuery is returned for a query the rollups cannot answer:
-// an unknown dimension, or filters on a dimension other than the one
-// broken down (rows are kept per dimension, not per combination).
+// ErrUnsupportedQuery is returned for a query that cannot be answered: an
+// unknown dimension or operator, or a raw-event query (filters on several
+// dimensions) over a range holding too many events.
 var ErrUnsupportedQuery = errors.New("unsupported query")
 
 // Granularity of a time series.

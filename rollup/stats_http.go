@@ -274,6 +274,9 @@ type SiteAggregateAnswer struct {
 	To        time.Time `json:"to"`
 	Timezone  string    `json:"timezone"`
 	Estimated []string  `json:"estimated"`
+	// FromRawEvents: filters on several dimensions, counted exactly from
+	// the raw events (visitors then not estimated).
+	FromRawEvents bool `json:"from_raw_events,omitempty"`
 }
 
 func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what string) {
@@ -297,6 +300,11 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
 		return
 	}
+	raw := needsRaw("", filters)
+	estimated := []string{"visitors"}
+	if raw {
+		estimated = []string{}
+	}
 	switch what {
 	case "aggregate":
 		m, err := a.SiteAggregate(s.ID, r, filters)
@@ -304,7 +312,7 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			a.queryError(ctx, err)
 			return
 		}
-		writeJSON(ctx, SiteAggregateAnswer{SiteMetrics: m, From: r.From, To: r.To, Timezone: r.loc().String(), Estimated: []string{"visitors"}})
+		writeJSON(ctx, SiteAggregateAnswer{SiteMetrics: m, From: r.From, To: r.To, Timezone: r.loc().String(), Estimated: estimated, FromRawEvents: raw})
 	case "timeseries":
 		g, err := granularityArg(args)
 		if err != nil {
@@ -316,7 +324,11 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			a.queryError(ctx, err)
 			return
 		}
-		writeJSON(ctx, map[string]any{"granularity": g, "timezone": r.loc().String(), "series": pts, "estimated": []string{"visitors"}})
+		out := map[string]any{"granularity": g, "timezone": r.loc().String(), "series": pts, "estimated": estimated}
+		if raw {
+			out["from_raw_events"] = true
+		}
+		writeJSON(ctx, out)
 	case "breakdown":
 		limit, err := limitArg(args)
 		if err != nil {
