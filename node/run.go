@@ -33,6 +33,12 @@ func CmdNode(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := Start(ctx, cfg, log)
+	if err != nil && ctx.Err() != nil {
+		// SIGTERM during start-up: Start already stopped what it had
+		// started, in reverse order; that is a clean shutdown.
+		log.Info("stopped during start-up", "reason", err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
