@@ -193,7 +193,20 @@ func (n *Node) changeMembership(ctx context.Context, req MembershipRequest) erro
 	if n.raft.IsLeader() {
 		return n.applyMembership(req)
 	}
+	// Right after an election a node may not know the leader yet; an
+	// operator command waits a little rather than failing at once.
 	leader := n.raft.Stats().LeaderID
+	for deadline := time.Now().Add(5 * time.Second); leader == "" && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if n.raft.IsLeader() {
+			return n.applyMembership(req)
+		}
+		leader = n.raft.Stats().LeaderID
+	}
 	addr, ok := n.httpAddrOf(leader)
 	if leader == "" || !ok {
 		return fmt.Errorf("cannot %s: %w", req.Op, store.ErrNoLeader)
