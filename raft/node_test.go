@@ -189,6 +189,12 @@ func TestNodeRestartReplaysNothing(t *testing.T) {
 	before := dump(t, tn.st)
 
 	tn.restart()
+	// The replay runs once the restarted node has elected itself and
+	// committed; poll for it rather than assume it already happened.
+	deadline := time.Now().Add(10 * time.Second)
+	for tn.n.m.fsmSkipped.Get() < applied-2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	if got := appliedIndex(t, tn.st); got != applied {
 		t.Errorf("applied index after restart: got %d; want %d", got, applied)
@@ -198,12 +204,6 @@ func TestNodeRestartReplaysNothing(t *testing.T) {
 	}
 	// Every entry but the leader's no-op and the secret's barrier reaches
 	// the FSM again on start, and every one must be skipped.
-	// The replay runs once the restarted node has elected itself and
-	// committed; poll for it rather than assume it already happened.
-	deadline := time.Now().Add(10 * time.Second)
-	for tn.n.m.fsmSkipped.Get() < applied-2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
 	if got := tn.n.m.fsmSkipped.Get(); got < applied-2 {
 		t.Errorf("replayed entries skipped: got %d; want at least %d (raft replays the log on start)", got, applied-2)
 	}
