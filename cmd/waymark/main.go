@@ -1,4 +1,4 @@
-// Command waymark is the single Waymark binary: every node role and the
+// Package main is the waymark command. It is the single Waymark binary: every node role and the
 // operator CLI. It parses the subcommand and hands off to package node.
 package main
 

@@ -1,4 +1,4 @@
-// Command clusterbench measures a real multi-process Waymark cluster on
+// Package main is the clusterbench command. It measures a real multi-process Waymark cluster on
 // loopback: three voters (regions us, eu, ap) and two edges, every port
 // chosen by the kernel. It reports create throughput through the leader and
 // through an edge (forwarded), replication lag from a create's

@@ -1,4 +1,4 @@
-// Command eventbench measures event ingest: POST /api/event through a real
+// Package main is the eventbench command. It measures event ingest: POST /api/event through a real
 // `waymark node --dev` on loopback, against a bare fasthttp server that
 // answers every request with 202, both driven by the same closed-loop load
 // generator in the same run. It registers the benchmark's site(s), runs

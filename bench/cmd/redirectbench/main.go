@@ -1,4 +1,4 @@
-// Command redirectbench measures the redirect hot path of a Waymark node
+// Package main is the redirectbench command. It measures the redirect hot path of a Waymark node
 // against a bare fasthttp server that answers a constant 302, both driven by
 // the same closed-loop load generator on loopback in the same run. It loads
 // N links into a node (a `waymark node --dev` child it starts, or a running
