@@ -80,29 +80,11 @@ func RunEventLoad(ctx context.Context, cfg EventLoadConfig) (*EventLoadResult, e
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	hc := &fasthttp.HostClient{
-		Addr:                      cfg.Addr,
-		MaxConns:                  cfg.Conns,
-		MaxConnWaitTimeout:        cfg.Timeout,
-		ReadTimeout:               cfg.Timeout,
-		WriteTimeout:              cfg.Timeout,
-		MaxIdleConnDuration:       time.Minute,
-		MaxIdemponentCallAttempts: 1, // a retried event could be stored twice
-		NoDefaultUserAgentHeader:  true,
-		DisablePathNormalizing:    true,
-	}
+	hc := newLoadClient(cfg.Addr, cfg.Conns, cfg.Timeout)
 	defer hc.CloseIdleConnections()
 
 	var stop atomic.Bool
-	runDone := make(chan struct{})
-	defer close(runDone)
-	go func() {
-		select {
-		case <-ctx.Done():
-			stop.Store(true)
-		case <-runDone:
-		}
-	}()
+	defer stopWhenDone(ctx, &stop)()
 
 	sites := make([]eventSite, len(cfg.Domains))
 	for i, d := range cfg.Domains {

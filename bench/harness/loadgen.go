@@ -72,29 +72,11 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	hc := &fasthttp.HostClient{
-		Addr:                      cfg.Addr,
-		MaxConns:                  cfg.Conns,
-		MaxConnWaitTimeout:        cfg.Timeout,
-		ReadTimeout:               cfg.Timeout,
-		WriteTimeout:              cfg.Timeout,
-		MaxIdleConnDuration:       time.Minute,
-		MaxIdemponentCallAttempts: 1, // a retry would hide an error and skew latency
-		NoDefaultUserAgentHeader:  true,
-		DisablePathNormalizing:    true,
-	}
+	hc := newLoadClient(cfg.Addr, cfg.Conns, cfg.Timeout)
 	defer hc.CloseIdleConnections()
 
 	var stop atomic.Bool
-	runDone := make(chan struct{})
-	defer close(runDone)
-	go func() {
-		select {
-		case <-ctx.Done():
-			stop.Store(true)
-		case <-runDone:
-		}
-	}()
+	defer stopWhenDone(ctx, &stop)()
 
 	if cfg.EachOnce {
 		cfg.Warmup = 0
