@@ -47,25 +47,11 @@ func BenchmarkRollupThroughput(b *testing.B) {
 					ev.Kind, ev.Name = ingest.KindCustom, "signup"
 				}
 			}
-			ev.Props = nil
-			off := len(seg.enc)
-			seg.enc = ingest.AppendEvent(seg.enc, &ev)
-			seg.events = append(seg.events, pendingEvent{id: ev.ID, time: ev.Time, bot: ev.Bot(),
-				code: ev.Code, site: ev.SiteID, off: off, end: len(seg.enc), ev: ev})
+			appendBenchEvent(seg, ev)
 		}
 		seg.ref = ingest.SegmentRef{Node: "edge-1", Seq: uint64(batch + 1)}
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		b.StopTimer()
-		fill(i)
-		b.StartTimer()
-		if _, err := a.apply([]*verifiedSegment{seg}); err != nil {
-			b.Fatalf("apply: %v", err)
-		}
-	}
-	b.ReportMetric(float64(b.N*perBatch)/b.Elapsed().Seconds(), "events/s")
+	runApplyBench(b, a, seg, fill, perBatch)
 }
 
 // seedRollups writes 30 days of rollups straight into the store, the way
