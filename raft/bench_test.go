@@ -16,24 +16,7 @@ import (
 func BenchmarkCreateLink(b *testing.B) {
 	tn := newTestNode(b, nil)
 	n, ctx := tn.n, context.Background()
-	b.SetParallelism(16)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		l := store.Link{URL: "https://example.com/landing?utm_source=bench", Owner: "o1", CreatedAt: 1700000000000}
-		for pb.Next() {
-			code, err := n.NewCode(ctx)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			l.Code = code
-			if _, _, err := n.CreateLink(ctx, &l, nil); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	benchCreates(ctx, b, n)
 }
 
 // BenchmarkFSMApplyBatch measures the FSM alone: one op is a raft batch of
@@ -79,6 +62,13 @@ func BenchmarkForwardedCreate(b *testing.B) {
 	c.onLeader("add e1", func(n *Node) error { return n.AddNonvoter("e1", e1.node().Addr()) })
 	c.leader()
 	n, ctx := e1.node(), context.Background()
+	benchCreates(ctx, b, n)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
+}
+
+// benchCreates runs parallel NewCode + CreateLink calls through n.
+func benchCreates(ctx context.Context, b *testing.B, n *Node) {
 	b.SetParallelism(16)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -97,6 +87,4 @@ func BenchmarkForwardedCreate(b *testing.B) {
 			}
 		}
 	})
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
 }
