@@ -38,13 +38,32 @@ const (
 // sequence number on that node.
 type SegmentRef struct {
 	Node string `json:"node"`
+	Inc  uint64 `json:"inc,omitempty"`
 	Seq  uint64 `json:"seq"`
 }
 
 // ShipAck is the aggregator's JSON answer to a batch.
 type ShipAck struct {
-	Acked []SegmentRef `json:"acked"`
+	Acked    []SegmentRef      `json:"acked"`
+	Rejected []RejectedSegment `json:"rejected,omitempty"`
 }
+
+// RejectedSegment is a segment the aggregator refuses for good: sending it
+// again cannot succeed.
+type RejectedSegment struct {
+	SegmentRef
+	Reason string `json:"reason"`
+}
+
+// Reasons of a RejectedSegment.
+const (
+	// RejectMalformed: the segment does not verify (damaged, or events the
+	// aggregator cannot decode).
+	RejectMalformed = "malformed"
+	// RejectConflict: the aggregator already stored other bytes under this
+	// identity (a data folder restored from a snapshot or cloned).
+	RejectConflict = "conflict"
+)
 
 // BatchSegment is one segment in a batch.
 type BatchSegment struct {

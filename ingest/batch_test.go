@@ -11,8 +11,8 @@ import (
 
 func TestReadBatchRoundTrip(t *testing.T) {
 	segs := []BatchSegment{
-		{Ref: SegmentRef{"node-a", 7}, Data: buildSegment(threeEvents(), true)},
-		{Ref: SegmentRef{"node-a", 8}, Data: buildSegment(nil, true)},
+		{Ref: SegmentRef{Node: "node-a", Seq: 7}, Data: buildSegment(threeEvents(), true)},
+		{Ref: SegmentRef{Node: "node-a", Seq: 8}, Data: buildSegment(nil, true)},
 	}
 	raw := AppendBatch(nil, segs)
 	enc, _ := zstd.NewWriter(nil)
@@ -52,7 +52,7 @@ func TestReadBatchRoundTrip(t *testing.T) {
 }
 
 func FuzzReadBatch(f *testing.F) {
-	f.Add(AppendBatch(nil, []BatchSegment{{Ref: SegmentRef{"n", 1}, Data: buildSegment(threeEvents(), true)}}))
+	f.Add(AppendBatch(nil, []BatchSegment{{Ref: SegmentRef{Node: "n", Seq: 1}, Data: buildSegment(threeEvents(), true)}}))
 	f.Add([]byte("WMSB\x01"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

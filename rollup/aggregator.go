@@ -1,10 +1,12 @@
 package rollup
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,24 +16,26 @@ import (
 
 // Pebble sizing for the aggregator database.
 const (
-	blockCacheBytes = 32 << 20
+	blockCacheBytes = 64 << 20
 	memTableBytes   = 64 << 20
 	// memTableReserve is what memtables take out of the cache: Pebble
 	// reserves every memtable's size in the block cache (the mutable one,
 	// one being flushed, one kept for reuse). A cache no larger than that
-	// caches nothing once the memtables have grown to full size, and every
-	// rollup, sketch and visitor read goes to the file: filter, index and
-	// data block read, checksummed and decompressed each time (applies
-	// twice as slow in a node that has run for a while). The reservation
-	// is accounting, not extra memory: the memtables exist either way.
+	// caches nothing once the memtables have grown to full size. The
+	// reservation is accounting, not extra memory.
 	memTableReserve = 3 * memTableBytes
 )
 
 // ErrClosed is returned by every method called after Close.
 var ErrClosed = errors.New("aggregator closed")
 
+// ErrOldFormat means the aggregator folder holds a database of an earlier
+// layout, which this version does not read.
+var ErrOldFormat = errors.New("aggregator database is of an earlier format")
+
 // Aggregator is the receiving side of the aggregator role: it stores the
-// events of shipped segments exactly once, by day, and drops old days.
+// events of shipped segments exactly once, by day, folds them into
+// rollups and visits, and drops old days.
 type Aggregator struct {
 	cfg Config
 	log *slog.Logger
@@ -45,12 +49,22 @@ type Aggregator struct {
 	life   sync.RWMutex
 	closed bool
 
-	// mu makes apply and retention the only writer, one at a time, so
-	// duplicate checks and counter read-modify-writes see every earlier
-	// commit. Reads do not take it.
+	// mu makes apply, retention and rebuild the only writer, one at a
+	// time: the visitor table and the day mirror change only under it.
+	// Reads do not take it.
 	mu        sync.Mutex
+	visitors  *visitorTable
 	days      map[day]dayStat // mirror of the Y table
+	// gens counts, per day, the batches that stored events of it, so a
+	// rebuild computed outside the lock can tell whether it is stale.
+	gens map[day]uint64
+	// scrubbed is the last day scrubLinks ran for (0: not read yet).
+	scrubbed uint32
 	diskCheck time.Time       // when diskBytes was last refreshed
+
+	// sketches caches decoded visitor sets of finished buckets for
+	// queries; apply drops what it changes.
+	sketches *sketchCache
 
 	// limits remembers, per link code, the click limit already reported
 	// to OnClickLimit, so it fires once per code until the limit changes.
@@ -64,23 +78,11 @@ type Aggregator struct {
 // dayStat is the Y table's value: what one held day costs.
 type dayStat struct {
 	events uint64
-	bytes  uint64 // keys and values of the day's events
+	bytes  uint64 // keys and values of the day's blocks
 }
 
-func (s dayStat) encode() []byte {
-	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), s.events)
-	return binary.BigEndian.AppendUint64(b, s.bytes)
-}
-
-func decodeDayStat(v []byte) (dayStat, error) {
-	if len(v) != 16 {
-		return dayStat{}, fmt.Errorf("cannot decode day record: %d bytes; want 16", len(v))
-	}
-	return dayStat{binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])}, nil
-}
-
-// Open opens (or creates) the aggregator database and starts the hourly
-// retention goroutine.
+// Open opens (or creates) the aggregator database, loads the visitor
+// states still open, and starts the hourly retention goroutine.
 func Open(cfg Config) (*Aggregator, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -90,42 +92,95 @@ func Open(cfg Config) (*Aggregator, error) {
 	opts := &pebble.Options{
 		Cache:  cache,
 		Logger: pebbleLogger{cfg.Logger},
-		// Raw events are a steady append stream: a larger memtable means
-		// fewer, larger flushes and less L0 compaction work per event.
-		MemTableSize: memTableBytes,
-		// The cache is sized for this many memtables (memTableReserve).
+		Merger: rollupMerger,
+		// Blocks and operands are a steady append stream: a larger
+		// memtable means fewer, larger flushes, and hot rollup keys get
+		// their operands combined in the flush.
+		MemTableSize:                memTableBytes,
 		MemTableStopWritesThreshold: 2,
 	}
-	// Duplicate checks and segment lookups are point reads that usually
-	// miss: bloom filters let a miss skip a table without reading it.
+	// Segment and visitor lookups are point reads that usually miss:
+	// bloom filters let a miss skip a table without reading it.
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	db, err := pebble.Open(cfg.Dir, opts)
 	if err != nil {
 		cache.Unref()
+		if strings.Contains(err.Error(), "merger name") {
+			return nil, fmt.Errorf("cannot open aggregator database %q: %w: move the folder aside (its raw events can be read by the earlier release) and start again", cfg.Dir, ErrOldFormat)
+		}
 		return nil, fmt.Errorf("cannot open aggregator database %q: %w", cfg.Dir, err)
 	}
 	a := &Aggregator{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		m:      newReceiverMetrics(cfg.Metrics),
-		rm:     newRollupMetrics(cfg.Metrics),
-		db:     db,
-		cache:  cache,
-		days:   make(map[day]dayStat),
-		limits: make(map[string]int64),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		m:        newReceiverMetrics(cfg.Metrics),
+		rm:       newRollupMetrics(cfg.Metrics),
+		db:       db,
+		cache:    cache,
+		visitors: newVisitorTable(db, cfg.MaxActiveVisitors),
+		days:     make(map[day]dayStat),
+		gens:     make(map[day]uint64),
+		sketches: newSketchCache(sketchCacheBytes, cfg.Now),
+		limits:   make(map[string]int64),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
-	if err := a.loadDays(); err != nil {
+	fail := func(err error) (*Aggregator, error) {
 		db.Close()
 		cache.Unref()
 		return nil, err
 	}
+	if err := a.checkFormat(); err != nil {
+		return fail(err)
+	}
+	if err := a.loadDays(); err != nil {
+		return fail(err)
+	}
+	start := time.Now()
+	first := uint32(dayOf(cfg.Now().UnixMilli()))
+	first -= min(first, visitorDays-1)
+	rows, open, err := a.visitors.loadFrom(first)
+	if err != nil {
+		return fail(err)
+	}
+	a.log.Info("aggregator open", "dir", cfg.Dir, "raw_days", len(a.days), "visitor_states", rows,
+		"open_visits", open, "load", time.Since(start).Round(time.Millisecond))
 	a.updateGauges()
 	go a.retentionLoop()
 	return a, nil
+}
+
+// checkFormat writes the format key into a new database and refuses one
+// of another format.
+func (a *Aggregator) checkFormat() error {
+	v, closer, err := a.db.Get(formatKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		it, err := a.db.NewIter(nil)
+		if err != nil {
+			return fmt.Errorf("cannot read aggregator database: %w", err)
+		}
+		empty := !it.First()
+		if err := it.Close(); err != nil {
+			return fmt.Errorf("cannot read aggregator database: %w", err)
+		}
+		if !empty {
+			return fmt.Errorf("cannot open aggregator database %q: %w", a.cfg.Dir, ErrOldFormat)
+		}
+		if err := a.db.Set(formatKey, formatVersion, pebble.Sync); err != nil {
+			return fmt.Errorf("cannot write aggregator format: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read aggregator format: %w", err)
+	}
+	defer closer.Close()
+	if !bytes.Equal(v, formatVersion) {
+		return fmt.Errorf("cannot open aggregator database %q: format %q; this version reads %q: %w", a.cfg.Dir, v, formatVersion, ErrOldFormat)
+	}
+	return nil
 }
 
 // loadDays fills the in-memory mirror of the Y table.
@@ -140,11 +195,11 @@ func (a *Aggregator) loadDays() error {
 		if len(k) != 5 {
 			return fmt.Errorf("cannot list raw days: bad key %x", k)
 		}
-		st, err := decodeDayStat(it.Value())
-		if err != nil {
-			return err
+		var c counters
+		if err := decodeCounters(it.Value(), &c); err != nil {
+			return fmt.Errorf("cannot list raw days: %w", err)
 		}
-		a.days[day(binary.BigEndian.Uint32(k[1:]))] = st
+		a.days[day(binary.BigEndian.Uint32(k[1:]))] = dayStat{uint64(c[0]), uint64(c[1])}
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("cannot list raw days: %w", err)
@@ -192,9 +247,6 @@ func (a *Aggregator) retentionLoop() {
 		if err := a.ApplyRetention(); err != nil && !errors.Is(err, ErrClosed) {
 			a.log.Error("cannot apply retention", "err", err)
 		}
-		if err := a.sweepVisitors(); err != nil && !errors.Is(err, ErrClosed) {
-			a.log.Error("cannot sweep visitor states", "err", err)
-		}
 		select {
 		case <-a.stop:
 			return
@@ -217,39 +269,25 @@ func (a *Aggregator) updateGauges() {
 	a.m.rawDays.Set(float64(len(a.days)))
 	a.m.rawEvents.Set(float64(total.events))
 	a.m.rawBytes.Set(float64(total.bytes))
+	a.m.activeVisitors.Set(float64(len(a.visitors.active)))
 	if now := time.Now(); now.Sub(a.diskCheck) >= diskCheckInterval {
 		a.diskCheck = now
 		a.m.diskBytes.Set(float64(a.db.Metrics().DiskSpaceUsage()))
 	}
 }
 
-// getUint64 reads a be64 value; a missing key reads as zero.
-func getUint64(r pebble.Reader, key []byte) (uint64, error) {
+// getCounters reads a counter vector; a missing key reads as zero.
+func getCounters(r pebble.Reader, key []byte, c *counters) error {
 	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
+		*c = counters{}
+		return nil
 	}
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer closer.Close()
-	if len(v) != 8 {
-		return 0, fmt.Errorf("cannot read counter %x: %d bytes; want 8", key, len(v))
-	}
-	return binary.BigEndian.Uint64(v), nil
-}
-
-// has reports whether key exists.
-func has(r pebble.Reader, key []byte) (bool, error) {
-	_, closer, err := r.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	closer.Close()
-	return true, nil
+	return decodeCounters(v, c)
 }
 
 type pebbleLogger struct{ l *slog.Logger }

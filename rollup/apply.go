@@ -2,7 +2,9 @@ package rollup
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -11,60 +13,88 @@ import (
 )
 
 // verifiedSegment is a segment whose header and every record passed
-// ingest.ReadSegment, re-encoded and ready to apply.
+// ingest.ReadSegmentRecords, decoded and ready to apply.
 type verifiedSegment struct {
-	ref    ingest.SegmentRef
-	enc    []byte // the events' encodings, back to back
-	events []pendingEvent
+	ref      ingest.SegmentRef
+	size     int
+	crc      uint32
+	events   []ingest.Event
+	payloads [][]byte // each event's encoding, aliasing the request body
 }
 
-// pendingEvent is what apply needs of one event; enc[off:end] is the event.
-type pendingEvent struct {
-	id       [16]byte
-	time     int64
-	bot      bool
-	code     string
-	site     string
-	off, end int
-	// ev is the decoded event (without props) for the rollups.
-	ev ingest.Event
-}
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// verifySegment checks raw with ingest.ReadSegment and keeps its events. A
-// damaged segment returns an error wrapping ingest.ErrCorruptSegment and no
-// events: ReadSegment checks everything before delivering the first one.
+// verifySegment checks raw with ingest.ReadSegmentRecords and keeps its
+// events. A damaged segment returns an error wrapping
+// ingest.ErrCorruptSegment and no events: everything is checked before
+// the first one is delivered.
 func verifySegment(raw []byte, seg *verifiedSegment) error {
-	seg.enc = seg.enc[:0]
 	seg.events = seg.events[:0]
-	h, err := ingest.ReadSegment(raw, func(ev *ingest.Event) error {
-		off := len(seg.enc)
-		seg.enc = ingest.AppendEvent(seg.enc, ev)
-		seg.events = append(seg.events, pendingEvent{
-			id: ev.ID, time: ev.Time, bot: ev.Bot(),
-			code: ev.Code, site: ev.SiteID,
-			off: off, end: len(seg.enc),
-		})
-		last := &seg.events[len(seg.events)-1]
-		last.ev = *ev
-		last.ev.Props = nil // reused by ReadSegment; rollups do not use props
+	seg.payloads = seg.payloads[:0]
+	h, err := ingest.ReadSegmentRecords(raw, func(payload []byte, ev *ingest.Event) error {
+		e := *ev
+		if len(ev.Props) > 0 {
+			e.Props = append([]ingest.Prop(nil), ev.Props...) // ReadSegment reuses the slice
+		} else {
+			e.Props = nil
+		}
+		seg.events = append(seg.events, e)
+		seg.payloads = append(seg.payloads, payload)
 		return nil
 	})
 	if err != nil {
-		seg.enc = seg.enc[:0]
 		seg.events = seg.events[:0]
+		seg.payloads = seg.payloads[:0]
 		return err
 	}
-	seg.ref = ingest.SegmentRef{Node: h.NodeID, Seq: h.Seq}
+	seg.ref = refOf(h)
+	seg.size = len(raw)
+	seg.crc = crc32.Checksum(raw, castagnoli)
 	return nil
 }
 
-// applyResult says what one apply did, for metrics and logs.
+// refOf is the identity a segment header names.
+func refOf(h ingest.SegmentHeader) ingest.SegmentRef {
+	return ingest.SegmentRef{Node: h.NodeID, Seq: h.Seq}
+}
+
+// segmentRecord is what the S table keeps of an applied segment: enough to
+// tell a retry (same bytes) from a different segment under the same
+// identity (a restored or cloned edge).
+type segmentRecord struct {
+	receivedMS int64
+	events     uint32
+	size       uint32
+	crc        uint32
+}
+
+func (r segmentRecord) encode() []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 20), uint64(r.receivedMS))
+	b = binary.BigEndian.AppendUint32(b, r.events)
+	b = binary.BigEndian.AppendUint32(b, r.size)
+	return binary.BigEndian.AppendUint32(b, r.crc)
+}
+
+func decodeSegmentRecord(v []byte) (segmentRecord, error) {
+	if len(v) != 20 {
+		return segmentRecord{}, fmt.Errorf("cannot decode segment record: %d bytes; want 20", len(v))
+	}
+	return segmentRecord{
+		receivedMS: int64(binary.BigEndian.Uint64(v)),
+		events:     binary.BigEndian.Uint32(v[8:]),
+		size:       binary.BigEndian.Uint32(v[12:]),
+		crc:        binary.BigEndian.Uint32(v[16:]),
+	}, nil
+}
+
+// applyResult says what one apply did, for metrics, logs and the answer.
 type applyResult struct {
-	applied, duplicate   int // segments
-	stored, deduplicated int // events
-	expired, future      int // events dropped for their time
-	late                 int // events stored raw only: past the late window
-	acked                []ingest.SegmentRef
+	applied, duplicate, conflict int // segments
+	stored                       int // events
+	expired, future              int // events dropped for their time
+	late                         int // events older than the late window
+	acked                        []ingest.SegmentRef
+	rejected                     []ingest.RejectedSegment
 }
 
 // counterKey names one exact counter of one day.
@@ -74,32 +104,12 @@ type counterKey struct {
 	name  string
 }
 
-// applyState is the scratch of one apply: the batch and what it adds.
-type applyState struct {
-	b       *pebble.Batch
-	deltas  map[counterKey]uint64
-	dayAdds map[day]dayStat
-	inBatch map[ingest.SegmentRef]bool
-	// ids are the events staged so far, with their day: the batch is not
-	// indexed, so repeats inside it are found here.
-	ids map[[16]byte]day
-	kb  []byte
-	// fold gets every stored event inside the late window; its delta and
-	// visitor states are staged in the same batch.
-	fold    *folder
-	lateMS  int64 // events before this are stored raw only
-	lateErr error
-}
-
-func (s *applyState) count(d day, class byte, name string) {
-	s.deltas[counterKey{d, class, name}]++
-}
-
 // apply stores the segments that were not applied before, all in one
-// Pebble batch committed with Sync, together with their segment records
-// and counters. It returns the identities that are now durably stored:
-// the ones it applied and the ones applied earlier. On error nothing was
-// stored and nothing may be acknowledged.
+// Pebble batch committed with Sync, together with their segment records,
+// their folded rollups and the visitor states they changed. It returns the
+// identities that are now durably stored (the ones it applied and the
+// ones applied earlier) and the ones refused. On error nothing was stored
+// and nothing may be acknowledged.
 func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 	var res applyResult
 	if err := a.enter(); err != nil {
@@ -109,256 +119,255 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 	start := time.Now()
 	defer a.m.applyDuration.UpdateDuration(start)
 
-	now := a.cfg.Now()
-	nowMS := now.UnixMilli()
-	cutoff := a.cutoffDay(now)
-	maxMS := now.Add(futureSlack).UnixMilli()
-	window := a.cfg.DedupWindow.Milliseconds()
-	recvDay := dayOf(nowMS)
-
 	a.mu.Lock()
 	defer a.mu.Unlock()
 
-	st := applyState{
-		b:       a.db.NewBatch(),
-		deltas:  make(map[counterKey]uint64),
-		dayAdds: make(map[day]dayStat),
-		inBatch: make(map[ingest.SegmentRef]bool),
-		ids:     make(map[[16]byte]day),
-		fold:    newFolder(func(k visitorKey) ([]run, error) { return loadVisitor(a.db, k) }),
-		lateMS:  nowMS - a.cfg.LateWindow.Milliseconds(),
-	}
-	defer st.b.Close()
-	if err := a.preloadVisitors(&st, segs); err != nil {
+	now := a.cfg.Now()
+	nowMS := now.UnixMilli()
+	fresh, err := a.classify(segs, nowMS, &res)
+	if err != nil {
 		return applyResult{}, err
 	}
+	if len(fresh) == 0 {
+		a.countApply(&res)
+		return res, nil // duplicates' records were fsynced when first applied
+	}
 
-	for _, seg := range segs {
-		segKey := segmentKey(seg.ref.Node, seg.ref.Seq)
-		if st.inBatch[seg.ref] {
-			res.duplicate++
-			res.acked = append(res.acked, seg.ref)
-			continue
-		}
-		done, err := has(a.db, segKey)
-		if err != nil {
-			return applyResult{}, fmt.Errorf("cannot look up segment %d of %q: %w", seg.ref.Seq, seg.ref.Node, err)
-		}
-		if done {
-			res.duplicate++
-			res.acked = append(res.acked, seg.ref)
-			continue
-		}
-		var stored, dups uint32
+	b := a.db.NewBatch()
+	defer b.Close()
+	f := newFolder(a.visitors)
+	if err := a.preloadVisitors(fresh, nowMS); err != nil {
+		return applyResult{}, err
+	}
+	deltas := make(map[counterKey]int64)
+	sizes := make(map[day]dayStat)
+	cutoff := a.cutoffDay(now)
+	maxMS := now.Add(futureSlack).UnixMilli()
+	lateMS := nowMS - a.cfg.LateWindow.Milliseconds()
+	recvDay := dayOf(nowMS)
+	var blocks blockBuilder
+	for _, seg := range fresh {
+		blocks.reset()
+		stored := uint32(0)
 		for i := range seg.events {
 			ev := &seg.events[i]
-			d := dayOf(ev.time)
+			d := dayOf(ev.Time)
 			switch {
 			case d < cutoff:
 				res.expired++
 				continue
-			case ev.time > maxMS:
+			case ev.Time > maxMS:
 				res.future++
 				continue
-			}
-			dup, err := a.seen(&st, ev, window)
-			if err != nil {
-				return applyResult{}, err
-			}
-			if dup {
-				dups++
-				continue
-			}
-			late := ev.time < st.lateMS
-			if err := a.stage(&st, d, ev, seg.enc[ev.off:ev.end], late); err != nil {
-				return applyResult{}, err
-			}
-			if late {
+			case ev.Time < lateMS:
 				res.late++
-			} else if err := st.fold.fold(&ev.ev); err != nil {
+			}
+			countEvent(deltas, d, ev)
+			a.visitors.newestMS = max(a.visitors.newestMS, ev.Time)
+			if _, err := f.fold(ev); err != nil {
+				a.visitors.failed()
 				return applyResult{}, err
 			}
+			blocks.add(d, ev.Time, seg.payloads[i])
 			stored++
 		}
-		rec := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(nowMS))
-		rec = binary.BigEndian.AppendUint32(rec, stored)
-		rec = binary.BigEndian.AppendUint32(rec, dups)
-		if err := st.b.Set(segKey, rec, nil); err != nil {
+		if err := blocks.stage(b, seg.ref, sizes); err != nil {
+			a.visitors.failed()
+			return applyResult{}, err
+		}
+		rec := segmentRecord{receivedMS: nowMS, events: stored, size: uint32(seg.size), crc: seg.crc}
+		if err := b.Set(segmentKey(seg.ref), rec.encode(), nil); err != nil {
+			a.visitors.failed()
 			return applyResult{}, fmt.Errorf("cannot stage segment record: %w", err)
 		}
-		if err := st.b.Set(segmentDayKey(recvDay, seg.ref.Node, seg.ref.Seq), nil, nil); err != nil {
+		if err := b.Set(segmentDayKey(expiryDay(seg, recvDay), seg.ref), nil, nil); err != nil {
+			a.visitors.failed()
 			return applyResult{}, fmt.Errorf("cannot stage segment record: %w", err)
 		}
-		st.inBatch[seg.ref] = true
 		res.applied++
 		res.stored += int(stored)
-		res.deduplicated += int(dups)
 		res.acked = append(res.acked, seg.ref)
 	}
-	if res.applied == 0 {
-		// Only duplicates: their records were fsynced when first applied.
-		a.countApply(&res)
-		return res, nil
-	}
-	if err := a.stageCounters(&st); err != nil {
+	a.visitors.closeIdle(f, nowMS)
+	if err := a.stageApply(b, f, deltas, sizes, now); err != nil {
+		a.visitors.failed()
+		a.sketches.discard()
 		return applyResult{}, err
 	}
-	if err := st.fold.d.flush(a.db, st.b); err != nil {
-		return applyResult{}, err
-	}
-	if err := st.fold.stageVisitors(st.b, st.lateMS-visitGapMS); err != nil {
-		return applyResult{}, err
-	}
-	if err := st.b.Commit(pebble.Sync); err != nil {
+	if err := a.sketches.commit(func() error { return b.Commit(pebble.Sync) }); err != nil {
+		a.visitors.failed()
+		a.sketches.discard()
 		return applyResult{}, fmt.Errorf("cannot commit segment batch: %w", err)
 	}
-	a.checkClickLimits(st.fold.d)
-	for d, add := range st.dayAdds {
-		cur := a.days[d]
-		a.days[d] = dayStat{cur.events + add.events, cur.bytes + add.bytes}
-	}
+	a.visitors.committed()
+	a.afterCommit(f.d, sizes)
 	a.countApply(&res)
-	a.updateGauges()
 	return res, nil
 }
 
-// preloadVisitors reads, in one sorted pass, the stored state of every
-// visitor whose events fold may reach: site events that are not bots and
-// not past the late window, of segments not applied before. Reading a few
-// too many (an event that turns out to be a duplicate) changes nothing:
-// only states that fold changes are written back.
-func (a *Aggregator) preloadVisitors(st *applyState, segs []*verifiedSegment) error {
+// expiryDay is the day with whose retention a segment's record goes: the
+// day of its newest event, so that once the record is gone every event of
+// the segment is past retention, and sending it again stores nothing.
+func expiryDay(seg *verifiedSegment, recvDay day) day {
+	if len(seg.events) == 0 {
+		return recvDay
+	}
+	newest := seg.events[0].Time
+	for i := range seg.events {
+		newest = max(newest, seg.events[i].Time)
+	}
+	return dayOf(newest)
+}
+
+// classify splits segs into the ones to apply and the ones already
+// applied (acknowledged again) or in conflict with an applied one (same
+// identity, other bytes: refused, never acknowledged).
+func (a *Aggregator) classify(segs []*verifiedSegment, nowMS int64, res *applyResult) ([]*verifiedSegment, error) {
+	var fresh []*verifiedSegment
+	inBatch := make(map[ingest.SegmentRef]*verifiedSegment)
+	for _, seg := range segs {
+		var size, crc uint32
+		known := false
+		if prev := inBatch[seg.ref]; prev != nil {
+			size, crc, known = uint32(prev.size), prev.crc, true
+		} else {
+			v, closer, err := a.db.Get(segmentKey(seg.ref))
+			switch {
+			case errors.Is(err, pebble.ErrNotFound):
+			case err != nil:
+				return nil, fmt.Errorf("cannot look up segment %d of %q: %w", seg.ref.Seq, seg.ref.Node, err)
+			default:
+				rec, derr := decodeSegmentRecord(v)
+				closer.Close()
+				if derr != nil {
+					return nil, derr
+				}
+				size, crc, known = rec.size, rec.crc, true
+			}
+		}
+		switch {
+		case !known:
+			inBatch[seg.ref] = seg
+			fresh = append(fresh, seg)
+		case size == uint32(seg.size) && crc == seg.crc:
+			res.duplicate++
+			res.acked = append(res.acked, seg.ref)
+		default:
+			res.conflict++
+			res.rejected = append(res.rejected, ingest.RejectedSegment{SegmentRef: seg.ref, Reason: ingest.RejectConflict})
+			a.log.Error("refused a segment whose identity was already used for other bytes (a restored or cloned data folder?)",
+				"node", seg.ref.Node, "inc", seg.ref.Inc, "seq", seg.ref.Seq, "bytes", seg.size)
+		}
+	}
+	return fresh, nil
+}
+
+// preloadVisitors reads, in one sorted pass, the stored states of the
+// visitors the fresh segments' site events will need and memory lacks.
+func (a *Aggregator) preloadVisitors(segs []*verifiedSegment, nowMS int64) error {
 	var keys []visitorKey
 	for _, seg := range segs {
-		done, err := has(a.db, segmentKey(seg.ref.Node, seg.ref.Seq))
-		if err != nil {
-			return fmt.Errorf("cannot look up segment %d of %q: %w", seg.ref.Seq, seg.ref.Node, err)
-		}
-		if done {
-			continue
-		}
 		for i := range seg.events {
-			ev := &seg.events[i].ev
-			if ev.SiteID == "" || ev.Kind == ingest.KindClick || ev.Bot() || ev.Time < st.lateMS {
+			ev := &seg.events[i]
+			if ev.SiteID == "" || ev.Kind == ingest.KindClick || ev.Bot() {
 				continue
 			}
-			keys = append(keys, visitorKey{ev.SiteID, ev.VisitorHash})
+			site := a.visitors.siteID(ev.SiteID)
+			d := uint32(dayOf(ev.Time))
+			keys = append(keys, visitorKey{site, d, ev.VisitorHash})
+			if ev.PrevVisitorHash != 0 && d > 0 {
+				keys = append(keys, visitorKey{site, d - 1, ev.PrevVisitorHash})
+			}
 		}
 	}
-	return st.fold.preload(a.db, keys)
+	return a.visitors.preload(keys)
 }
 
-// seen reports whether ev's id is already held on a day that the window
-// around its time touches, or earlier in this batch. Days not held cannot
-// hold it, so they cost no read.
-func (a *Aggregator) seen(st *applyState, ev *pendingEvent, window int64) (bool, error) {
-	lo, hi := dayOf(ev.time-window), dayOf(ev.time+window)
-	if d, ok := st.ids[ev.id]; ok && d >= lo && d <= hi {
-		return true, nil
+// countEvent adds one stored event to the per-day counters of its classes.
+func countEvent(deltas map[counterKey]int64, d day, ev *ingest.Event) {
+	bot := ev.Bot()
+	deltas[counterKey{d, classAll, ""}]++
+	if bot {
+		deltas[counterKey{d, classBots, ""}]++
 	}
-	for d := lo; d <= hi; d++ {
-		if _, ok := a.days[d]; !ok {
-			continue
-		}
-		st.kb = appendEventIDKey(st.kb[:0], d, &ev.id)
-		found, err := has(a.db, st.kb)
-		if err != nil {
-			return false, fmt.Errorf("cannot look up event id: %w", err)
-		}
-		if found {
-			return true, nil
+	if ev.Code != "" {
+		deltas[counterKey{d, classCode, ev.Code}]++
+		if bot {
+			deltas[counterKey{d, classCodeBot, ev.Code}]++
 		}
 	}
-	return false, nil
+	if ev.SiteID != "" {
+		deltas[counterKey{d, classSite, ev.SiteID}]++
+		if bot {
+			deltas[counterKey{d, classSiteBot, ev.SiteID}]++
+		}
+	}
 }
 
-// stage adds one event, its id index entry and its counters to the batch.
-// A late event's index entry carries lateFlag: it is in no rollup.
-func (a *Aggregator) stage(st *applyState, d day, ev *pendingEvent, enc []byte, late bool) error {
-	st.kb = appendEventKey(st.kb[:0], d, ev.time, &ev.id)
-	size := len(st.kb) + len(enc)
-	if err := st.b.Set(st.kb, enc, nil); err != nil {
-		return fmt.Errorf("cannot stage event: %w", err)
+// stageApply writes the batch's counters, rollups and visitor states.
+func (a *Aggregator) stageApply(b *pebble.Batch, f *folder, deltas map[counterKey]int64, sizes map[day]dayStat, now time.Time) error {
+	if err := stageCounters(b, deltas, sizes); err != nil {
+		return err
 	}
-	st.kb = appendEventIDKey(st.kb[:0], d, &ev.id)
-	var tb [9]byte
-	binary.BigEndian.PutUint64(tb[:], uint64(ev.time))
-	tv := tb[:8]
-	if late {
-		tb[8] = lateFlag
-		tv = tb[:]
+	if err := f.d.flush(b, a.tiers(now), a.sketches.touch); err != nil {
+		return err
 	}
-	if err := st.b.Set(st.kb, tv, nil); err != nil {
-		return fmt.Errorf("cannot stage event id: %w", err)
-	}
-	st.ids[ev.id] = d
-	add := st.dayAdds[d]
-	add.events++
-	add.bytes += uint64(size)
-	st.dayAdds[d] = add
-
-	st.count(d, classAll, "")
-	if ev.bot {
-		st.count(d, classBots, "")
-	}
-	if ev.code != "" {
-		st.count(d, classCode, ev.code)
-		if ev.bot {
-			st.count(d, classCodeBot, ev.code)
-		}
-	}
-	if ev.site != "" {
-		st.count(d, classSite, ev.site)
-		if ev.bot {
-			st.count(d, classSiteBot, ev.site)
-		}
-	}
-	return nil
+	return a.visitors.stage(b, now.UnixMilli()-a.cfg.LateWindow.Milliseconds()-visitGapMS)
 }
 
-// stageCounters adds the batch's counter deltas to the per-day counters,
-// the totals and the day records. Only the writer changes them, and it
-// holds mu, so reading the committed value and adding is safe.
-func (a *Aggregator) stageCounters(st *applyState) error {
+// stageCounters adds the per-day event counts to the D rows, the totals
+// and the day records, as merge operands.
+func stageCounters(b *pebble.Batch, deltas map[counterKey]int64, sizes map[day]dayStat) error {
 	type totalKey struct {
 		class byte
 		name  string
 	}
-	totals := make(map[totalKey]uint64, len(st.deltas))
-	var vb [8]byte
-	for k, n := range st.deltas {
+	totals := make(map[totalKey]int64, len(deltas))
+	var kb, vb []byte
+	for k, n := range deltas {
 		totals[totalKey{k.class, k.name}] += n
-		st.kb = appendDayCounterKey(st.kb[:0], k.day, k.class, k.name)
-		if err := addCounter(a.db, st.b, st.kb, n, &vb); err != nil {
+		kb = appendDayCounterKey(kb[:0], k.day, k.class, k.name)
+		if err := mergeCount(b, kb, n, &vb); err != nil {
 			return err
 		}
 	}
 	for k, n := range totals {
-		st.kb = appendTotalKey(st.kb[:0], k.class, k.name)
-		if err := addCounter(a.db, st.b, st.kb, n, &vb); err != nil {
+		kb = appendTotalKey(kb[:0], k.class, k.name)
+		if err := mergeCount(b, kb, n, &vb); err != nil {
 			return err
 		}
 	}
-	for d, add := range st.dayAdds {
-		cur := a.days[d]
-		v := dayStat{cur.events + add.events, cur.bytes + add.bytes}.encode()
-		if err := st.b.Set(dayKey(d), v, nil); err != nil {
+	for d, st := range sizes {
+		c := counters{int64(st.events), int64(st.bytes)}
+		vb = appendCounters(vb[:0], &c)
+		if err := b.Merge(dayKey(d), vb, nil); err != nil {
 			return fmt.Errorf("cannot stage day record: %w", err)
 		}
 	}
 	return nil
 }
 
-func addCounter(db *pebble.DB, b *pebble.Batch, key []byte, n uint64, vb *[8]byte) error {
-	cur, err := getUint64(db, key)
-	if err != nil {
-		return err
-	}
-	binary.BigEndian.PutUint64(vb[:], cur+n)
-	if err := b.Set(key, vb[:], nil); err != nil {
+// mergeCount adds n to the one-number counter at key.
+func mergeCount(b *pebble.Batch, key []byte, n int64, vb *[]byte) error {
+	c := counters{n}
+	*vb = appendCounters((*vb)[:0], &c)
+	if err := b.Merge(key, *vb, nil); err != nil {
 		return fmt.Errorf("cannot stage counter: %w", err)
 	}
 	return nil
+}
+
+// afterCommit updates what memory mirrors of the database and starts the
+// click-limit checks.
+func (a *Aggregator) afterCommit(d *delta, sizes map[day]dayStat) {
+	for day, add := range sizes {
+		cur := a.days[day]
+		a.days[day] = dayStat{cur.events + add.events, cur.bytes + add.bytes}
+		a.gens[day]++
+	}
+	a.checkClickLimits(d)
+	a.updateGauges()
+	a.m.activeVisitors.Set(float64(len(a.visitors.active)))
 }
 
 // cutoffDay is the first day retention keeps at now: every event of an
@@ -370,8 +379,8 @@ func (a *Aggregator) cutoffDay(now time.Time) day {
 func (a *Aggregator) countApply(res *applyResult) {
 	a.m.segmentsApplied.Add(res.applied)
 	a.m.segmentsDuplicate.Add(res.duplicate)
+	a.m.segmentsConflict.Add(res.conflict)
 	a.m.eventsStored.Add(res.stored)
-	a.m.eventsDeduplicated.Add(res.deduplicated)
 	a.m.eventsExpired.Add(res.expired)
 	a.m.eventsFuture.Add(res.future)
 	a.rm.eventsLate.Add(res.late)

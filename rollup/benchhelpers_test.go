@@ -9,10 +9,8 @@ import (
 // appendBenchEvent adds ev to a benchmark's pre-verified segment.
 func appendBenchEvent(seg *verifiedSegment, ev ingest.Event) {
 	ev.Props = nil
-	off := len(seg.enc)
-	seg.enc = ingest.AppendEvent(seg.enc, &ev)
-	seg.events = append(seg.events, pendingEvent{id: ev.ID, time: ev.Time, bot: ev.Bot(),
-		code: ev.Code, site: ev.SiteID, off: off, end: len(seg.enc), ev: ev})
+	seg.events = append(seg.events, ev)
+	seg.payloads = append(seg.payloads, ingest.AppendEvent(nil, &ev))
 }
 
 // runApplyBench applies one freshly filled segment per iteration, timing

@@ -13,14 +13,19 @@ import (
 
 // Defaults for Config.
 const (
-	DefaultRetention   = 90 * 24 * time.Hour
-	DefaultDedupWindow = 48 * time.Hour
+	DefaultRetention = 90 * 24 * time.Hour
+	// DefaultHourRetention and DefaultDayRetention are how long hour and
+	// day rows are kept; month rows are kept for ever. A range reaching
+	// past a tier is answered from the next coarser one, and says so.
+	DefaultHourRetention = 30 * 24 * time.Hour
+	DefaultDayRetention  = 366 * 24 * time.Hour
 	// DefaultMaxBatchBytes leaves room for a batch of the shipper's
 	// default size (4 MiB) and for single segments far past its default
 	// 8 MiB rotation size.
 	DefaultMaxBatchBytes = 256 << 20
-	// DefaultLateWindow: events up to this much older than the
-	// aggregator's clock still land in their hour's rollups.
+	// DefaultLateWindow: how long after a visit's last event its state is
+	// kept, so an event that arrives that late still joins it. Older
+	// events are folded too, into visits of their own.
 	DefaultLateWindow = 48 * time.Hour
 	// retentionInterval is how often the background goroutine drops days.
 	retentionInterval = time.Hour
@@ -37,18 +42,21 @@ type Config struct {
 	// Retention: whole days whose every event is older than this are
 	// dropped. Zero means DefaultRetention.
 	Retention time.Duration
-	// DedupWindow: an event id seen again within this window (by event
-	// time, rounded out to whole days) is not stored twice. Zero means
-	// DefaultDedupWindow.
-	DedupWindow time.Duration
+	// HourRetention and DayRetention bound the hour and day rollup
+	// tiers. Zero means the defaults.
+	HourRetention, DayRetention time.Duration
+	// MaxActiveVisitors bounds the visitor states held in memory. Zero
+	// means 4 Mi (about 1 GiB at the sizes BenchmarkVisitorMemory shows).
+	MaxActiveVisitors int
 	// Token is the bearer token every shipping node must present.
 	Token string
 	// MaxBatchBytes bounds one request body once decompressed. Zero means
 	// DefaultMaxBatchBytes. The HTTP server's own body limit applies first.
 	MaxBatchBytes int64
-	// LateWindow: an event older than this when it arrives is stored raw
-	// only and counted in waymark_rollup_events_late_total; younger ones
-	// land in their own hour. Zero means DefaultLateWindow.
+	// LateWindow: how long a visitor's state outlives its last event, so
+	// a late event still joins its visit. Events older than this on
+	// arrival are counted in waymark_rollup_events_late_total and folded
+	// into visits of their own. Zero means DefaultLateWindow.
 	LateWindow time.Duration
 
 	// Links reads a link (for its click limit); nil turns click limits off.
@@ -70,8 +78,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("cannot configure rollup: Dir is empty")
 	case c.Token == "":
 		return c, errors.New("cannot configure rollup: Token is empty")
-	case c.Retention < 0 || c.DedupWindow < 0:
-		return c, errors.New("cannot configure rollup: negative Retention or DedupWindow")
+	case c.Retention < 0 || c.HourRetention < 0 || c.DayRetention < 0:
+		return c, errors.New("cannot configure rollup: negative retention")
 	}
 	if c.Retention == 0 {
 		c.Retention = DefaultRetention
@@ -82,11 +90,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.LateWindow == 0 {
 		c.LateWindow = DefaultLateWindow
 	}
-	if c.DedupWindow == 0 {
-		c.DedupWindow = DefaultDedupWindow
+	if c.HourRetention == 0 {
+		c.HourRetention = DefaultHourRetention
 	}
-	if c.DedupWindow > c.Retention {
-		return c, fmt.Errorf("cannot configure rollup: DedupWindow %s is longer than Retention %s", c.DedupWindow, c.Retention)
+	if c.DayRetention == 0 {
+		c.DayRetention = DefaultDayRetention
+	}
+	if c.DayRetention < c.HourRetention {
+		return c, fmt.Errorf("cannot configure rollup: day rows kept %s, shorter than hour rows (%s)", c.DayRetention, c.HourRetention)
 	}
 	if c.MaxBatchBytes <= 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/sources"
 )
 
 // The generated world: one link and one site (in New York) over the three
@@ -57,7 +58,17 @@ func generate(seed uint64) *genWorld {
 	span := int64(47 * time.Hour / time.Millisecond)
 
 	for v := range 300 {
-		hash := uint64(v+1) * 0x9e3779b97f4a7c15
+		// A visitor's hash changes with the UTC day, and events of the
+		// first half hour of a day also carry yesterday's, as ingest
+		// hashes them.
+		stamp := func(ev *ingest.Event) {
+			d := uint64(dayOf(ev.Time))
+			ev.VisitorHash = genHash(v, d)
+			ev.PrevVisitorHash = 0
+			if ev.Time%msPerDay < visitGapMS {
+				ev.PrevVisitorHash = genHash(v, d-1)
+			}
+		}
 		bot := v%20 == 0
 		country, device, browser, os := pick(genCountries), pick(genDevices), pick(genBrowsers), pick(genOSes)
 		visits := 1 + rng.IntN(3)
@@ -81,8 +92,9 @@ func generate(seed uint64) *genWorld {
 				ev := ingest.Event{
 					Kind: ingest.KindPageview, ID: id(), Time: t, SiteID: genSite, Name: "pageview",
 					Path: pick(genPages), ReferrerHost: ref, UTMSource: utm, Country: country, Device: device,
-					Browser: browser, OS: os, VisitorHash: hash, Node: "edge-1", Region: "eu",
+					Browser: browser, OS: os, Node: "edge-1", Region: "eu",
 				}
+				stamp(&ev)
 				if p > 0 {
 					ev.ReferrerHost = "" // internal navigation
 					ev.UTMSource = ""
@@ -96,11 +108,13 @@ func generate(seed uint64) *genWorld {
 					eng := ev
 					eng.Kind, eng.Name, eng.ID, eng.Time = ingest.KindEngagement, "engagement", id(), t+dwell
 					eng.EngagedMS, eng.ScrollDepth = uint64(dwell*3/4), uint8(rng.IntN(101))
+					stamp(&eng)
 					w.events = append(w.events, eng)
 				}
 				if rng.IntN(6) == 0 {
 					c := ev
 					c.Kind, c.Name, c.ID, c.Time = ingest.KindCustom, "signup", id(), t+dwell/2
+					stamp(&c)
 					w.events = append(w.events, c)
 				}
 				t += dwell + 1000
@@ -134,8 +148,29 @@ func generate(seed uint64) *genWorld {
 		w.events = append(w.events, ev)
 	}
 	rng.Shuffle(len(w.events), func(i, j int) { w.events[i], w.events[j] = w.events[j], w.events[i] })
+	// Engagement events reach the aggregator after the pageview they
+	// follow (the tracker sends them later, and an edge ships in order);
+	// one that arrived first would be dropped, as Plausible drops an
+	// engagement without a live session.
+	// The late visitor's events arrive together, last: an edge cut off for
+	// two days ships its old segments in order when it is back.
+	var rest, engagements, late []ingest.Event
+	for _, ev := range w.events {
+		switch {
+		case w.late[ev.ID]:
+			late = append(late, ev)
+		case ev.Kind == ingest.KindEngagement:
+			engagements = append(engagements, ev)
+		default:
+			rest = append(rest, ev)
+		}
+	}
+	w.events = append(append(rest, engagements...), late...)
 	return w
 }
+
+// genHash is visitor v's hash on UTC day d.
+func genHash(v int, d uint64) uint64 { return mix64(uint64(v+1)<<24 | d) }
 
 // segments cuts the stream into sealed segments of per events.
 func (w *genWorld) segments(node string, per int) [][]byte {
@@ -147,16 +182,32 @@ func (w *genWorld) segments(node string, per int) [][]byte {
 }
 
 // refSite is the plain reference: every site metric over [from, to),
-// computed from the raw events with no rollups.
+// computed from the raw events with no rollups, by Plausible's
+// definitions (rollup/DESIGN.md): sessions end after 30 minutes without
+// activity (engagement events keep one alive but never start one); a
+// session counts in a range it overlaps; bounce is at most one pageview
+// and no interactive custom event; duration runs to the last event that is
+// not an engagement; pageviews, events and visitors are the events' own.
 type refSite struct {
 	visitors, visits, pageviews, bounces, visitPV, durationMS int64
-	events, engagedMS, engagements, scrollSum, bots           int64
+	events, engagedMS, engagedVisits, scrollSum, bots         int64
 	pagePV                                                    map[string]int64
 	pageVisitors                                              map[string]map[uint64]bool
 	countryVisit                                              map[string]int64
 	entryVisits                                               map[string]int64
 	exitVisits                                                map[string]int64
 	sourceVisits                                              map[string]int64
+}
+
+// refSession is one session of the reference.
+type refSession struct {
+	hash                 uint64
+	start, end, alive    int64
+	pv, custom, interact int64
+	entry, exit          string
+	first                ingest.Event
+	maxScroll            int64
+	engaged              bool
 }
 
 func (w *genWorld) refSite(from, to time.Time) *refSite {
@@ -166,9 +217,9 @@ func (w *genWorld) refSite(from, to time.Time) *refSite {
 		countryVisit: map[string]int64{}, entryVisits: map[string]int64{}, exitVisits: map[string]int64{},
 		sourceVisits: map[string]int64{}}
 	visitors := map[uint64]bool{}
-	byVisitor := map[uint64][]ingest.Event{}
+	var evs []ingest.Event
 	for _, ev := range w.events {
-		if ev.SiteID != genSite || w.late[ev.ID] {
+		if ev.SiteID != genSite {
 			continue
 		}
 		if ev.Bot() {
@@ -177,94 +228,129 @@ func (w *genWorld) refSite(from, to time.Time) *refSite {
 			}
 			continue
 		}
-		byVisitor[ev.VisitorHash] = append(byVisitor[ev.VisitorHash], ev)
+		evs = append(evs, ev)
+	}
+	count := func(s *refSession) {
+		if s == nil || s.pv+s.custom == 0 || s.end < lo || s.start >= hi {
+			return
+		}
+		r.visits++
+		r.visitPV += s.pv
+		r.durationMS += s.end - s.start
+		if s.pv <= 1 && s.interact == 0 {
+			r.bounces++
+		}
+		r.countryVisit[s.first.Country]++
+		r.sourceVisits[sources.Source(s.first.ReferrerHost, s.first.UTMSource)]++
+		if s.pv > 0 {
+			r.entryVisits[s.entry]++
+			r.exitVisits[s.exit]++
+		}
+		if s.engaged {
+			r.engagedVisits++
+			r.scrollSum += s.maxScroll
+		}
+	}
+	slices.SortFunc(evs, func(a, b ingest.Event) int {
+		if a.Time != b.Time {
+			return int(a.Time - b.Time)
+		}
+		return bytes.Compare(a.ID[:], b.ID[:])
+	})
+	// Sessions by the visitor id they keep (their first event's hash); a
+	// later day's hash finds its session through the previous hash it
+	// carries, as Plausible looks a session up by the current then the
+	// previous salt's id, and then keeps finding it (alias).
+	sessions := map[uint64]*refSession{}
+	alias := map[uint64]uint64{}
+	for _, ev := range evs {
+		live := func(h uint64) *refSession {
+			if a, ok := alias[h]; ok {
+				h = a
+			}
+			if s := sessions[h]; s != nil && ev.Time-s.alive <= visitGapMS {
+				return s
+			}
+			return nil
+		}
+		s := live(ev.VisitorHash)
+		if s == nil && ev.PrevVisitorHash != 0 {
+			if s = live(ev.PrevVisitorHash); s != nil {
+				alias[ev.VisitorHash] = s.hash
+			}
+		}
+		if ev.Kind == ingest.KindEngagement {
+			if s == nil {
+				continue // no session: dropped
+			}
+			s.alive = max(s.alive, ev.Time)
+			if in(ev.Time) {
+				r.engagedMS += int64(ev.EngagedMS)
+				s.engaged = true
+				s.maxScroll = max(s.maxScroll, int64(ev.ScrollDepth))
+				visitors[s.hash] = true
+				r.addPageVisitor(ev.Path, s.hash)
+			}
+			continue
+		}
+		if s == nil {
+			delete(alias, ev.VisitorHash)
+			count(sessions[ev.VisitorHash])
+			s = &refSession{start: ev.Time, first: ev, hash: ev.VisitorHash}
+			sessions[ev.VisitorHash] = s
+		}
+		s.end, s.alive = ev.Time, ev.Time
+		switch ev.Kind {
+		case ingest.KindPageview:
+			if s.pv == 0 {
+				s.entry = ev.Path
+			}
+			s.exit = ev.Path
+			s.pv++
+		case ingest.KindCustom:
+			s.custom++
+			if ev.Flags&ingest.FlagNonInteractive == 0 {
+				s.interact++
+			}
+		}
 		if !in(ev.Time) {
 			continue
 		}
+		visitors[s.hash] = true
 		switch ev.Kind {
 		case ingest.KindPageview:
 			r.pageviews++
 			r.pagePV[ev.Path]++
-			if r.pageVisitors[ev.Path] == nil {
-				r.pageVisitors[ev.Path] = map[uint64]bool{}
-			}
-			r.pageVisitors[ev.Path][ev.VisitorHash] = true
-			visitors[ev.VisitorHash] = true
+			r.addPageVisitor(ev.Path, s.hash)
 		case ingest.KindCustom:
 			r.events++
-			visitors[ev.VisitorHash] = true
-		case ingest.KindEngagement:
-			r.engagedMS += int64(ev.EngagedMS)
-			r.engagements++
-			r.scrollSum += int64(ev.ScrollDepth)
 		}
 	}
+	for _, s := range sessions {
+		count(s)
+	}
+	r.events += r.pageviews
 	r.visitors = int64(len(visitors))
-	for _, evs := range byVisitor {
-		slices.SortFunc(evs, func(a, b ingest.Event) int {
-			if a.Time != b.Time {
-				return int(a.Time - b.Time)
-			}
-			return bytes.Compare(a.ID[:], b.ID[:])
-		})
-		for i := 0; i < len(evs); {
-			j := i + 1
-			for j < len(evs) && evs[j].Time-evs[j-1].Time <= visitGapMS {
-				j++
-			}
-			visit := evs[i:j]
-			i = j
-			var pv, custom int64
-			var entry, exit string
-			for _, ev := range visit {
-				switch ev.Kind {
-				case ingest.KindPageview:
-					if pv == 0 {
-						entry = ev.Path
-					}
-					exit = ev.Path
-					pv++
-				case ingest.KindCustom:
-					custom++
-				}
-			}
-			if pv+custom == 0 || !in(visit[0].Time) {
-				continue
-			}
-			r.visits++
-			r.visitPV += pv
-			r.durationMS += visit[len(visit)-1].Time - visit[0].Time
-			if pv == 1 {
-				r.bounces++
-			}
-			r.countryVisit[visit[0].Country]++
-			src := visit[0].UTMSource
-			if src == "" {
-				src = visit[0].ReferrerHost
-				if len(src) > 4 && src[:4] == "www." {
-					src = src[4:]
-				}
-			}
-			r.sourceVisits[src]++
-			if pv > 0 {
-				r.entryVisits[entry]++
-				r.exitVisits[exit]++
-			}
-		}
-	}
 	return r
 }
 
-// metrics derives the API's metrics from the reference totals, by the
-// definitions in the package doc.
+func (r *refSite) addPageVisitor(path string, hash uint64) {
+	if r.pageVisitors[path] == nil {
+		r.pageVisitors[path] = map[uint64]bool{}
+	}
+	r.pageVisitors[path][hash] = true
+}
+
+// metrics derives the API's metrics from the reference totals, rounded as
+// Plausible rounds them (half to even).
 func (r *refSite) metrics() SiteMetrics {
 	return SiteMetrics{
 		Visits: r.visits, Pageviews: r.pageviews, Events: r.events, BotEvents: r.bots,
-		ViewsPerVisit: round2(ratio(r.visitPV, r.visits)),
-		BounceRate:    round2(100 * ratio(r.bounces, r.visits)),
-		VisitDuration: round2(ratio(r.durationMS, r.visits) / 1000),
-		TimeOnPage:    round2(ratio(r.engagedMS, r.pageviews) / 1000),
-		ScrollDepth:   round2(ratio(r.scrollSum, r.engagements)),
+		ViewsPerVisit: math.RoundToEven(float64(r.visitPV)/float64(max(r.visits, 1))*100) / 100,
+		BounceRate:    math.RoundToEven(float64(r.bounces) / float64(max(r.visits, 1)) * 100),
+		VisitDuration: math.RoundToEven(float64(r.durationMS) / float64(max(r.visits, 1)) / 1000),
+		TimeOnPage:    math.RoundToEven(float64(r.engagedMS) / float64(max(r.engagedVisits, 1)) / 1000),
+		ScrollDepth:   math.RoundToEven(float64(r.scrollSum) / float64(max(r.engagedVisits, 1))),
 	}
 }
 
@@ -275,7 +361,7 @@ func (w *genWorld) refClicks(from, to time.Time) (clicks, bots, uniques int64, b
 	seen := map[uint64]bool{}
 	byCountry = map[string]int64{}
 	for _, ev := range w.events {
-		if ev.Kind != ingest.KindClick || ev.Time < lo || ev.Time >= hi || w.late[ev.ID] {
+		if ev.Kind != ingest.KindClick || ev.Time < lo || ev.Time >= hi {
 			continue
 		}
 		if ev.Bot() {

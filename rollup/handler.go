@@ -17,8 +17,10 @@ import (
 // batch of sealed segments from a node, in the format of ingest.ReadBatch.
 // Answers: 401 without the right bearer token, 400 for a body that is not a
 // batch (nothing stored), 500 or 503 when nothing could be stored, and 200
-// with an ingest.ShipAck naming every segment now durably held. Damaged
-// segments are left out of the ack; the rest of the batch is stored.
+// with an ingest.ShipAck naming every segment now durably held, and every
+// segment refused for good: damaged ones ("malformed") and ones whose
+// identity was already used for other bytes ("conflict"). The rest of the
+// batch is stored either way.
 func (a *Aggregator) SegmentsHandler() fasthttp.RequestHandler {
 	return a.handleSegments
 }
@@ -48,11 +50,13 @@ func (s *receiveScratch) verified() []*verifiedSegment { return s.segs[:s.n] }
 // release keeps the buffers unless one request made them huge.
 func (s *receiveScratch) release() {
 	for _, seg := range s.segs[:s.n] {
-		if cap(seg.enc) > 16<<20 {
+		if cap(seg.events) > 1<<16 {
 			*seg = verifiedSegment{}
+			continue
 		}
 		seg.ref = ingest.SegmentRef{}
 		clear(seg.events) // drop the strings
+		clear(seg.payloads)
 	}
 	s.n = 0
 	scratchPool.Put(s)
@@ -75,7 +79,7 @@ func (a *Aggregator) handleSegments(ctx *fasthttp.RequestCtx) {
 
 	scratch := scratchPool.Get().(*receiveScratch)
 	defer scratch.release()
-	rejected := 0
+	var rejected []ingest.RejectedSegment
 	err := ingest.ReadBatch(body, string(ctx.Request.Header.ContentEncoding()), a.cfg.MaxBatchBytes, func(bs ingest.BatchSegment) error {
 		a.m.segmentsReceived.Inc()
 		seg := scratch.next()
@@ -85,7 +89,7 @@ func (a *Aggregator) handleSegments(ctx *fasthttp.RequestCtx) {
 		}
 		if err != nil {
 			scratch.drop()
-			rejected++
+			rejected = append(rejected, ingest.RejectedSegment{SegmentRef: bs.Ref, Reason: ingest.RejectMalformed})
 			a.m.segmentsRejected.Inc()
 			a.log.Warn("rejected damaged segment", "node", bs.Ref.Node, "seq", bs.Ref.Seq, "bytes", len(bs.Data), "err", err)
 		}
@@ -112,10 +116,10 @@ func (a *Aggregator) handleSegments(ctx *fasthttp.RequestCtx) {
 	}
 	a.m.requestsOK.Inc()
 	a.log.Debug("received segment batch", "applied", res.applied, "duplicate", res.duplicate,
-		"rejected", rejected, "stored", res.stored, "deduplicated", res.deduplicated,
+		"malformed", len(rejected), "conflict", res.conflict, "stored", res.stored,
 		"expired", res.expired, "future", res.future)
 
-	ack, err := json.Marshal(ingest.ShipAck{Acked: res.acked})
+	ack, err := json.Marshal(ingest.ShipAck{Acked: res.acked, Rejected: append(rejected, res.rejected...)})
 	if err != nil {
 		// The segments are stored; the node will resend and get its ack.
 		a.log.Error("cannot encode ack", "err", err)

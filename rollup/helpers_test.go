@@ -157,7 +157,8 @@ func TestConfigValidation(t *testing.T) {
 		{"no dir", func(c *Config) { c.Dir = "" }},
 		{"no token", func(c *Config) { c.Token = "" }},
 		{"negative retention", func(c *Config) { c.Retention = -time.Hour }},
-		{"window past retention", func(c *Config) { c.Retention = 24 * time.Hour; c.DedupWindow = 48 * time.Hour }},
+		{"negative hour retention", func(c *Config) { c.HourRetention = -time.Hour }},
+		{"day tier shorter than hour tier", func(c *Config) { c.HourRetention = 48 * time.Hour; c.DayRetention = 24 * time.Hour }},
 	}
 	for _, c := range cases {
 		cfg := testConfig(t, t.TempDir(), clock)
@@ -171,8 +172,9 @@ func TestConfigValidation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("withDefaults: %v", err)
 	}
-	if cfg.Retention != DefaultRetention || cfg.DedupWindow != DefaultDedupWindow || cfg.MaxBatchBytes != DefaultMaxBatchBytes {
-		t.Errorf("defaults: got %v %v %d; want %v %v %d", cfg.Retention, cfg.DedupWindow, cfg.MaxBatchBytes,
-			DefaultRetention, DefaultDedupWindow, DefaultMaxBatchBytes)
+	if cfg.Retention != DefaultRetention || cfg.HourRetention != DefaultHourRetention ||
+		cfg.DayRetention != DefaultDayRetention || cfg.MaxBatchBytes != DefaultMaxBatchBytes {
+		t.Errorf("defaults: got %v %v %v %d; want %v %v %v %d", cfg.Retention, cfg.HourRetention, cfg.DayRetention,
+			cfg.MaxBatchBytes, DefaultRetention, DefaultHourRetention, DefaultDayRetention, DefaultMaxBatchBytes)
 	}
 }

@@ -3,42 +3,47 @@ package rollup
 import (
 	"encoding/binary"
 	"time"
+
+	"github.com/waymark/waymark/ingest"
 )
 
-// Key layout of the aggregator database. One leading byte names the table;
-// integers are big endian so byte order is numeric order. Every table that
-// grows with traffic starts with a day number, so retention is one
-// DeleteRange per table per day.
+// Key layout of the aggregator database (format 2). One leading byte names
+// the table; integers are big endian, so byte order is numeric order. Every
+// table that grows with traffic puts its time partition (a day, or an hour
+// or month number) right after the table byte, so retention of a tier is
+// one DeleteRange and a rebuilt day replaces its partition wholesale.
 //
-//	E day(4) time(8) id(16)      -> event (ingest.AppendEvent encoding); time-ordered within a day
-//	I day(4) id(16)              -> event time (be64); the dedup index
-//	D day(4) class(1) name       -> events that day (be64), per counter class
-//	T class(1) name              -> events held (be64): the sum of D over held days
-//	Y day(4)                     -> events(be64) bytes(be64) of the day; the list of held days
-//	S len(1) node seq(8)         -> segment record: received Unix ms(be64) stored(be32) deduplicated(be32)
-//	G day(4) len(1) node seq(8)  -> empty; segments by receive day, so their records expire too
-//	R kind(1) len(1) entity dim(1) gran(1) bucket(4) value -> counters (rollup.go)
-//	H kind(1) len(1) entity dim(1) gran(1) bucket(4) value -> HyperLogLog sketch of visitor hashes
-//	V len(1) site visitor(8)     -> the visitor's recent visits (visits.go)
+//	! "format"                             -> "2"
+//	E day(4) first(8) segment              -> block: the segment's events of that UTC day (blocks.go)
+//	S segment                              -> segment record: received ms, events, length, CRC32C of the bytes
+//	G day(4) segment                       -> empty; segments by receive day, so their records expire
+//	D day(4) class(1) name                 -> events that day per counter class    [merge: sum]
+//	T class(1) name                        -> events held per counter class        [merge: sum]
+//	Y day(4)                               -> events and bytes of the day          [merge: sum]
+//	R gran(1) period(4) kind(1) len entity dim  -> rowset: counters per value      [merge: rowset]
+//	H gran(1) period(4) kind(1) len entity dim value -> visitor set or sketch      [merge: union]
+//	V day(4) len site visitor(8)           -> a visitor's recent visits (visits.go)
 //
-// An I value of 9 bytes (time, then lateFlag) marks an event stored raw
-// only: it arrived past the late window and is in no rollup, so Rebuild
-// leaves it out too.
+// segment is len(1) node incarnation(8) seq(8). A dim is one byte, or
+// dimProp followed by the length-prefixed property name.
 const (
+	tabFormat     = '!'
 	tabEvent      = 'E'
-	tabEventID    = 'I'
+	tabSegment    = 'S'
+	tabSegmentDay = 'G'
 	tabDayCounter = 'D'
 	tabTotal      = 'T'
 	tabDay        = 'Y'
-	tabSegment    = 'S'
-	tabSegmentDay = 'G'
-	tabRollup     = 'R'
+	tabRows       = 'R'
 	tabSketch     = 'H'
 	tabVisit      = 'V'
 )
 
-// lateFlag follows the time in the I value of an event kept raw only.
-const lateFlag = 'L'
+// formatKey holds the layout version; formatVersion is this one's.
+var (
+	formatKey     = []byte("!format")
+	formatVersion = []byte("2")
+)
 
 // Counter classes. Every stored event adds one to classAll, and to the
 // class of its link code or site id; bot-flagged events also add to the
@@ -52,7 +57,10 @@ const (
 	classSiteBot = 'S' // bot-flagged events of one site id
 )
 
-const msPerDay = int64(24 * time.Hour / time.Millisecond)
+const (
+	msPerHour = int64(time.Hour / time.Millisecond)
+	msPerDay  = int64(24 * time.Hour / time.Millisecond)
+)
 
 // day is a UTC day number: days since the Unix epoch.
 type day uint32
@@ -74,21 +82,52 @@ func (d day) start() time.Time { return time.UnixMilli(int64(d) * msPerDay).UTC(
 
 func (d day) String() string { return d.start().Format(time.DateOnly) }
 
+// hourOf is the hour number (hours since the epoch) of a Unix ms time.
+func hourOf(ms int64) uint32 {
+	if ms < 0 {
+		return 0
+	}
+	return uint32(ms / msPerHour)
+}
+
+// monthOfDay is the month number (months since January 1970) of a day.
+func monthOfDay(d day) uint32 {
+	t := d.start()
+	return uint32((t.Year()-1970)*12 + int(t.Month()) - 1)
+}
+
+// monthStart is the first day of month number m.
+func monthStart(m uint32) day {
+	t := time.Date(1970+int(m/12), time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC)
+	return dayOf(t.UnixMilli())
+}
+
 func dayPrefix(tab byte, d day) []byte {
 	return binary.BigEndian.AppendUint32([]byte{tab}, uint32(d))
 }
 
-func appendEventKey(dst []byte, d day, ms int64, id *[16]byte) []byte {
-	dst = append(dst, tabEvent)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(d))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(ms))
-	return append(dst, id[:]...)
+// appendSegmentID appends the length-prefixed node id, the incarnation and
+// the sequence number: node ids are at most 255 bytes (the header says so).
+func appendSegmentID(dst []byte, ref ingest.SegmentRef) []byte {
+	dst = append(dst, byte(len(ref.Node)))
+	dst = append(dst, ref.Node...)
+	dst = binary.BigEndian.AppendUint64(dst, ref.Inc)
+	return binary.BigEndian.AppendUint64(dst, ref.Seq)
 }
 
-func appendEventIDKey(dst []byte, d day, id *[16]byte) []byte {
-	dst = append(dst, tabEventID)
+func segmentKey(ref ingest.SegmentRef) []byte {
+	return appendSegmentID([]byte{tabSegment}, ref)
+}
+
+func segmentDayKey(d day, ref ingest.SegmentRef) []byte {
+	return appendSegmentID(dayPrefix(tabSegmentDay, d), ref)
+}
+
+func appendEventBlockKey(dst []byte, d day, firstMS int64, ref ingest.SegmentRef) []byte {
+	dst = append(dst, tabEvent)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(d))
-	return append(dst, id[:]...)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(firstMS))
+	return appendSegmentID(dst, ref)
 }
 
 func appendDayCounterKey(dst []byte, d day, class byte, name string) []byte {
@@ -103,22 +142,6 @@ func appendTotalKey(dst []byte, class byte, name string) []byte {
 }
 
 func dayKey(d day) []byte { return dayPrefix(tabDay, d) }
-
-// appendSegmentID appends the length-prefixed node id and the sequence
-// number: node ids are at most 255 bytes (the segment header says so).
-func appendSegmentID(dst []byte, node string, seq uint64) []byte {
-	dst = append(dst, byte(len(node)))
-	dst = append(dst, node...)
-	return binary.BigEndian.AppendUint64(dst, seq)
-}
-
-func segmentKey(node string, seq uint64) []byte {
-	return appendSegmentID([]byte{tabSegment}, node, seq)
-}
-
-func segmentDayKey(d day, node string, seq uint64) []byte {
-	return appendSegmentID(dayPrefix(tabSegmentDay, d), node, seq)
-}
 
 // prefixEnd returns the smallest key greater than every key with prefix p.
 func prefixEnd(p []byte) []byte {

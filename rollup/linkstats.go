@@ -61,18 +61,18 @@ func (a *Aggregator) LinkStats(code string, r Range, g Granularity) (*LinkStats,
 	defer a.leave()
 	out := &LinkStats{Code: code, From: r.From, To: r.To, Timezone: r.loc().String(), Granularity: g,
 		Series: make([]LinkPoint, 0, len(buckets)), Estimated: estimatedUniques}
-	rows, err := a.sumRows(kindLink, code, dimTotal, r, nil)
+	rows, err := a.rows(kindLink, code, dimTotal, r, false, nil)
 	if err != nil {
 		return nil, err
 	}
 	if c := rows[""]; c != nil {
 		out.Totals.Clicks, out.Totals.BotClicks = c[fCount], c[fBots]
 	}
-	sks, err := a.visitorSketches(kindLink, code, dimTotal, r, nil, true)
+	sks, err := a.sets(kindLink, code, dimTotal, r, nil, true)
 	if err != nil {
 		return nil, err
 	}
-	out.Totals.UniqueVisitors = estimate(sks[""])
+	out.Totals.UniqueVisitors = estimateOf(sks[""])
 	for _, b := range buckets {
 		// The first and last buckets are clipped to the range.
 		if b.From.Before(r.From) {
@@ -82,7 +82,7 @@ func (a *Aggregator) LinkStats(code string, r Range, g Granularity) (*LinkStats,
 			b.To = r.To
 		}
 		p := LinkPoint{T: b.From}
-		rows, err := a.sumRows(kindLink, code, dimTotal, b, nil)
+		rows, err := a.rows(kindLink, code, dimTotal, b, false, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -90,11 +90,11 @@ func (a *Aggregator) LinkStats(code string, r Range, g Granularity) (*LinkStats,
 			p.Clicks = c[fCount]
 		}
 		if p.Clicks > 0 {
-			sks, err := a.visitorSketches(kindLink, code, dimTotal, b, nil, true)
+			sks, err := a.sets(kindLink, code, dimTotal, b, nil, true)
 			if err != nil {
 				return nil, err
 			}
-			p.UniqueVisitors = estimate(sks[""])
+			p.UniqueVisitors = estimateOf(sks[""])
 		}
 		out.Series = append(out.Series, p)
 	}
@@ -138,14 +138,14 @@ func (a *Aggregator) LinkBreakdown(code, dimension string, r Range, limit int) (
 	}
 	defer a.leave()
 	out := &LinkBreakdown{Dimension: dimension, Results: []LinkBreakdownRow{}, Estimated: estimatedUniques}
-	totals, err := a.sumRows(kindLink, code, dimTotal, r, nil)
+	totals, err := a.rows(kindLink, code, dimTotal, r, false, nil)
 	if err != nil {
 		return nil, err
 	}
 	if c := totals[""]; c != nil {
 		out.Total = c[fCount]
 	}
-	rows, err := a.sumRows(kindLink, code, dim, r, nil)
+	rows, err := a.rows(kindLink, code, dim, r, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -163,13 +163,13 @@ func (a *Aggregator) LinkBreakdown(code, dimension string, r Range, limit int) (
 	for _, x := range out.Results {
 		keep[x.Value] = true
 	}
-	sks, err := a.visitorSketches(kindLink, code, dim, r, func(v string) bool { return keep[v] }, false)
+	sks, err := a.sets(kindLink, code, dim, r, func(v string) bool { return keep[v] }, false)
 	if err != nil {
 		return nil, err
 	}
 	for i := range out.Results {
 		x := &out.Results[i]
-		x.UniqueVisitors = estimate(sks[x.Value])
+		x.UniqueVisitors = estimateOf(sks[x.Value])
 		x.Share = round4(ratio(x.Clicks, out.Total))
 	}
 	return out, nil
@@ -207,14 +207,11 @@ func (a *Aggregator) LinkRealtime(code string, n int) (*LinkRealtime, error) {
 	now := a.cfg.Now()
 	nowMS := now.UnixMilli()
 	out := &LinkRealtime{Recent: []RecentClick{}}
-	var ev ingest.Event
 	var recent []RecentClick
-	err := a.realtimeScan(now.Add(-time.Hour), func(t int64, raw []byte) error {
+	err := a.realtimeScan(now.Add(-time.Hour), func(ev *ingest.Event) error {
+		t := ev.Time
 		if t > nowMS {
 			return nil
-		}
-		if err := ingest.DecodeEvent(raw, &ev); err != nil {
-			return err
 		}
 		if ev.Kind != ingest.KindClick || ev.Code != code || ev.Bot() {
 			return nil

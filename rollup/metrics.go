@@ -15,14 +15,15 @@ type receiverMetrics struct {
 	segmentsApplied   *metrics.Counter
 	segmentsDuplicate *metrics.Counter
 	segmentsRejected  *metrics.Counter // damaged: not stored, not acked
+	segmentsConflict  *metrics.Counter // identity already used for other bytes: refused
 
-	eventsStored       *metrics.Counter
-	eventsDeduplicated *metrics.Counter
-	eventsExpired      *metrics.Counter // older than retention on arrival
-	eventsFuture       *metrics.Counter // further ahead of our clock than futureSlack
+	eventsStored  *metrics.Counter
+	eventsExpired *metrics.Counter // older than retention on arrival
+	eventsFuture  *metrics.Counter // further ahead of our clock than futureSlack
 
 	applyDuration *metrics.Histogram
 
+	activeVisitors   *metrics.Gauge // visitor states held in memory
 	rawDays          *metrics.Gauge
 	rawEvents        *metrics.Gauge
 	rawBytes         *metrics.Gauge // keys and values of held events
@@ -44,15 +45,16 @@ func newReceiverMetrics(s *metrics.Set) *receiverMetrics {
 		segmentsReceived:  s.GetOrCreateCounter(p + "segments_received_total"),
 		segmentsApplied:   s.GetOrCreateCounter(p + "segments_applied_total"),
 		segmentsDuplicate: s.GetOrCreateCounter(p + "segments_duplicate_total"),
-		segmentsRejected:  s.GetOrCreateCounter(p + "segments_rejected_total"),
+		segmentsRejected:  s.GetOrCreateCounter(p + `segments_rejected_total{reason="malformed"}`),
+		segmentsConflict:  s.GetOrCreateCounter(p + `segments_rejected_total{reason="conflict"}`),
 
-		eventsStored:       s.GetOrCreateCounter(p + "events_stored_total"),
-		eventsDeduplicated: s.GetOrCreateCounter(p + "events_deduplicated_total"),
-		eventsExpired:      s.GetOrCreateCounter(p + `events_dropped_total{reason="expired"}`),
-		eventsFuture:       s.GetOrCreateCounter(p + `events_dropped_total{reason="future"}`),
+		eventsStored:  s.GetOrCreateCounter(p + "events_stored_total"),
+		eventsExpired: s.GetOrCreateCounter(p + `events_dropped_total{reason="expired"}`),
+		eventsFuture:  s.GetOrCreateCounter(p + `events_dropped_total{reason="future"}`),
 
 		applyDuration: s.GetOrCreateHistogram(p + "batch_apply_duration_seconds"),
 
+		activeVisitors:   s.GetOrCreateGauge(p+"active_visitors", nil),
 		rawDays:          s.GetOrCreateGauge(p+"raw_days", nil),
 		rawEvents:        s.GetOrCreateGauge(p+"raw_events", nil),
 		rawBytes:         s.GetOrCreateGauge(p+"raw_bytes", nil),

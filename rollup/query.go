@@ -1,8 +1,10 @@
 package rollup
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -66,15 +68,18 @@ func (a *Aggregator) Count(f Filter) (uint64, error) {
 		})
 		return n, err
 	}
-	n, err := getUint64(a.db, appendTotalKey(nil, class, name))
-	if err != nil {
+	var c counters
+	if err := getCounters(a.db, appendTotalKey(nil, class, name), &c); err != nil {
 		return 0, fmt.Errorf("cannot count events: %w", err)
 	}
-	return n, nil
+	return uint64(max(c[0], 0)), nil
 }
 
 // Tail returns the newest n events that match f (by event time), oldest
-// first, as tail(1) prints them. n is capped at MaxTail.
+// first, as tail(1) prints them. n is capped at MaxTail. Blocks are read
+// newest first; a block's events can be newer than the next block's first
+// one by the segment's span, so the scan goes on until the blocks start
+// more than maxBlockSpan before the n-th newest event found.
 func (a *Aggregator) Tail(n int, f Filter) ([]ingest.Event, error) {
 	if n <= 0 {
 		return nil, nil
@@ -85,19 +90,63 @@ func (a *Aggregator) Tail(n int, f Filter) ([]ingest.Event, error) {
 	}
 	defer a.leave()
 	var out []ingest.Event
-	err := a.scan(false, func(ev *ingest.Event) bool {
-		if f.match(ev) {
-			out = append(out, *ev)
+	newer := func(x, y *ingest.Event) bool {
+		if x.Time != y.Time {
+			return x.Time > y.Time
 		}
-		return len(out) < n
+		return bytes.Compare(x.ID[:], y.ID[:]) > 0
+	}
+	err := a.scanBlocks(false, func(first int64, evs []ingest.Event) bool {
+		if len(out) >= n && first < out[n-1].Time-maxBlockSpan {
+			return false
+		}
+		for i := range evs {
+			if f.match(&evs[i]) {
+				e := evs[i]
+				e.Props = slices.Clone(e.Props)
+				out = append(out, e)
+			}
+		}
+		slices.SortFunc(out, func(x, y ingest.Event) int {
+			if newer(&x, &y) {
+				return -1
+			}
+			return 1
+		})
+		if len(out) > n {
+			out = out[:n]
+		}
+		return true
 	})
 	slices.Reverse(out)
 	return out, err
 }
 
-// scan decodes raw events in key order (oldest first when forward) until
+// maxBlockSpan is how much later than its first event a block's events can
+// be: a segment is sealed by age in seconds; an hour is far past any
+// configuration that makes sense.
+const maxBlockSpan = int64(time.Hour / time.Millisecond)
+
+// scan decodes raw events block by block (oldest day first when forward;
+// within a day, blocks in time order and events in segment order) until
 // fn returns false. The event passed to fn is fresh each time.
 func (a *Aggregator) scan(forward bool, fn func(ev *ingest.Event) bool) error {
+	return a.scanBlocks(forward, func(_ int64, evs []ingest.Event) bool {
+		for i := range evs {
+			e := evs[i]
+			e.Props = slices.Clone(e.Props)
+			if !fn(&e) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// scanBlocks calls fn with each block's first event time and its events,
+// blocks in key order (newest first unless forward) until fn returns
+// false. The events are valid during the call only.
+func (a *Aggregator) scanBlocks(forward bool, fn func(first int64, evs []ingest.Event) bool) error {
 	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tabEvent}, UpperBound: []byte{tabEvent + 1}})
 	if err != nil {
 		return fmt.Errorf("cannot read raw events: %w", err)
@@ -108,17 +157,22 @@ func (a *Aggregator) scan(forward bool, fn func(ev *ingest.Event) bool) error {
 	if !forward {
 		valid, step = it.Last(), it.Prev
 	}
+	var evs []ingest.Event
 	for ; valid; valid = step() {
+		evs = evs[:0]
 		var ev ingest.Event
-		if err := ingest.DecodeEvent(it.Value(), &ev); err != nil {
-			return fmt.Errorf("cannot read raw event %x: %w", it.Key(), err)
+		err := forEachInBlock(it.Key(), it.Value(), &ev, func(ev *ingest.Event) error {
+			evs = append(evs, *ev)
+			evs[len(evs)-1].Props = slices.Clone(ev.Props)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		if !fn(&ev) {
+		_, first, _, _ := blockSpan(it.Key(), it.Value())
+		if !fn(first, evs) {
 			return nil
 		}
 	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("cannot read raw events: %w", err)
-	}
-	return nil
+	return it.Error()
 }

@@ -111,9 +111,10 @@ func visitValue(r *run, dim byte) string {
 	case dimExitPage:
 		return r.exit
 	}
-	for _, dv := range r.visitDims() {
-		if dv.dim == dim {
-			return dv.value
+	vals, _ := r.visitDims()
+	for i, d := range visitDimIDs {
+		if d == dim {
+			return vals[i]
 		}
 	}
 	return ""
@@ -185,7 +186,7 @@ func (q *rawQuery) close(v *openVisit) {
 			q.out.visitor(k, e.hash)
 		case ingest.KindEngagement:
 			q.out.add(k, fEngagedMS, e.engagedMS)
-			q.out.add(k, fEngagements, 1)
+			q.out.add(k, fEngVisits, 1)
 			q.out.add(k, fScrollSum, e.scroll)
 		}
 	}
@@ -238,15 +239,7 @@ func (a *Aggregator) rawSite(site string, buckets []Range, bdim byte, filters []
 	if err := a.checkRawScan(d0, d1); err != nil {
 		return nil, err
 	}
-	late, err := a.lateIDs(d0, d1) // rebuild.go: stored raw only, in no rollup
-	if err != nil {
-		return nil, err
-	}
-	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: dayPrefix(tabEvent, d0), UpperBound: dayPrefix(tabEvent, d1+1)})
-	if err != nil {
-		return nil, fmt.Errorf("cannot read raw events: %w", err)
-	}
-	defer it.Close()
+
 	open := make(map[uint64]*openVisit)
 	alias := make(map[uint64]uint64) // next day's hash -> the visitor it continues
 	canon := func(h uint64) uint64 {
@@ -255,19 +248,15 @@ func (a *Aggregator) rawSite(site string, buckets []Range, bdim byte, filters []
 		}
 		return h
 	}
-	var ev ingest.Event
-	for it.First(); it.Valid(); it.Next() {
-		if err := ingest.DecodeEvent(it.Value(), &ev); err != nil {
-			return nil, fmt.Errorf("cannot read raw event %x: %w", it.Key(), err)
-		}
-		if ev.SiteID != site || ev.Kind == ingest.KindClick || late[ev.ID] {
-			continue
+	err := scanEvents(a.db, d0, d1+1, func(ev *ingest.Event) bool {
+		if ev.SiteID != site || ev.Kind == ingest.KindClick {
+			return true
 		}
 		if ev.Bot() {
 			if b, in := q.bucket(ev.Time); in && bdim == dimTotal {
 				q.out.add(rawKey{b, ""}, fBots, 1)
 			}
-			continue
+			return true
 		}
 		if p := ev.PrevVisitorHash; p != 0 && p != ev.VisitorHash {
 			if _, ok := alias[ev.VisitorHash]; !ok && open[ev.VisitorHash] == nil {
@@ -280,7 +269,7 @@ func (a *Aggregator) rawSite(site string, buckets []Range, bdim byte, filters []
 			q.close(v)
 			v = nil
 		}
-		r := runOf(&ev)
+		r := runOf(ev, ev.VisitorHash)
 		if v == nil {
 			v = &openVisit{r: r}
 			open[who] = v
@@ -289,9 +278,10 @@ func (a *Aggregator) rawSite(site string, buckets []Range, bdim byte, filters []
 		}
 		v.events = append(v.events, rawEvent{t: ev.Time, kind: ev.Kind, path: ev.Path, name: ev.Name,
 			hash: ev.VisitorHash, engagedMS: int64(ev.EngagedMS), scroll: int64(ev.ScrollDepth)})
-	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("cannot read raw events: %w", err)
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, v := range open {
 		q.close(v)
@@ -309,7 +299,7 @@ func (q *rawQuery) metrics(k rawKey) SiteMetrics {
 	if c == nil {
 		c = new(counters)
 	}
-	m := metricsOf(dim, c, uint64(len(q.out.visitors[k])))
+	m := metricsOf(dim, c, c, uint64(len(q.out.visitors[k])))
 	m.BotEvents = c[fBots]
 	return m
 }

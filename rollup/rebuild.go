@@ -1,7 +1,10 @@
 package rollup
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -9,15 +12,22 @@ import (
 	"github.com/waymark/waymark/ingest"
 )
 
-// Rebuild recomputes the hour and day rollups of the UTC days fromDay to
-// toDay (inclusive) from the raw events, and moves the links' all-time
-// totals by the difference. Events stored raw only (past the late window)
-// stay out, as they were live. Each day is recomputed from a fresh state
-// over the raw events of the day before to the day after, so a visit that
-// crosses midnight counts once, in the hour it started. It holds the
-// writer lock throughout: shipped batches wait. Re-running it is safe and
-// gives byte-identical rows; a crash part way leaves some days rebuilt and
-// some not, which running it again repairs.
+// ErrRebuildRange is returned for a rebuild that would reach days whose raw
+// events are no longer held: their rollups are all that is left of them.
+var ErrRebuildRange = errors.New("cannot rebuild rollups past raw retention")
+
+// Rebuild recomputes the rollups of the UTC days fromDay to toDay
+// (inclusive) from the raw events. Each day is one atomic batch: its hour,
+// crossing and day rows are replaced, and its month row and the links'
+// all-time rows move by new minus old, so a crash leaves every day either
+// rebuilt or as it was, and re-running gives the same rows. A day is
+// folded over fresh visits from the raw events of the day before to the
+// day after, so visits across midnight come out whole.
+//
+// Ingest keeps flowing: a day is computed from a snapshot without the
+// writer lock, which is taken only to write it. If a batch wrote events of
+// those three days in the meantime (today, typically), the day is computed
+// again under the lock. Days older than raw retention are refused.
 func (a *Aggregator) Rebuild(fromDay, toDay time.Time) error {
 	if err := a.enter(); err != nil {
 		return err
@@ -27,167 +37,177 @@ func (a *Aggregator) Rebuild(fromDay, toDay time.Time) error {
 	if td < fd {
 		return fmt.Errorf("cannot rebuild rollups: %s is after %s", fd, td)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-
-	// allTime collects, per link, new minus old clicks and bot clicks of
-	// the rebuilt days.
-	allTime := make(map[string]*counters)
-	if err := a.clearRollups(fd, td, allTime); err != nil {
-		return err
+	if cut := a.cutoffDay(a.cfg.Now()); fd < cut {
+		return fmt.Errorf("%w: %s is before %s, the oldest raw day held", ErrRebuildRange, fd, cut)
 	}
 	for d := fd; d <= td; d++ {
-		if err := a.rebuildDay(d, allTime); err != nil {
+		if err := a.rebuildDay(d); err != nil {
 			return err
 		}
 		a.rm.rebuiltDays.Inc()
+		a.log.Info("rebuilt rollups of a day", "day", d.String())
 	}
-	b := a.db.NewBatch()
-	defer b.Close()
-	dl := newDelta()
-	for code, c := range allTime {
-		dl.addAllTime(kindLink, code, fCount, c[fCount])
-		dl.addAllTime(kindLink, code, fBots, c[fBots])
-	}
-	if err := dl.flush(a.db, b); err != nil {
+	return nil
+}
+
+// rebuildDay recomputes one day, optimistically outside the writer lock.
+func (a *Aggregator) rebuildDay(d day) error {
+	a.mu.Lock()
+	gen := a.dayGen(d)
+	snap := a.db.NewSnapshot()
+	a.mu.Unlock()
+	f, err := a.foldDay(snap, d)
+	snap.Close()
+	if err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("cannot commit rebuilt totals: %w", err)
-	}
-	a.log.Info("rebuilt rollups", "from", fd.String(), "to", td.String())
-	return nil
-}
-
-// inDays reports whether an hour or day row's bucket lies in days fd..td.
-func inDays(k *rkey, fd, td day) bool {
-	return k.gran != granAll && k.bucket >= uint32(fd)*24 && k.bucket < uint32(td+1)*24
-}
-
-// clearRollups deletes the hour and day rows and sketches of days fd..td,
-// taking the links' day totals off allTime.
-func (a *Aggregator) clearRollups(fd, td day, allTime map[string]*counters) error {
-	b := a.db.NewBatch()
-	defer b.Close()
-	for _, tab := range []byte{tabRollup, tabSketch} {
-		it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tab}, UpperBound: []byte{tab + 1}})
-		if err != nil {
-			return fmt.Errorf("cannot read rollups: %w", err)
-		}
-		for it.First(); it.Valid(); it.Next() {
-			k, ok := parseRKey(it.Key())
-			if !ok || !inDays(&k, fd, td) {
-				continue
-			}
-			if tab == tabRollup && k.kind == kindLink && k.dim == dimTotal && k.gran == granDay {
-				var c counters
-				if err := decodeCounters(it.Value(), &c); err != nil {
-					it.Close()
-					return err
-				}
-				at := allTimeOf(allTime, k.entity)
-				at[fCount] -= c[fCount]
-				at[fBots] -= c[fBots]
-			}
-			if err := b.Delete(it.Key(), nil); err != nil {
-				it.Close()
-				return fmt.Errorf("cannot stage rollup delete: %w", err)
-			}
-		}
-		if err := it.Close(); err != nil {
-			return fmt.Errorf("cannot read rollups: %w", err)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.dayGen(d) != gen {
+		if f, err = a.foldDay(a.db, d); err != nil {
+			return err
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("cannot clear rollups: %w", err)
-	}
-	return nil
+	return a.writeDay(d, f)
 }
 
-func allTimeOf(m map[string]*counters, code string) *counters {
-	c := m[code]
-	if c == nil {
-		c = new(counters)
-		m[code] = c
-	}
-	return c
+// dayGen sums the apply generations of the days a rebuild of d reads.
+// Callers hold mu.
+func (a *Aggregator) dayGen(d day) uint64 {
+	return a.gens[d-1] + a.gens[d] + a.gens[d+1]
 }
 
-// rebuildDay folds the raw events of d-1..d+1 in time order and writes
-// the rows and sketches of day d.
-func (a *Aggregator) rebuildDay(d day, allTime map[string]*counters) error {
+// foldDay folds the raw events of d-1..d+1 into fresh visits, closes them
+// all, and keeps only what lands in day d.
+func (a *Aggregator) foldDay(r pebble.Reader, d day) (*folder, error) {
 	lo := d
 	if lo > 0 {
 		lo--
 	}
-	late, err := a.lateIDs(lo, d+1)
-	if err != nil {
-		return err
+	f := newFolder(newFreshStates())
+	if err := foldWindow(r, f, int64(lo)*msPerDay, int64(d+2)*msPerDay); err != nil {
+		return nil, err
 	}
-	f := newFolder(nil)
-	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: dayPrefix(tabEvent, lo), UpperBound: dayPrefix(tabEvent, d+2)})
-	if err != nil {
-		return fmt.Errorf("cannot read raw events: %w", err)
-	}
-	var ev ingest.Event
-	for it.First(); it.Valid(); it.Next() {
-		if err := ingest.DecodeEvent(it.Value(), &ev); err != nil {
-			it.Close()
-			return fmt.Errorf("cannot read raw event %x: %w", it.Key(), err)
-		}
-		if late[ev.ID] {
-			continue
-		}
-		if err := f.fold(&ev); err != nil {
-			it.Close()
-			return err
+	src := f.src.(*freshStates)
+	for k, st := range src.m {
+		ent := f.d.ent(kindSite, src.sites.names[k.site])
+		for i := range st.runs {
+			f.closeRun(ent, &st.runs[i])
 		}
 	}
-	if err := it.Close(); err != nil {
-		return fmt.Errorf("cannot read raw events: %w", err)
-	}
+	f.d.keepHours(uint32(d)*24, uint32(d+1)*24)
+	return f, nil
+}
 
-	for k, c := range f.d.rows {
-		if !inDays(&k, d, d) {
-			delete(f.d.rows, k)
-			continue
-		}
-		if k.kind == kindLink && k.dim == dimTotal && k.gran == granDay {
-			at := allTimeOf(allTime, k.entity)
-			at[fCount] += c[fCount]
-			at[fBots] += c[fBots]
-		}
-	}
-	for k := range f.d.sketches {
-		if !inDays(&k, d, d) {
-			delete(f.d.sketches, k)
-		}
-	}
+// writeDay replaces day d's rows with f's in one batch. Callers hold mu.
+func (a *Aggregator) writeDay(d day, f *folder) error {
 	b := a.db.NewBatch()
 	defer b.Close()
-	if err := f.d.flush(a.db, b); err != nil {
+	h0, h1 := uint32(d)*24, uint32(d+1)*24
+	month := monthOfDay(d)
+	// The old day rows come off the month rows and the links' all-time
+	// rows before the day is deleted; the new ones go on with the flush.
+	if err := a.retractDayRows(b, d, month); err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	for _, tab := range []byte{tabRows, tabSketch} {
+		for _, g := range []struct {
+			gran   byte
+			lo, hi uint32
+		}{{granHour, h0, h1}, {granCross, h0, h1}, {granDay, uint32(d), uint32(d) + 1}} {
+			lo, hi := tierRange(tab, g.gran, g.lo, g.hi)
+			if err := b.DeleteRange(lo, hi, nil); err != nil {
+				return fmt.Errorf("cannot stage rebuild of %s: %w", d, err)
+			}
+		}
+	}
+	if err := f.d.flush(b, nil, a.sketches.touch); err != nil {
+		a.sketches.discard()
+		return err
+	}
+	err := a.sketches.commit(func() error { return b.Commit(pebble.Sync) })
+	if err != nil {
+		a.sketches.discard()
 		return fmt.Errorf("cannot commit rebuilt day %s: %w", d, err)
 	}
 	return nil
 }
 
-// lateIDs returns the ids of events of days lo..hi stored raw only.
-func (a *Aggregator) lateIDs(lo, hi day) (map[[16]byte]bool, error) {
-	out := make(map[[16]byte]bool)
-	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: dayPrefix(tabEventID, lo), UpperBound: dayPrefix(tabEventID, hi+1)})
+// retractDayRows stages, for every day row of d, its negation into the
+// month row of the same entity and dimension, and for links' totals into
+// their all-time rows.
+func (a *Aggregator) retractDayRows(b *pebble.Batch, d day, month uint32) error {
+	lo, hi := tierRange(tabRows, granDay, uint32(d), uint32(d)+1)
+	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		return nil, fmt.Errorf("cannot read event index: %w", err)
+		return fmt.Errorf("cannot read day rows of %s: %w", d, err)
 	}
 	defer it.Close()
+	var kb, vb []byte
+	var entries []rowEntry
 	for it.First(); it.Valid(); it.Next() {
-		if v := it.Value(); len(v) == 9 && v[8] == lateFlag {
-			var id [16]byte
-			copy(id[:], it.Key()[5:])
-			out[id] = true
+		k := it.Key()
+		rest := k[6:] // kind len entity dim
+		entries = entries[:0]
+		err := forEachRow(it.Value(), func(value []byte, c *counters) error {
+			var neg counters
+			for i, x := range c {
+				neg[i] = -x
+			}
+			entries = append(entries, rowEntry{value: append([]byte(nil), value...), c: neg})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("cannot read day row %x: %w", k, err)
+		}
+		vb = appendRowset(vb[:0], entries)
+		kb = rowPrefix(kb[:0], tabRows, granMonth, month, 0, "", "")[:6]
+		kb = append(kb, rest...)
+		if err := b.Merge(kb, vb, nil); err != nil {
+			return fmt.Errorf("cannot stage month row: %w", err)
+		}
+		if len(rest) >= 2 && rest[0] == kindLink && len(rest) == 2+int(rest[1])+1 && rest[len(rest)-1] == dimTotal {
+			kb = rowPrefix(kb[:0], tabRows, granAll, 0, 0, "", "")[:6]
+			kb = append(kb, rest...)
+			if err := b.Merge(kb, vb, nil); err != nil {
+				return fmt.Errorf("cannot stage all-time row: %w", err)
+			}
 		}
 	}
-	return out, it.Error()
+	return it.Error()
+}
+
+// foldWindow folds the stored events of [from, to) into f. Visits do not
+// depend on the order of their events, except that an engagement joins
+// only a visit that is there (and keeps it alive for the next one): the
+// other events are folded first, in the stored order, then the
+// engagements in time order, which is what arriving in time order gives.
+func foldWindow(r pebble.Reader, f *folder, from, to int64) error {
+	var engagements []ingest.Event
+	var ferr error
+	err := scanEvents(r, dayOf(from), dayOf(to-1)+1, func(ev *ingest.Event) bool {
+		switch {
+		case ev.Time < from || ev.Time >= to:
+		case ev.Kind == ingest.KindEngagement:
+			e := *ev
+			e.Props = nil
+			engagements = append(engagements, e)
+		default:
+			_, ferr = f.fold(ev)
+		}
+		return ferr == nil
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(engagements, func(a, b ingest.Event) int { return cmp.Compare(a.Time, b.Time) })
+	for i := range engagements {
+		if _, err := f.fold(&engagements[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -9,19 +9,25 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// ApplyRetention drops every whole day older than Retention: its events,
-// its dedup index and its per-day counters, subtracting those counters from
-// the totals in the same atomic batch, one batch per day. Segment records
-// received on those days go too: a segment sent again after that finds its
-// events either still held (the dedup index catches them) or on a dropped
-// day (they are too old to store), so it is still counted once.
+// ApplyRetention drops what has outlived its tier, every table partitioned
+// by time so each drop is a range deletion:
+//
+//   - raw days older than Retention: their blocks and per-day counters,
+//     taken off the totals in the same batch, one batch per day, and the
+//     records of segments received on those days;
+//   - hour rows (and crossing rows) older than HourRetention, day rows
+//     older than DayRetention; month rows are kept;
+//   - visitor states of hash days older than visitorDays, and, once a day,
+//     whatever in the others links a visitor's hashes of two days whose
+//     older salt is gone (scrubLinks).
 func (a *Aggregator) ApplyRetention() error {
 	if err := a.enter(); err != nil {
 		return err
 	}
 	defer a.leave()
 	start := time.Now()
-	cutoff := a.cutoffDay(a.cfg.Now())
+	now := a.cfg.Now()
+	cutoff := a.cutoffDay(now)
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -45,12 +51,20 @@ func (a *Aggregator) ApplyRetention() error {
 		a.m.retentionFailed.Inc()
 		return err
 	}
+	if err := a.dropTiers(now); err != nil {
+		a.m.retentionFailed.Inc()
+		return err
+	}
+	if err := a.scrubLinks(now); err != nil {
+		a.m.retentionFailed.Inc()
+		return err
+	}
 	a.updateGauges()
 	a.m.retentionSeconds.UpdateDuration(start)
 	return nil
 }
 
-// dropDay deletes one day and takes its counters off the totals.
+// dropDay deletes one raw day and takes its counters off the totals.
 func (a *Aggregator) dropDay(d day) error {
 	b := a.db.NewBatch()
 	defer b.Close()
@@ -59,42 +73,28 @@ func (a *Aggregator) dropDay(d day) error {
 	if err != nil {
 		return fmt.Errorf("cannot read counters of %s: %w", d, err)
 	}
-	var kb []byte
-	var vb [8]byte
+	var kb, vb []byte
+	var c counters
 	for it.First(); it.Valid(); it.Next() {
-		k, v := it.Key(), it.Value()
-		if len(k) < len(prefix)+1 || len(v) != 8 {
+		k := it.Key()
+		if len(k) < len(prefix)+1 {
 			it.Close()
 			return fmt.Errorf("cannot read counters of %s: bad counter %x", d, k)
 		}
-		n := binary.BigEndian.Uint64(v)
+		if err := decodeCounters(it.Value(), &c); err != nil {
+			it.Close()
+			return fmt.Errorf("cannot read counters of %s: %w", d, err)
+		}
 		kb = append(append(kb[:0], tabTotal), k[len(prefix):]...)
-		total, err := getUint64(a.db, kb)
-		if err != nil {
+		if err := mergeCount(b, kb, -c[0], &vb); err != nil {
 			it.Close()
 			return err
-		}
-		if n > total {
-			// Totals are the sum of held days; this cannot happen unless
-			// the database was damaged. Clamp rather than wrap around.
-			a.log.Error("total counter below a day's count", "key", fmt.Sprintf("%x", kb), "total", total, "day_count", n)
-			n = total
-		}
-		if total == n {
-			err = b.Delete(kb, nil)
-		} else {
-			binary.BigEndian.PutUint64(vb[:], total-n)
-			err = b.Set(kb, vb[:], nil)
-		}
-		if err != nil {
-			it.Close()
-			return fmt.Errorf("cannot stage total counter: %w", err)
 		}
 	}
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("cannot read counters of %s: %w", d, err)
 	}
-	for _, tab := range []byte{tabEvent, tabEventID, tabDayCounter} {
+	for _, tab := range []byte{tabEvent, tabDayCounter} {
 		if err := b.DeleteRange(dayPrefix(tab, d), dayPrefix(tab, d+1), nil); err != nil {
 			return fmt.Errorf("cannot stage drop of %s: %w", d, err)
 		}
@@ -105,6 +105,42 @@ func (a *Aggregator) dropDay(d day) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("cannot drop %s: %w", d, err)
 	}
+	return nil
+}
+
+// tierRange is the key range of one rollup tier's periods [lo, hi).
+func tierRange(tab, gran byte, lo, hi uint32) ([]byte, []byte) {
+	k0 := binary.BigEndian.AppendUint32([]byte{tab, gran}, lo)
+	k1 := binary.BigEndian.AppendUint32([]byte{tab, gran}, hi)
+	return k0, k1
+}
+
+// dropTiers deletes hour, crossing and day rows past their retention and
+// the visitor states of hash days older than visitorDays.
+func (a *Aggregator) dropTiers(now time.Time) error {
+	hcut, dcut := a.tierCutoffs(now)
+	b := a.db.NewBatch()
+	defer b.Close()
+	for _, tab := range []byte{tabRows, tabSketch} {
+		for _, g := range []struct {
+			gran byte
+			hi   uint32
+		}{{granHour, hcut}, {granCross, hcut}, {granDay, uint32(dcut)}} {
+			lo, hi := tierRange(tab, g.gran, 0, g.hi)
+			if err := b.DeleteRange(lo, hi, nil); err != nil {
+				return fmt.Errorf("cannot stage tier retention: %w", err)
+			}
+		}
+	}
+	vcut := uint32(dayOf(now.UnixMilli()))
+	vcut -= min(vcut, visitorDays-1)
+	if err := b.DeleteRange(dayPrefix(tabVisit, 0), dayPrefix(tabVisit, day(vcut)), nil); err != nil {
+		return fmt.Errorf("cannot stage visitor retention: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("cannot apply tier retention: %w", err)
+	}
+	a.visitors.dropDaysBefore(vcut)
 	return nil
 }
 

@@ -69,8 +69,9 @@ func encodeBatch(t testing.TB, bs []ingest.BatchSegment) []byte {
 }
 
 type postResult struct {
-	status int
-	acked  []ingest.SegmentRef
+	status   int
+	acked    []ingest.SegmentRef
+	rejected []ingest.RejectedSegment
 }
 
 // post sends a batch body with a token ("" sends no Authorization).
@@ -102,7 +103,7 @@ func (s *testServer) post(t *testing.T, token, encoding string, body []byte) pos
 		if err := json.Unmarshal(data, &ack); err != nil {
 			t.Fatalf("decode ack %q: %v", data, err)
 		}
-		res.acked = ack.Acked
+		res.acked, res.rejected = ack.Acked, ack.Rejected
 	}
 	return res
 }

@@ -38,21 +38,24 @@ var siteDims = map[string]byte{
 // of its first event (or its entry and exit page).
 func eventScoped(dim byte) bool { return dim == dimTotal || dim == dimPage || dim == dimEventName }
 
-// metricsOf turns summed rows of one dimension into metrics.
-func metricsOf(dim byte, c *counters, visitors uint64) SiteMetrics {
+// metricsOf turns summed rows of one dimension into metrics, as Plausible
+// defines them (rollup/DESIGN.md): c is the value's row; for a page, entry
+// is the same value's entry-page row, whose visits give bounce rate and
+// visit duration (Plausible answers session metrics by page from the
+// sessions that entered there); otherwise entry is c.
+func metricsOf(dim byte, c, entry *counters, visitors uint64) SiteMetrics {
 	m := SiteMetrics{
-		Visitors: visitors, Visits: c[fVisits], Events: c[fEvents], BotEvents: c[fBots],
+		Visitors: visitors, Visits: c[fVisits], Pageviews: c[fCount], Events: c[fCount] + c[fEvents],
+		BotEvents:     c[fBots],
 		ViewsPerVisit: round2(ratio(c[fVisitPV], c[fVisits])),
-		BounceRate:    round2(100 * ratio(c[fBounces], c[fVisits])),
-		VisitDuration: round2(ratio(c[fDurationMS], c[fVisits]) / 1000),
-		ScrollDepth:   round2(ratio(c[fScrollSum], c[fEngagements])),
+		BounceRate:    roundEven(100 * ratio(entry[fBounces], entry[fVisits])),
+		VisitDuration: roundEven(ratio(entry[fDurationMS], entry[fVisits]) / 1000),
+		TimeOnPage:    roundEven(ratio(c[fEngagedMS], c[fEngVisits]) / 1000),
+		ScrollDepth:   roundEven(ratio(c[fScrollSum], c[fEngVisits])),
 	}
-	if eventScoped(dim) {
-		m.Pageviews = c[fCount]
-	} else {
-		m.Pageviews = c[fVisitPV]
+	if eventScoped(dim) && dim != dimTotal {
+		m.Visits = c[fEventVisits]
 	}
-	m.TimeOnPage = round2(ratio(c[fEngagedMS], c[fCount]) / 1000)
 	return m
 }
 
@@ -111,7 +114,7 @@ func filterOn(filters []DimFilter) (byte, func(string) bool, error) {
 // siteMetrics sums one range: rows of dim (all of them, or those match
 // keeps) into one SiteMetrics.
 func (a *Aggregator) siteMetrics(site string, dim byte, match func(string) bool, r Range) (SiteMetrics, error) {
-	rows, err := a.sumRows(kindSite, site, dim, r, match)
+	rows, err := a.rows(kindSite, site, dim, r, true, match)
 	if err != nil {
 		return SiteMetrics{}, err
 	}
@@ -119,14 +122,14 @@ func (a *Aggregator) siteMetrics(site string, dim byte, match func(string) bool,
 	for _, c := range rows {
 		sum.add(c)
 	}
-	sks, err := a.visitorSketches(kindSite, site, dim, r, match, true)
+	sks, err := a.sets(kindSite, site, dim, r, match, true)
 	if err != nil {
 		return SiteMetrics{}, err
 	}
-	m := metricsOf(dim, &sum, estimate(sks[""]))
+	m := metricsOf(dim, &sum, &sum, estimateOf(sks[""]))
 	if dim != dimTotal {
 		// Bots are kept on the total row only.
-		tot, err := a.sumRows(kindSite, site, dimTotal, r, nil)
+		tot, err := a.rows(kindSite, site, dimTotal, r, true, nil)
 		if err != nil {
 			return SiteMetrics{}, err
 		}
@@ -278,7 +281,7 @@ func (a *Aggregator) SiteBreakdown(site, dimension string, r Range, limit int, f
 		return nil, err
 	}
 	defer a.leave()
-	rows, err := a.sumRows(kindSite, site, dim, r, match)
+	rows, err := a.rows(kindSite, site, dim, r, true, match)
 	if err != nil {
 		return nil, err
 	}
@@ -303,12 +306,12 @@ func (a *Aggregator) SiteBreakdown(site, dimension string, r Range, limit int, f
 	for _, x := range all {
 		keep[x.value] = true
 	}
-	sks, err := a.visitorSketches(kindSite, site, dim, r, func(v string) bool { return keep[v] }, false)
+	sks, err := a.sets(kindSite, site, dim, r, func(v string) bool { return keep[v] }, false)
 	if err != nil {
 		return nil, err
 	}
 	for _, x := range all {
-		row := SiteBreakdownRow{Value: x.value, SiteMetrics: metricsOf(dim, x.c, estimate(sks[x.value]))}
+		row := SiteBreakdownRow{Value: x.value, SiteMetrics: metricsOf(dim, x.c, x.c, estimateOf(sks[x.value]))}
 		row.Share = round4(ratio(primary(dim, x.c), out.Total))
 		out.Results = append(out.Results, row)
 	}
@@ -393,13 +396,10 @@ func (a *Aggregator) SiteRealtime(site string) (*SiteRealtime, error) {
 	out := &SiteRealtime{TopPages: []RealtimeRow{}}
 	visitors := make(map[uint64]struct{})
 	pages := make(map[string]int64)
-	var ev ingest.Event
-	err := a.realtimeScan(now.Add(-30*time.Minute), func(t int64, raw []byte) error {
+	err := a.realtimeScan(now.Add(-30*time.Minute), func(ev *ingest.Event) error {
+		t := ev.Time
 		if t > nowMS {
 			return nil
-		}
-		if err := ingest.DecodeEvent(raw, &ev); err != nil {
-			return err
 		}
 		if ev.SiteID != site || ev.Bot() {
 			return nil

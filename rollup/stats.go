@@ -8,8 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/axiomhq/hyperloglog"
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/waymark/waymark/ingest"
 )
 
 // ErrUnsupportedQuery is returned for a query that cannot be answered: an
@@ -98,119 +99,26 @@ func (r Range) buckets(g Granularity) ([]Range, error) {
 	return out, nil
 }
 
-// span is one piece of an hour range read from rows of one granularity.
-type span struct {
-	gran   byte
-	lo, hi uint32 // bucket bounds
-}
-
-// plan covers hours [h0, h1) with whole UTC days from the day rows and
-// the rest from the hour rows.
-func plan(h0, h1 uint32) []span {
-	if h1 <= h0 {
-		return nil
-	}
-	d0 := (h0 + 23) / 24 * 24 // first day start at or after h0
-	d1 := h1 / 24 * 24        // last day start at or before h1
-	if d0 >= d1 {
-		return []span{{granHour, h0, h1}}
-	}
-	var out []span
-	if h0 < d0 {
-		out = append(out, span{granHour, h0, d0})
-	}
-	out = append(out, span{granDay, d0, d1})
-	if d1 < h1 {
-		out = append(out, span{granHour, d1, h1})
-	}
-	return out
-}
-
-// scanRows calls fn for every row of (kind, entity, dim) in hours
-// [h0, h1), with its value.
-func (a *Aggregator) scanRows(tab, kind byte, entity string, dim byte, h0, h1 uint32, fn func(value string, v []byte) error) error {
-	for _, s := range plan(h0, h1) {
-		p := appendRollupPrefix(nil, tab, kind, entity, dim, s.gran)
-		lo := append(append([]byte(nil), p...), be32(s.lo)...)
-		hi := append(append([]byte(nil), p...), be32(s.hi)...)
-		it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-		if err != nil {
-			return fmt.Errorf("cannot read rollups: %w", err)
-		}
-		for it.First(); it.Valid(); it.Next() {
-			if err := fn(string(it.Key()[len(p)+4:]), it.Value()); err != nil {
-				it.Close()
-				return err
-			}
-		}
-		if err := it.Close(); err != nil {
-			return fmt.Errorf("cannot read rollups: %w", err)
-		}
-	}
-	return nil
-}
-
-func be32(v uint32) []byte { return []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)} }
-
-// sumRows sums the rows of (kind, entity, dim) in r per value, keeping the
-// values match accepts (nil keeps all).
-func (a *Aggregator) sumRows(kind byte, entity string, dim byte, r Range, match func(string) bool) (map[string]*counters, error) {
+// rows sums the rows of (kind, entity, dim) over r per value; see sumRows.
+func (a *Aggregator) rows(kind byte, entity string, dim byte, r Range, cross bool, match func(string) bool) (map[string]*counters, error) {
 	h0, h1 := r.hours()
-	out := make(map[string]*counters)
-	var c counters
-	err := a.scanRows(tabRollup, kind, entity, dim, h0, h1, func(value string, v []byte) error {
-		if match != nil && !match(value) {
-			return nil
-		}
-		if err := decodeCounters(v, &c); err != nil {
-			return err
-		}
-		sum := out[value]
-		if sum == nil {
-			sum = new(counters)
-			out[value] = sum
-		}
-		sum.add(&c)
-		return nil
-	})
-	return out, err
+	m, _, err := a.sumRows(kind, entity, dimCode(dim), h0, h1, cross, match)
+	return m, err
 }
 
-// visitorSketches merges the sketches of (kind, entity, dim) in r per
-// value (or all matching values into one when merged is set, under "").
-func (a *Aggregator) visitorSketches(kind byte, entity string, dim byte, r Range, match func(string) bool, mergeAll bool) (map[string]*hyperloglog.Sketch, error) {
+// sets unions the visitor sets of (kind, entity, dim) over r; see
+// visitorSets.
+func (a *Aggregator) sets(kind byte, entity string, dim byte, r Range, match func(string) bool, mergeAll bool) (map[string]*visitorSet, error) {
 	h0, h1 := r.hours()
-	out := make(map[string]*hyperloglog.Sketch)
-	err := a.scanRows(tabSketch, kind, entity, dim, h0, h1, func(value string, v []byte) error {
-		if match != nil && !match(value) {
-			return nil
-		}
-		if mergeAll {
-			value = ""
-		}
-		var sk hyperloglog.Sketch
-		if err := sk.UnmarshalBinary(v); err != nil {
-			return fmt.Errorf("cannot decode sketch: %w", err)
-		}
-		cur := out[value]
-		if cur == nil {
-			out[value] = &sk
-			return nil
-		}
-		return cur.Merge(&sk)
-	})
-	return out, err
+	return a.visitorSets(kind, entity, dimCode(dim), h0, h1, match, mergeAll)
 }
 
-func estimate(sk *hyperloglog.Sketch) uint64 {
-	if sk == nil {
-		return 0
-	}
-	return sk.Estimate()
-}
+// round2 rounds to two decimals, half to even, as ClickHouse's round on
+// a Float64 does for Plausible.
+func round2(v float64) float64 { return math.RoundToEven(v*100) / 100 }
 
-// round2 rounds to two decimals, as every average the API returns.
-func round2(v float64) float64 { return math.Round(v*100) / 100 }
+// roundEven rounds to an integer, half to even.
+func roundEven(v float64) float64 { return math.RoundToEven(v) }
 
 func ratio(num, den int64) float64 {
 	if den == 0 {
@@ -243,27 +151,31 @@ func checkRange(r Range) error {
 	return nil
 }
 
-// realtimeScan calls fn for every stored event newer than since, oldest
-// first (the raw events of the days since touches).
-func (a *Aggregator) realtimeScan(since time.Time, fn func(evTime int64, raw []byte) error) error {
+// realtimeScan calls fn for every stored event newer than since (the raw
+// blocks of the days since touches whose last event is not older).
+func (a *Aggregator) realtimeScan(since time.Time, fn func(ev *ingest.Event) error) error {
 	ms := since.UnixMilli()
-	lo := appendEventKey(nil, dayOf(ms), ms, &[16]byte{})
-	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: []byte{tabEvent + 1}})
+	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: dayPrefix(tabEvent, dayOf(ms)), UpperBound: []byte{tabEvent + 1}})
 	if err != nil {
 		return fmt.Errorf("cannot read raw events: %w", err)
 	}
 	defer it.Close()
+	var ev ingest.Event
 	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		if len(k) < 13 {
+		_, _, last, err := blockSpan(it.Key(), it.Value())
+		if err != nil {
+			return err
+		}
+		if last < ms {
 			continue
 		}
-		t := int64(uint64(k[5])<<56 | uint64(k[6])<<48 | uint64(k[7])<<40 | uint64(k[8])<<32 |
-			uint64(k[9])<<24 | uint64(k[10])<<16 | uint64(k[11])<<8 | uint64(k[12]))
-		if t < ms {
-			continue
-		}
-		if err := fn(t, it.Value()); err != nil {
+		err = forEachInBlock(it.Key(), it.Value(), &ev, func(ev *ingest.Event) error {
+			if ev.Time < ms {
+				return nil
+			}
+			return fn(ev)
+		})
+		if err != nil {
 			return err
 		}
 	}

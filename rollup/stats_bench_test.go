@@ -27,7 +27,7 @@ func BenchmarkRollupThroughput(b *testing.B) {
 	seg := &verifiedSegment{}
 	n := 0
 	fill := func(batch int) {
-		seg.enc, seg.events = seg.enc[:0], seg.events[:0]
+		seg.payloads, seg.events = seg.payloads[:0], seg.events[:0]
 		for i := range events {
 			n++
 			t := base.Add(-time.Hour + time.Duration(batch%3600)*time.Second + time.Duration(i)*time.Millisecond)
@@ -54,56 +54,39 @@ func BenchmarkRollupThroughput(b *testing.B) {
 	runApplyBench(b, a, seg, fill, perBatch)
 }
 
-// seedRollups writes 30 days of rollups straight into the store, the way
-// apply would leave them for an entity with perDay events a day spread
-// over values values of dim. Counters are the real per-hour numbers; every
-// hour and day gets the same sketch bytes (dense for the totals, sparse
-// per value), which is what a query's cost depends on, so seeding does not
-// have to insert 30 million hashes.
+// seedRollups writes 30 days of rollups through the real delta and merge
+// path, the way apply would leave them for an entity with perDay events a
+// day spread over values values of dim: each day has 40,000 distinct
+// visitors in total (dense sketches) and 50 per value (visitor lists),
+// which is what a query's cost depends on; seeding does not fold 30
+// million events.
 func seedRollups(b *testing.B, a *Aggregator, kind byte, entity string, dim byte, values int, perDay int64, start time.Time) {
-	total := newSketch()
-	for i := range 40000 {
-		total.InsertHash(mix64(uint64(i)))
-	}
-	totalBytes, _ := total.MarshalBinary()
-	perValue := newSketch()
-	for i := range 50 {
-		perValue.InsertHash(mix64(uint64(i)))
-	}
-	valueBytes, _ := perValue.MarshalBinary()
-	field := fCount
 	h0 := hourOf(start.UnixMilli())
 	for d := range uint32(30) {
-		batch := a.db.NewBatch()
-		put := func(k rkey, c *counters, sk []byte) {
-			if err := batch.Set(appendRKey(nil, tabRollup, &k), appendCounters(nil, c), nil); err != nil {
-				b.Fatal(err)
-			}
-			if err := batch.Set(appendRKey(nil, tabSketch, &k), sk, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
+		dl := newDelta()
+		ent := dl.ent(kind, entity)
+		total := dl.val("")
 		for hh := range uint32(24) {
 			h := h0 + d*24 + hh
-			for _, g := range []struct {
-				gran   byte
-				bucket uint32
-				scale  int64
-			}{{granHour, h, 1}, {granDay, h - h%24, 24}} {
-				if g.gran == granDay && hh != 0 {
-					continue
-				}
-				var c counters
-				c[field] = perDay / 24 * g.scale
-				c[fVisits] = c[field] / 3
-				put(rkey{kind, entity, dimTotal, g.gran, g.bucket, ""}, &c, totalBytes)
-				for v := range values {
-					var vc counters
-					vc[field] = c[field] / int64(values)
-					vc[fVisits] = vc[field] / 3
-					put(rkey{kind, entity, dim, g.gran, g.bucket, fmt.Sprintf("/page/%04d", v)}, &vc, valueBytes)
+			c := dl.cell(cellKey{ent, dimTotal, total, h})
+			c[fCount] = perDay / 24
+			c[fVisits] = c[fCount] / 3
+			for i := range uint32(40000 / 24) {
+				dl.visitorAt(ent, dimTotal, total, h, uint64(d)<<32|uint64(hh*2000+i))
+			}
+			for v := range values {
+				val := dl.val(fmt.Sprintf("/page/%04d", v))
+				vc := dl.cell(cellKey{ent, uint32(dim), val, h})
+				vc[fCount] = c[fCount] / int64(values)
+				vc[fVisits] = vc[fCount] / 3
+				for i := range 2 {
+					dl.visitorAt(ent, uint32(dim), val, h, uint64(v)<<40|uint64(d*24+hh)<<8|uint64(i))
 				}
 			}
+		}
+		batch := a.db.NewBatch()
+		if err := dl.flush(batch, nil, nil); err != nil {
+			b.Fatal(err)
 		}
 		if err := batch.Commit(pebble.NoSync); err != nil {
 			b.Fatal(err)
@@ -187,21 +170,22 @@ func BenchmarkVisitorMemory(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		f := newFolder(nil)
+		src := newFreshStates()
+		f := newFolder(src)
 		var stored int
 		for v := range visitors {
 			for p := range 2 {
 				ev := pageview("mem", v*2+p, "site1", base.Add(time.Duration(p)*time.Minute), false)
 				ev.VisitorHash = mix64(uint64(v))
 				ev.ReferrerHost, ev.Country, ev.Device, ev.Browser, ev.OS = "www.google.com", "DE", "desktop", "Firefox", "Linux"
-				if err := f.fold(&ev); err != nil {
+				if _, err := f.fold(&ev); err != nil {
 					b.Fatal(err)
 				}
 			}
 		}
 		runtime.ReadMemStats(&after)
-		for k, st := range f.visitors {
-			stored += len(appendVisitKey(nil, k)) + len(appendVisitorState(nil, st.runs))
+		for k, st := range src.m {
+			stored += len(appendVisitKey(nil, k.day, "site1", k.hash)) + len(appendVisitorState(nil, st.runs))
 		}
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/visitors*1e6/(1<<20), "heap-MiB/1M-visitors")
 		b.ReportMetric(float64(stored)/visitors*1e6/(1<<20), "stored-MiB/1M-visitors")

@@ -33,7 +33,7 @@ func BenchmarkApplyManyVisitors(b *testing.B) {
 	next := func() uint64 { rng = mix64(rng + 0x9e3779b97f4a7c15); return rng }
 	n := 0
 	fill := func(batch int) {
-		seg.enc, seg.events = seg.enc[:0], seg.events[:0]
+		seg.payloads, seg.events = seg.payloads[:0], seg.events[:0]
 		for i := range perBatch {
 			n++
 			t := base.Add(-time.Hour + time.Duration(batch)*100*time.Millisecond + time.Duration(i)*time.Millisecond/40)

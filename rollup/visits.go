@@ -4,26 +4,34 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/sources"
 )
 
 // visitGapMS is the inactivity gap that ends a visit.
 const visitGapMS = 30 * 60 * 1000
 
-// run is one visit of one visitor, summarised: every field is a function
-// of the set of events in it (firsts and lasts break ties by event id), so
-// the same events give the same visit in whatever order they arrive.
+// run is one visit of one visitor, summarised as Plausible keeps a
+// session: every field is a function of the set of events in it (firsts
+// and lasts break ties by event id), so the same events give the same visit
+// in whatever order they arrive.
 type run struct {
-	start   int64
+	start   int64 // first event (any kind but engagement)
 	startID [16]byte
-	end     int64
-	attrs   visitAttrs // of the first event
+	// end is the last event that is not an engagement: the visit's
+	// duration ends there and its rows are counted in its hour (Plausible
+	// buckets a session by its last event).
+	end int64
+	// alive is the last activity, engagement events included: the next
+	// event joins the visit within the gap of it.
+	alive int64
+	attrs visitAttrs // of the first event
+	// hash is the visitor id every event of the visit counts under: the
+	// first event's, so a visit that continues past midnight UTC under a
+	// new daily hash keeps its old one, as Plausible keeps a session's
+	// user_id across its salt rotation.
+	hash uint64
 
 	entryT  int64 // first pageview; entry is its path
 	entryID [16]byte
@@ -33,6 +41,20 @@ type run struct {
 	exit    string
 
 	pageviews, customs uint32
+	// interactive counts custom events not sent with "i": false: one of
+	// them makes a one-page visit no bounce.
+	interactive uint32
+
+	// marks are the event values (pages, event names, properties) the
+	// visit has had, for visits and engagement per value (see mark).
+	marks []mark
+	// visHour is the last hour whose visit-dimension sketches hold the
+	// visitor with the visit's current values (dims dedup per hour).
+	visHour uint32
+
+	// closed is set once the visit has been idle past the gap and its exit
+	// page has been counted (see closeRun).
+	closed bool
 
 	// next, when not 0, makes this entry a link rather than a visit: the
 	// visitor continued under hash next after midnight UTC (an event
@@ -40,6 +62,15 @@ type run struct {
 	// latest such event, so the link is pruned like a visit; the other
 	// fields are unused.
 	next uint64
+}
+
+// mark is one event value a visit has had (marks.go).
+type mark struct {
+	dim, val string // the value's dimension code and value
+	hour     uint32 // the earliest event of the value in the visit
+	engaged  bool   // an engagement event on the value (pages)
+	engHour  uint32 // the earliest engagement
+	maxDepth uint8  // the deepest scroll of those engagements
 }
 
 // isLink reports whether r is a link to the next day's hash, not a visit.
@@ -56,13 +87,14 @@ func (v *visitAttrs) fields() [10]*string {
 		&v.utmContent, &v.country, &v.device, &v.browser, &v.os}
 }
 
-// source is the visit's source: utm_source when set, else the referrer
-// host without "www.", else "" (direct).
-func (v *visitAttrs) source() string {
-	if v.utmSource != "" {
-		return v.utmSource
-	}
-	return strings.TrimPrefix(v.referrer, "www.")
+// source is the visit's source as Plausible names it (rollup/sources):
+// utm_source when set, else the referrer's name in the referrer database
+// or its host, else "" (direct).
+func (v *visitAttrs) source() string { return sources.Source(v.referrer, v.utmSource) }
+
+// channel is the visit's acquisition channel (Plausible's visit:channel).
+func (v *visitAttrs) channel() string {
+	return sources.Channel(v.source(), sources.UTM{Source: v.utmSource, Medium: v.utmMedium, Campaign: v.utmCampaign}, "")
 }
 
 func before(t1 int64, id1 *[16]byte, t2 int64, id2 *[16]byte) bool {
@@ -72,8 +104,9 @@ func before(t1 int64, id1 *[16]byte, t2 int64, id2 *[16]byte) bool {
 	return bytes.Compare(id1[:], id2[:]) < 0
 }
 
-func runOf(ev *ingest.Event) run {
-	r := run{start: ev.Time, startID: ev.ID, end: ev.Time, attrs: visitAttrs{
+// runOf is the visit of one event that is not an engagement.
+func runOf(ev *ingest.Event, hash uint64) run {
+	r := run{start: ev.Time, startID: ev.ID, end: ev.Time, alive: ev.Time, hash: hash, visHour: noHour, attrs: visitAttrs{
 		referrer: ev.ReferrerHost, utmSource: ev.UTMSource, utmMedium: ev.UTMMedium,
 		utmCampaign: ev.UTMCampaign, utmTerm: ev.UTMTerm, utmContent: ev.UTMContent,
 		country: ev.Country, device: ev.Device, browser: ev.Browser, os: ev.OS,
@@ -85,6 +118,9 @@ func runOf(ev *ingest.Event) run {
 		r.exitT, r.exitID, r.exit = ev.Time, ev.ID, ev.Path
 	case ingest.KindCustom:
 		r.customs = 1
+		if ev.Flags&ingest.FlagNonInteractive == 0 {
+			r.interactive = 1
+		}
 	}
 	return r
 }
@@ -93,9 +129,14 @@ func runOf(ev *ingest.Event) run {
 func merge(a, b run) run {
 	out := a
 	if before(b.start, &b.startID, a.start, &a.startID) {
-		out.start, out.startID, out.attrs = b.start, b.startID, b.attrs
+		out.start, out.startID, out.attrs, out.hash = b.start, b.startID, b.attrs, b.hash
 	}
 	out.end = max(a.end, b.end)
+	out.alive = max(a.alive, b.alive)
+	out.marks = unionMarks(a.marks, b.marks)
+	if a.visHour != b.visHour {
+		out.visHour = noHour
+	}
 	if b.pageviews > 0 && (a.pageviews == 0 || before(b.entryT, &b.entryID, a.entryT, &a.entryID)) {
 		out.entryT, out.entryID, out.entry = b.entryT, b.entryID, b.entry
 	}
@@ -104,83 +145,97 @@ func merge(a, b run) run {
 	}
 	out.pageviews = a.pageviews + b.pageviews
 	out.customs = a.customs + b.customs
+	out.interactive = a.interactive + b.interactive
+	out.closed = a.closed && b.closed
 	return out
 }
 
-// counted reports whether the run is a visit: engagement events alone
-// (a tab hidden long after its last pageview) make none.
+// noHour marks visHour as unset.
+const noHour = ^uint32(0)
+
+// counted reports whether the run is a visit: it has a pageview or a
+// custom event (a visit is never made of engagement events alone).
 func (r *run) counted() bool { return r.pageviews+r.customs > 0 }
 
-// visitDims are the dimensions a visit is counted under, with its values.
-func (r *run) visitDims() [13]struct {
-	dim   byte
-	value string
-} {
-	a := &r.attrs
-	type dv = struct {
-		dim   byte
-		value string
-	}
-	return [13]dv{
-		{dimTotal, ""}, {dimReferrer, a.referrer}, {dimSource, a.source()},
-		{dimUTMSource, a.utmSource}, {dimUTMMedium, a.utmMedium}, {dimUTMCampaign, a.utmCampaign},
-		{dimUTMTerm, a.utmTerm}, {dimUTMContent, a.utmContent},
-		{dimCountry, a.country}, {dimDevice, a.device}, {dimBrowser, a.browser}, {dimOS, a.os},
-		{dimEntryPage, r.entry},
-	}
-}
+// bounced: at most one pageview and no interactive custom event
+// (Plausible's is_bounce).
+func (r *run) bounced() bool { return r.pageviews <= 1 && r.interactive == 0 }
 
-// contribute adds (sign 1) or takes back (sign -1) what the visit counts:
-// one visit in the hour it started, under each of its dimensions.
-func (r *run) contribute(d *delta, site string, sign int64) {
+// visitVec is what a visit adds to each row it is counted under.
+func (r *run) visitVec() counters {
+	var c counters
 	if !r.counted() {
-		return
+		return c
 	}
-	bounce := int64(0)
-	if r.pageviews == 1 {
-		bounce = 1
+	c[fVisits] = 1
+	if r.bounced() {
+		c[fBounces] = 1
 	}
-	pv, dur := int64(r.pageviews), r.end-r.start
-	put := func(dim byte, value string) {
-		d.add(kindSite, site, dim, value, r.start, fVisits, sign)
-		d.add(kindSite, site, dim, value, r.start, fBounces, sign*bounce)
-		d.add(kindSite, site, dim, value, r.start, fVisitPV, sign*pv)
-		d.add(kindSite, site, dim, value, r.start, fDurationMS, sign*dur)
-	}
-	dims := r.visitDims()
-	for _, dv := range dims {
-		if dv.dim == dimEntryPage && r.pageviews == 0 {
-			continue
-		}
-		put(dv.dim, dv.value)
-	}
-	if r.pageviews > 0 {
-		put(dimExitPage, r.exit)
-	}
+	c[fVisitPV] = int64(r.pageviews)
+	c[fDurationMS] = r.end - r.start
+	c[fVisitEvents] = int64(r.pageviews + r.customs)
+	return c
 }
 
-// visitorKey names one visitor of one site.
+// Visit-scoped dimensions, in the order visitDims lists them.
+var visitDimIDs = [...]byte{
+	dimReferrer, dimSource, dimChannel, dimUTMSource, dimUTMMedium, dimUTMCampaign, dimUTMTerm, dimUTMContent,
+	dimCountry, dimDevice, dimBrowser, dimOS, dimEntryPage, dimExitPage,
+}
+
+const nVisitDims = len(visitDimIDs)
+
+// visitDims returns the run's value under each visit dimension; ok is
+// false for entry and exit page of a visit without a pageview.
+func (r *run) visitDims() (vals [nVisitDims]string, ok [nVisitDims]bool) {
+	a := &r.attrs
+	src := a.source()
+	ch := sources.Channel(src, sources.UTM{Source: a.utmSource, Medium: a.utmMedium, Campaign: a.utmCampaign}, "")
+	vals = [nVisitDims]string{a.referrer, src, ch, a.utmSource, a.utmMedium, a.utmCampaign,
+		a.utmTerm, a.utmContent, a.country, a.device, a.browser, a.os, r.entry, r.exit}
+	for i := range ok {
+		ok[i] = true
+	}
+	if r.pageviews == 0 {
+		ok[nVisitDims-2], ok[nVisitDims-1] = false, false
+	}
+	return vals, ok
+}
+
+// visitorKey names one visitor of one site: the hash and the UTC day whose
+// salt made it (hashes of different days are different visitors).
 type visitorKey struct {
-	site    string
-	visitor uint64
+	site uint32 // the aggregator's site id (siteTable)
+	day  uint32
+	hash uint64
 }
 
-func appendVisitKey(dst []byte, k visitorKey) []byte {
-	dst = append(dst, tabVisit, byte(len(k.site)))
-	dst = append(dst, k.site...)
-	return binary.BigEndian.AppendUint64(dst, k.visitor)
+// appendVisitKey encodes V day site visitor.
+func appendVisitKey(dst []byte, day uint32, site string, hash uint64) []byte {
+	dst = append(dst, tabVisit)
+	dst = binary.BigEndian.AppendUint32(dst, day)
+	dst = append(dst, byte(len(site)))
+	dst = append(dst, site...)
+	return binary.BigEndian.AppendUint64(dst, hash)
 }
 
-// visitorState is a visitor's recent visits, oldest first, and its links
-// to the next day's hash.
-type visitorState struct {
-	runs  []run
-	dirty bool
+// parseVisitKey reads what appendVisitKey wrote.
+func parseVisitKey(k []byte) (d uint32, site string, hash uint64, ok bool) {
+	if len(k) < 6 || k[0] != tabVisit {
+		return 0, "", 0, false
+	}
+	n := int(k[5])
+	if len(k) != 6+n+8 {
+		return 0, "", 0, false
+	}
+	return binary.BigEndian.Uint32(k[1:5]), string(k[6 : 6+n]), binary.BigEndian.Uint64(k[6+n:]), true
 }
 
-// appendVisitorState encodes the visits, then, only when there are any,
-// the links (uvarint count, then next uvarint and end varint each), so a
-// state without links is encoded as before links existed.
+// Visitor state encoding: uvarint count of visits, each visit, then (only
+// when there are any) uvarint count of links, each next uvarint and end
+// varint.
+const runClosed = 1 // flags of a visit
+
 func appendVisitorState(dst []byte, runs []run) []byte {
 	visits := 0
 	for i := range runs {
@@ -194,9 +249,17 @@ func appendVisitorState(dst []byte, runs []run) []byte {
 		if r.isLink() {
 			continue
 		}
+		flags := byte(0)
+		if r.closed {
+			flags |= runClosed
+		}
+		dst = append(dst, flags)
 		dst = binary.AppendVarint(dst, r.start)
 		dst = append(dst, r.startID[:]...)
 		dst = binary.AppendVarint(dst, r.end-r.start)
+		dst = binary.AppendVarint(dst, r.alive-r.start)
+		dst = binary.LittleEndian.AppendUint64(dst, r.hash)
+		dst = binary.AppendUvarint(dst, uint64(r.visHour)+1)
 		for _, f := range r.attrs.fields() {
 			dst = appendStr(dst, *f)
 		}
@@ -208,6 +271,19 @@ func appendVisitorState(dst []byte, runs []run) []byte {
 		dst = appendStr(dst, r.exit)
 		dst = binary.AppendUvarint(dst, uint64(r.pageviews))
 		dst = binary.AppendUvarint(dst, uint64(r.customs))
+		dst = binary.AppendUvarint(dst, uint64(r.interactive))
+		dst = binary.AppendUvarint(dst, uint64(len(r.marks)))
+		for _, m := range r.marks {
+			dst = appendStr(dst, m.dim)
+			dst = appendStr(dst, m.val)
+			dst = binary.AppendUvarint(dst, uint64(m.hour))
+			e := byte(0)
+			if m.engaged {
+				e = 1
+			}
+			dst = append(dst, e, m.maxDepth)
+			dst = binary.AppendUvarint(dst, uint64(m.engHour))
+		}
 	}
 	if links := len(runs) - visits; links > 0 {
 		dst = binary.AppendUvarint(dst, uint64(links))
@@ -229,6 +305,9 @@ func appendStr(dst []byte, s string) []byte {
 type byteReader struct {
 	b   []byte
 	bad bool
+	// str interns the strings it reads, so a state kept in memory does
+	// not hold on to the bytes it was decoded from.
+	intern func([]byte) string
 }
 
 func (r *byteReader) uvarint() uint64 {
@@ -251,6 +330,36 @@ func (r *byteReader) varint() int64 {
 	return v
 }
 
+func (r *byteReader) byte() byte {
+	if len(r.b) == 0 {
+		r.bad = true
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *byteReader) uint64() uint64 {
+	if len(r.b) < 8 {
+		r.bad, r.b = true, nil
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b)
+	r.b = r.b[8:]
+	return v
+}
+
+func (r *byteReader) uint32() uint32 {
+	if len(r.b) < 4 {
+		r.bad, r.b = true, nil
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(r.b)
+	r.b = r.b[4:]
+	return v
+}
+
 func (r *byteReader) id(dst *[16]byte) {
 	if len(r.b) < 16 {
 		r.bad, r.b = true, nil
@@ -266,13 +375,16 @@ func (r *byteReader) str() string {
 		r.bad, r.b = true, nil
 		return ""
 	}
-	s := string(r.b[:n])
+	b := r.b[:n]
 	r.b = r.b[n:]
-	return s
+	if r.intern != nil {
+		return r.intern(b)
+	}
+	return string(b)
 }
 
-func decodeVisitorState(b []byte) ([]run, error) {
-	r := byteReader{b: b}
+func decodeVisitorState(b []byte, intern func([]byte) string) ([]run, error) {
+	r := byteReader{b: b, intern: intern}
 	n := r.uvarint()
 	if n > 1<<16 {
 		return nil, errors.New("cannot decode visitor state: too many visits")
@@ -280,9 +392,14 @@ func decodeVisitorState(b []byte) ([]run, error) {
 	runs := make([]run, 0, n)
 	for range n {
 		var v run
+		flags := r.byte()
+		v.closed = flags&runClosed != 0
 		v.start = r.varint()
 		r.id(&v.startID)
 		v.end = v.start + r.varint()
+		v.alive = v.start + r.varint()
+		v.hash = r.uint64()
+		v.visHour = uint32(r.uvarint() - 1)
 		for _, f := range v.attrs.fields() {
 			*f = r.str()
 		}
@@ -294,6 +411,25 @@ func decodeVisitorState(b []byte) ([]run, error) {
 		v.exit = r.str()
 		v.pageviews = uint32(r.uvarint())
 		v.customs = uint32(r.uvarint())
+		v.interactive = uint32(r.uvarint())
+		nm := r.uvarint()
+		if nm > maxMarks {
+			r.bad = true
+			nm = 0
+		}
+		for range nm {
+			m := mark{dim: r.str(), val: r.str(), hour: uint32(r.uvarint())}
+			e, d := r.byte(), r.byte()
+			m.engaged, m.maxDepth = e == 1, d
+			m.engHour = uint32(r.uvarint())
+			if e > 1 || m.dim == "" {
+				r.bad = true
+			}
+			v.marks = append(v.marks, m)
+		}
+		if flags&^runClosed != 0 {
+			r.bad = true
+		}
 		runs = append(runs, v)
 	}
 	if len(r.b) > 0 && !r.bad {
@@ -314,318 +450,4 @@ func decodeVisitorState(b []byte) ([]run, error) {
 		return nil, errors.New("cannot decode visitor state: malformed")
 	}
 	return runs, nil
-}
-
-// folder turns events into rollup deltas and visit changes. apply uses
-// one per request over the stored visitor states; Rebuild uses one per day
-// over fresh states.
-type folder struct {
-	d        *delta
-	visitors map[visitorKey]*visitorState
-	// load reads a stored visitor state; nil means start empty.
-	load func(visitorKey) ([]run, error)
-}
-
-func newFolder(load func(visitorKey) ([]run, error)) *folder {
-	return &folder{d: newDelta(), visitors: make(map[visitorKey]*visitorState), load: load}
-}
-
-// fold adds one event (already known to be new and inside the late
-// window) to the rollups.
-func (f *folder) fold(ev *ingest.Event) error {
-	if ev.Kind == ingest.KindClick {
-		f.foldClick(ev)
-		return nil
-	}
-	if ev.SiteID == "" {
-		return nil
-	}
-	return f.foldSite(ev)
-}
-
-func (f *folder) foldClick(ev *ingest.Event) {
-	d, code, t := f.d, ev.Code, ev.Time
-	if code == "" {
-		return
-	}
-	if ev.Bot() {
-		d.add(kindLink, code, dimTotal, "", t, fBots, 1)
-		d.addAllTime(kindLink, code, fBots, 1)
-		return
-	}
-	d.addAllTime(kindLink, code, fCount, 1)
-	for _, dv := range [...]struct {
-		dim   byte
-		value string
-	}{
-		{dimTotal, ""}, {dimCountry, ev.Country}, {dimDevice, ev.Device}, {dimBrowser, ev.Browser},
-		{dimOS, ev.OS}, {dimReferrer, ev.ReferrerHost}, {dimUTMSource, ev.UTMSource},
-		{dimUTMMedium, ev.UTMMedium}, {dimUTMCampaign, ev.UTMCampaign},
-	} {
-		d.add(kindLink, code, dv.dim, dv.value, t, fCount, 1)
-		d.visitor(kindLink, code, dv.dim, dv.value, t, ev.VisitorHash)
-	}
-}
-
-func (f *folder) foldSite(ev *ingest.Event) error {
-	d, site, t := f.d, ev.SiteID, ev.Time
-	if ev.Bot() {
-		d.add(kindSite, site, dimTotal, "", t, fBots, 1)
-		return nil
-	}
-	switch ev.Kind {
-	case ingest.KindPageview:
-		for _, dim := range [2]byte{dimTotal, dimPage} {
-			value := ""
-			if dim == dimPage {
-				value = ev.Path
-			}
-			d.add(kindSite, site, dim, value, t, fCount, 1)
-			d.visitor(kindSite, site, dim, value, t, ev.VisitorHash)
-		}
-	case ingest.KindEngagement:
-		for _, dim := range [2]byte{dimTotal, dimPage} {
-			value := ""
-			if dim == dimPage {
-				value = ev.Path
-			}
-			d.add(kindSite, site, dim, value, t, fEngagedMS, int64(ev.EngagedMS))
-			d.add(kindSite, site, dim, value, t, fEngagements, 1)
-			d.add(kindSite, site, dim, value, t, fScrollSum, int64(ev.ScrollDepth))
-		}
-	case ingest.KindCustom:
-		d.add(kindSite, site, dimTotal, "", t, fEvents, 1)
-		d.add(kindSite, site, dimEventName, ev.Name, t, fEvents, 1)
-		d.visitor(kindSite, site, dimTotal, "", t, ev.VisitorHash)
-		d.visitor(kindSite, site, dimEventName, ev.Name, t, ev.VisitorHash)
-	}
-
-	merged, err := f.joinVisit(ev)
-	if err != nil {
-		return err
-	}
-
-	if ev.Kind != ingest.KindEngagement {
-		// Visitors under the visit's dimensions: the visit's values as
-		// they stand when this event joins it (see DESIGN.md).
-		for _, dv := range merged.visitDims() {
-			if dv.dim == dimTotal || (dv.dim == dimEntryPage && merged.pageviews == 0) {
-				continue
-			}
-			d.visitor(kindSite, site, dv.dim, dv.value, t, ev.VisitorHash)
-		}
-		if merged.pageviews > 0 {
-			d.visitor(kindSite, site, dimExitPage, merged.exit, t, ev.VisitorHash)
-		}
-	}
-	return nil
-}
-
-// joinVisit puts ev into its visitor's visits: every visit within the gap
-// of it joins it (retract what each counted, merge, count the merged
-// visit), and returns the merged visit.
-//
-// Across midnight UTC the visitor has two hashes. An event carrying
-// PrevVisitorHash also takes the joining visits under that hash, moves the
-// merged visit to its own hash and leaves a link there; an event without
-// it follows its state's links and takes the joining visits there too,
-// the merged visit then living under the linked hash. Any two events of a
-// visit that straddle midnight are within the gap, so the later one
-// carries the previous hash: whichever arrives first, the second finds the
-// first, and the visit is the same in any arrival order.
-func (f *folder) joinVisit(ev *ingest.Event) (run, error) {
-	site, t := ev.SiteID, ev.Time
-	home, err := f.state(visitorKey{site, ev.VisitorHash})
-	if err != nil {
-		return run{}, err
-	}
-	merged := runOf(ev)
-	f.takeJoining(home, site, t, &merged)
-	target := home
-	if prev := ev.PrevVisitorHash; prev != 0 && prev != ev.VisitorHash {
-		ps, err := f.state(visitorKey{site, prev})
-		if err != nil {
-			return run{}, err
-		}
-		f.takeJoining(ps, site, t, &merged)
-		ps.link(ev.VisitorHash, t)
-	} else {
-		var nexts [4]uint64
-		links := nexts[:0]
-		for i := range home.runs {
-			if n := home.runs[i].next; n != 0 && n != ev.VisitorHash {
-				links = append(links, n)
-			}
-		}
-		for _, n := range links {
-			ns, err := f.state(visitorKey{site, n})
-			if err != nil {
-				return run{}, err
-			}
-			if f.takeJoining(ns, site, t, &merged) {
-				target = ns
-			}
-		}
-	}
-	merged.contribute(f.d, site, 1)
-	target.runs = insertRun(target.runs, merged)
-	target.dirty = true
-	return merged, nil
-}
-
-// state returns the visitor state of k, loading it on first use.
-func (f *folder) state(k visitorKey) (*visitorState, error) {
-	st := f.visitors[k]
-	if st != nil {
-		return st, nil
-	}
-	st = new(visitorState)
-	if f.load != nil {
-		runs, err := f.load(k)
-		if err != nil {
-			return nil, err
-		}
-		st.runs = runs
-	}
-	f.visitors[k] = st
-	return st, nil
-}
-
-// takeJoining removes from st every visit within the gap of t, retracting
-// what it counted and merging it into merged. It reports whether it took
-// any.
-func (f *folder) takeJoining(st *visitorState, site string, t int64, merged *run) bool {
-	kept := st.runs[:0]
-	took := false
-	for i := range st.runs {
-		r := st.runs[i]
-		if !r.isLink() && t >= r.start-visitGapMS && t <= r.end+visitGapMS {
-			r.contribute(f.d, site, -1)
-			*merged = merge(r, *merged)
-			took = true
-			continue
-		}
-		kept = append(kept, r)
-	}
-	st.runs = kept
-	if took {
-		st.dirty = true
-	}
-	return took
-}
-
-// link records that the visitor continued under hash next at t.
-func (st *visitorState) link(next uint64, t int64) {
-	st.dirty = true
-	for i := range st.runs {
-		if r := &st.runs[i]; r.next == next {
-			r.end = max(r.end, t)
-			return
-		}
-	}
-	st.runs = append(st.runs, run{start: t, end: t, next: next})
-}
-
-// insertRun keeps runs ordered by start.
-func insertRun(runs []run, r run) []run {
-	i := len(runs)
-	for i > 0 && runs[i-1].start > r.start {
-		i--
-	}
-	runs = append(runs, run{})
-	copy(runs[i+1:], runs[i:])
-	runs[i] = r
-	return runs
-}
-
-// stageVisitors writes every changed visitor state to b, dropping visits
-// that ended before pruneBefore: no event inside the late window can join
-// them any more.
-func (f *folder) stageVisitors(b *pebble.Batch, pruneBefore int64) error {
-	var kb, vb []byte
-	for k, st := range f.visitors {
-		if !st.dirty {
-			continue
-		}
-		kept := st.runs[:0]
-		for _, r := range st.runs {
-			if r.end >= pruneBefore {
-				kept = append(kept, r)
-			}
-		}
-		kb = appendVisitKey(kb[:0], k)
-		var err error
-		if len(kept) == 0 {
-			err = b.Delete(kb, nil)
-		} else {
-			vb = appendVisitorState(vb[:0], kept)
-			err = b.Set(kb, vb, nil)
-		}
-		if err != nil {
-			return fmt.Errorf("cannot stage visitor state: %w", err)
-		}
-	}
-	return nil
-}
-
-// preload reads the stored states of keys from db in key order with one
-// iterator, so that fold finds them in memory: a request of events from
-// thousands of new visitors would otherwise cost one point read each,
-// nearly all of them misses. Keys already held are left alone.
-func (f *folder) preload(db pebble.Reader, keys []visitorKey) error {
-	type keyed struct {
-		k   visitorKey
-		key []byte
-	}
-	todo := make([]keyed, 0, len(keys))
-	var buf []byte
-	for _, k := range keys {
-		if _, ok := f.visitors[k]; ok {
-			continue
-		}
-		f.visitors[k] = new(visitorState) // also drops repeats of k
-		off := len(buf)
-		buf = appendVisitKey(buf, k)
-		todo = append(todo, keyed{k, buf[off:len(buf):len(buf)]})
-	}
-	if len(todo) == 0 {
-		return nil
-	}
-	slices.SortFunc(todo, func(x, y keyed) int { return bytes.Compare(x.key, y.key) })
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{tabVisit}, UpperBound: []byte{tabVisit + 1}})
-	if err != nil {
-		return fmt.Errorf("cannot read visitor states: %w", err)
-	}
-	defer it.Close()
-	for _, t := range todo {
-		if !it.SeekGE(t.key) || !bytes.Equal(it.Key(), t.key) {
-			continue
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return fmt.Errorf("cannot read visitor state: %w", err)
-		}
-		runs, err := decodeVisitorState(v)
-		if err != nil {
-			return err
-		}
-		f.visitors[t.k].runs = runs
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("cannot read visitor states: %w", err)
-	}
-	return nil
-}
-
-// loadVisitor reads a stored visitor state from db.
-func loadVisitor(db pebble.Reader, k visitorKey) ([]run, error) {
-	v, closer, err := db.Get(appendVisitKey(nil, k))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read visitor state: %w", err)
-	}
-	defer closer.Close()
-	return decodeVisitorState(v)
 }

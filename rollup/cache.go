@@ -1,0 +1,149 @@
+package rollup
+
+import (
+	"encoding/binary"
+	"sync"
+	"time"
+)
+
+// sketchCacheBytes bounds the decoded visitor sets kept for queries.
+const sketchCacheBytes = 64 << 20
+
+// sketchCache keeps decoded visitor sets (and their estimates) of buckets
+// that ended at least an hour ago, keyed by their H key: a 30-day query
+// then merges sets already in memory instead of decoding dense sketches,
+// and a daily series reads each finished day's estimate from here.
+//
+// A finished bucket still changes when a late event arrives. apply calls
+// touch for every sketch it writes; if any of them is cacheable, it
+// commits holding gate exclusively and drops those keys before letting
+// queries in again. Queries hold gate shared from before they read a
+// value until after they cache it, so no query can cache a value that a
+// commit has replaced. Batches that touch only current buckets (nearly
+// all) never take gate.
+type sketchCache struct {
+	gate sync.RWMutex
+
+	mu      sync.Mutex
+	m       map[string]*cachedSet
+	order   []string // insertion order, for eviction
+	bytes   int
+	max     int
+	pending [][]byte // cacheable keys written by the batch being applied
+	now     func() time.Time
+}
+
+type cachedSet struct {
+	set      visitorSet
+	estimate uint64
+	size     int
+}
+
+func newSketchCache(max int, now func() time.Time) *sketchCache {
+	return &sketchCache{m: make(map[string]*cachedSet), max: max, now: now}
+}
+
+// cacheable reports whether the bucket of an H or R key ended an hour ago.
+func cacheable(key []byte, now time.Time) bool {
+	if len(key) < 6 {
+		return false
+	}
+	period := binary.BigEndian.Uint32(key[2:6])
+	nowHour := hourOf(now.UnixMilli())
+	switch key[1] {
+	case granHour:
+		return period+2 <= nowHour
+	case granDay:
+		return (period+1)*24+1 <= nowHour
+	case granMonth:
+		return uint32(monthStart(period+1))*24+1 <= nowHour
+	}
+	return false
+}
+
+// touch records a sketch key written by the current batch (apply holds
+// the writer lock).
+func (c *sketchCache) touch(key []byte) {
+	if cacheable(key, c.now()) {
+		c.pending = append(c.pending, append([]byte(nil), key...))
+	}
+}
+
+// commit runs fn (the batch commit); when the batch wrote cacheable keys,
+// it holds queries out and drops those keys before they come back.
+func (c *sketchCache) commit(fn func() error) error {
+	if len(c.pending) == 0 {
+		return fn()
+	}
+	c.gate.Lock()
+	defer c.gate.Unlock()
+	defer func() { c.pending = c.pending[:0] }()
+	if err := fn(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for _, k := range c.pending {
+		if e := c.m[string(k)]; e != nil {
+			c.bytes -= e.size
+			delete(c.m, string(k))
+		}
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// discard forgets the pending keys of a batch that was not committed.
+func (c *sketchCache) discard() { c.pending = c.pending[:0] }
+
+// get returns the cached set of key, or decodes value (the stored bytes),
+// caching it when the bucket is finished. Callers hold gate shared.
+func (c *sketchCache) get(key, value []byte) (*cachedSet, error) {
+	c.mu.Lock()
+	e := c.m[string(key)]
+	c.mu.Unlock()
+	if e != nil {
+		return e, nil
+	}
+	e = &cachedSet{size: 64 + len(key) + 2*len(value)}
+	if err := e.set.addValue(value); err != nil {
+		return nil, err
+	}
+	e.estimate = e.set.estimate()
+	if !cacheable(key, c.now()) {
+		return e, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[string(key)]; !ok {
+		k := string(key)
+		c.m[k] = e
+		c.order = append(c.order, k)
+		c.bytes += e.size
+		c.evict()
+	}
+	return e, nil
+}
+
+// evict drops the oldest entries past the byte budget. Callers hold mu.
+func (c *sketchCache) evict() {
+	i := 0
+	for c.bytes > c.max && i < len(c.order) {
+		if e := c.m[c.order[i]]; e != nil {
+			c.bytes -= e.size
+			delete(c.m, c.order[i])
+		}
+		i++
+	}
+	if i > 0 {
+		c.order = append(c.order[:0], c.order[i:]...)
+	}
+	if len(c.order) > 4*len(c.m)+1024 {
+		kept := c.order[:0]
+		for _, k := range c.order {
+			if c.m[k] != nil {
+				kept = append(kept, k)
+			}
+		}
+		c.order = kept
+	}
+}
