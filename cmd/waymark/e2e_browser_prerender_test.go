@@ -83,7 +83,9 @@ func (b *plainChromium) close(t *testing.T) {
 func (b *plainChromium) diagnostics(site *siteServer) func() string {
 	return func() string {
 		var s strings.Builder
-		fmt.Fprintf(&s, "site requests:\n")
+		// Chromium does not prerender on a device it deems short of memory
+		// either; then prerendered.html is never asked for.
+		fmt.Fprintf(&s, "site requests (a prerender has Sec-Purpose prefetch;prerender):\n")
 		for _, h := range site.requests() {
 			fmt.Fprintf(&s, "  %s?%s purpose %q %s\n", h.path, h.query, h.purpose, h.body)
 		}
