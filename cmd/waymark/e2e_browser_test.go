@@ -5,13 +5,17 @@ package main
 // site on 127.0.0.1:0 (another origin than the Waymark node, as a customer's
 // site would be) and the trackers on those pages post to a real
 // `waymark node --dev`. The node has every role, so it ships its segments
-// to itself and `waymark events count|tail` read its raw store.
+// to itself and `waymark events count|tail` read its raw store. This file
+// holds the harness (browser, node, site server) and the test of
+// Plausible's own trackers; the tests of Waymark's tracker are in
+// e2e_browser_tracker_test.go and e2e_browser_prerender_test.go.
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +33,8 @@ import (
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/preload"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -55,94 +61,6 @@ func requireTool(t *testing.T, format string, args ...any) {
 	t.Skip(msg)
 }
 
-// TestE2EBrowserTrackerSPA loads a small single-page app that includes
-// /s.js, navigates three times (two pushState links and the back button,
-// with a same-path replaceState in between that must not count), hides
-// the page, and checks that the raw store holds exactly the four pageviews
-// and one engagement event, with paths and without query strings.
-func TestE2EBrowserTrackerSPA(t *testing.T) {
-	br := startBrowser(t)
-	n := startTrackedNode(t)
-	const domain = "127.0.0.1" // the Origin host of the site server's pages
-	siteID := n.createSite(t, domain)
-	site := startSiteServer(t, n.base, domain, "")
-
-	ctx, cancel := context.WithTimeout(br.ctx, 45*time.Second)
-	defer cancel()
-	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v\n%s", what, err, br.diagnostics())
-		}
-	}
-	showing := func(path string) chromedp.Action[chromedp.Void] {
-		return chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#view[data-path=%q]`, path)))
-	}
-
-	step("load the app", chromedp.Navigate(site.URL+"/"), showing("/"))
-	br.waitRequests(t, 1)
-	step("follow the Products link", chromedp.Click(chromedp.CSS("#nav-products")), showing("/products"))
-	br.waitRequests(t, 2)
-	// Same path, new query: an SPA rewriting its state is not a pageview.
-	step("sort (replaceState)", chromedp.Click(chromedp.CSS("#sort")),
-		chromedp.WaitVisible(chromedp.CSS(`#view[data-url="/products?sort=price"]`)))
-	step("follow the Product 42 link", chromedp.Click(chromedp.CSS("#nav-product")), showing("/products/42"))
-	br.waitRequests(t, 3)
-	step("scroll to the bottom", evaluate("window.scrollTo(0, document.body.scrollHeight)"))
-	step("go back (popstate)", evaluate("history.back()"), showing("/products"))
-	br.waitRequests(t, 4)
-
-	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	shotDir := t.TempDir()
-	if dir := os.Getenv("WAYMARK_E2E_ARTIFACTS"); dir != "" {
-		shotDir = dir // kept after the test, for CI artifacts
-	}
-	shotPath := filepath.Join(shotDir, "spa.png")
-	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot of the SPA: %s (%d bytes)", shotPath, len(shot))
-
-	br.hidePage(ctx, t)
-	reqs := br.waitRequests(t, 5)
-
-	// What the browser sent: four pageviews by XHR, then the engagement by
-	// sendBeacon (a "Ping" request), every one accepted and none dropped.
-	wantSent := []struct{ name, path string }{
-		{"pageview", "/"}, {"pageview", "/products"}, {"pageview", "/products/42"},
-		{"pageview", "/products"}, {"engagement", "/products"},
-	}
-	for i, r := range reqs {
-		if r.body.Name != wantSent[i].name || r.path() != wantSent[i].path {
-			t.Errorf("request %d: got %s %s; want %s %s", i, r.body.Name, r.path(), wantSent[i].name, wantSent[i].path)
-		}
-		if r.status != 202 || r.dropped != "" || r.failed != "" {
-			t.Errorf("request %d (%s): got status %d, dropped %q, failed %q; want 202, nothing dropped", i, r.body.Name, r.status, r.dropped, r.failed)
-		}
-	}
-	if eng := reqs[4]; eng.resourceType != network.ResourceTypePing {
-		t.Errorf("engagement went as a %q request; want %q (navigator.sendBeacon)", eng.resourceType, network.ResourceTypePing)
-	} else if eng.body.E == nil || eng.body.SD == nil || *eng.body.E <= 0 || *eng.body.SD <= 0 || *eng.body.SD > 100 {
-		t.Errorf("engagement body %s: want e > 0 and 0 < sd <= 100", eng.raw)
-	}
-	if t.Failed() {
-		t.Fatalf("the browser did not send what it should have\n%s", br.diagnostics())
-	}
-
-	t.Logf("browser %s", br.sent())
-	n.waitSiteEvents(t, siteID, 5, br.diagnostics)
-	br.close(t)
-	n.assertSiteEvents(t, siteID, map[string]int{
-		"pageview /":            1,
-		"pageview /products":    2,
-		"pageview /products/42": 1,
-		"engagement /products":  1,
-	})
-}
-
 // TestE2EBrowserPlausibleTracker points Plausible's official trackers from
 // npm (the current @plausible-analytics/tracker and the older
 // plausible-tracker) at Waymark, and checks that their pageviews, custom
@@ -158,18 +76,18 @@ func TestE2EBrowserPlausibleTracker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(br.ctx, 45*time.Second)
 	defer cancel()
 	sent := 0
-	for _, page := range []string{"/plausible-legacy.html", "/plausible.html"} {
-		err := chromedp.Do(ctx, chromedp.Navigate(site.URL+page),
+	for _, pg := range []string{"/plausible-legacy.html", "/plausible.html"} {
+		err := chromedp.Do(ctx, chromedp.Navigate(site.URL+pg),
 			chromedp.WaitVisible(chromedp.CSS("#status")),
 			void(chromedp.Poll[bool](`document.getElementById('status').textContent === 'tracking'`, chromedp.WithPollingTimeout(10*time.Second))),
 		)
 		if err != nil {
-			t.Fatalf("load %s: %v\n%s", page, err, br.diagnostics())
+			t.Fatalf("load %s: %v\n%s", pg, err, br.diagnostics())
 		}
 		sent++
 		br.waitRequests(t, sent) // the pageview
 		if err := chromedp.Do(ctx, evaluate("signup()", chromedp.EvalAwaitPromise)); err != nil {
-			t.Fatalf("custom event on %s: %v\n%s", page, err, br.diagnostics())
+			t.Fatalf("custom event on %s: %v\n%s", pg, err, br.diagnostics())
 		}
 		sent++
 		br.waitRequests(t, sent)
@@ -199,11 +117,11 @@ func TestE2EBrowserPlausibleTracker(t *testing.T) {
 	n.waitSiteEvents(t, siteID, len(wantSent), br.diagnostics)
 	br.close(t)
 	n.assertSiteEvents(t, siteID, map[string]int{
-		"pageview /plausible-legacy.html": 1,
-		"custom /plausible-legacy.html":   1,
-		"pageview /plausible.html":        1,
-		"custom /plausible.html":          1,
-		"engagement /plausible.html":      1,
+		"pageview /plausible-legacy.html":      1,
+		"custom signup /plausible-legacy.html": 1,
+		"pageview /plausible.html":             1,
+		"custom signup /plausible.html":        1,
+		"engagement /plausible.html":           1,
 	})
 }
 
@@ -297,7 +215,7 @@ func (n *trackedNode) tail(t *testing.T, siteID string) string {
 
 // assertSiteEvents checks, once the node has shipped everything it wrote
 // and the browser is gone, that the raw store holds exactly want: "kind
-// path" keys with their counts.
+// path" keys ("custom name path" for custom events) with their counts.
 func (n *trackedNode) assertSiteEvents(t *testing.T, siteID string, want map[string]int) {
 	t.Helper()
 	waitFor(t, "node shipped every event it wrote", 20*time.Second, func() bool { return shippedAll(t, n.base) })
@@ -316,7 +234,11 @@ func (n *trackedNode) assertSiteEvents(t *testing.T, siteID string, want map[str
 	got := map[string]int{}
 	var listing strings.Builder
 	for _, ev := range evs {
-		got[ev.Kind+" "+ev.Path]++
+		key := ev.Kind + " " + ev.Path
+		if ev.Kind == "custom" {
+			key = "custom " + ev.Name + " " + ev.Path
+		}
+		got[key]++
 		fmt.Fprintf(&listing, "  %s %s %s bot=%v\n", ev.Kind, ev.Name, ev.Path, ev.Bot)
 		if strings.Contains(ev.Path, "?") {
 			t.Errorf("stored path %q keeps a query string", ev.Path)
@@ -362,69 +284,178 @@ func installPlausibleTrackers(t *testing.T) string {
 	return dir
 }
 
-// startSiteServer serves the customer's site: the pages of
-// testdata/browser with the Waymark node's origin and the site domain
-// filled in, /vendor/ from the npm folder, and spa.html for every other
-// path (client-side routing).
-func startSiteServer(t *testing.T, waymarkOrigin, domain, vendorDir string) *httptest.Server {
+// siteServer is the customer's web site: the pages of testdata/browser
+// with their placeholders filled in, /vendor/ from the npm folder, /files/
+// as downloads, and spa.html for every other path (client-side routing).
+// It notes every request it answers. For the prerender test it also
+// answers /ran, /status (whether /ran said the tracker ran while
+// prerendering) and /report.
+type siteServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits []siteHit
+}
+
+// siteHit is one request to the site server.
+type siteHit struct {
+	path, query string
+	purpose     string // Sec-Purpose: "prefetch;prerender" for a prerender
+	body        string
+}
+
+// siteConfig is what the site's pages are filled in with.
+type siteConfig struct {
+	waymark  string // __WAYMARK_ORIGIN__: the Waymark node
+	domain   string // __SITE_DOMAIN__: the site's domain, as registered
+	vendor   string // npm folder served under /vendor/, or ""
+	external string // __EXTERNAL_ORIGIN__: another web site, for outbound links
+}
+
+func startSiteServer(t *testing.T, waymarkOrigin, domain, vendorDir string) *siteServer {
+	return startSite(t, siteConfig{waymark: waymarkOrigin, domain: domain, vendor: vendorDir})
+}
+
+// fillPage reads a page of testdata/browser and fills in its placeholders;
+// __SITE_ORIGIN__ is the origin the page is served from.
+func fillPage(name string, c siteConfig, siteOrigin string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join("testdata", "browser", name))
+	if err != nil {
+		return nil, err
+	}
+	return []byte(strings.NewReplacer("__WAYMARK_ORIGIN__", c.waymark, "__SITE_DOMAIN__", c.domain,
+		"__EXTERNAL_ORIGIN__", c.external, "__SITE_ORIGIN__", siteOrigin).Replace(string(b))), nil
+}
+
+func startSite(t *testing.T, c siteConfig) *siteServer {
 	t.Helper()
-	page := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join("testdata", "browser", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := strings.ReplaceAll(string(b), "__WAYMARK_ORIGIN__", waymarkOrigin)
-		return []byte(strings.ReplaceAll(s, "__SITE_DOMAIN__", domain))
-	}
-	pages := map[string][]byte{
-		"/plausible.html":        page("plausible.html"),
-		"/plausible-legacy.html": page("plausible-legacy.html"),
-	}
-	spa := page("spa.html")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
+	s := &siteServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		s.mu.Lock()
+		s.hits = append(s.hits, siteHit{path: r.URL.Path, query: r.URL.RawQuery, purpose: r.Header.Get("Sec-Purpose"), body: string(body)})
+		s.mu.Unlock()
+		// no-cache, not no-store: a page answered with no-store may not
+		// enter the back/forward cache.
+		w.Header().Set("Cache-Control", "no-cache")
 		if rest, ok := strings.CutPrefix(r.URL.Path, "/vendor/"); ok {
-			if vendorDir == "" {
+			if c.vendor == "" {
 				http.NotFound(w, r)
 				return
 			}
-			file := filepath.Join(vendorDir, filepath.FromSlash(path.Clean("/"+rest)))
+			file := filepath.Join(c.vendor, filepath.FromSlash(path.Clean("/"+rest)))
 			if _, err := os.Stat(file); err != nil && path.Ext(rest) == "" {
 				file += ".js" // an ES import without extension, as bundlers resolve it
 			}
 			http.ServeFile(w, r, file)
 			return
 		}
-		body, ok := pages[r.URL.Path]
-		if !ok {
-			body = spa
+		name := strings.TrimPrefix(r.URL.Path, "/")
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/files/"):
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Disposition", "attachment")
+			io.WriteString(w, "a file the visitor downloads\n")
+			return
+		case r.URL.Path == "/ran" || r.URL.Path == "/report":
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case r.URL.Path == "/status":
+			if s.ranPrerendering() {
+				io.WriteString(w, "ran")
+			}
+			return
+		case strings.HasSuffix(name, ".js") && !strings.Contains(name, "/"):
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		case strings.HasSuffix(name, ".html") && !strings.Contains(name, "/"):
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		default:
+			name = "spa.html"
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write(body)
+		page, err := fillPage(name, c, "http://"+r.Host)
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(page)
 	}))
-	t.Cleanup(srv.Close)
-	return srv
+	t.Cleanup(s.Close)
+	return s
+}
+
+// ranPrerendering reports whether a prerendered page has said (on /ran)
+// that its tracker started while it was still prerendering.
+func (s *siteServer) ranPrerendering() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.hits {
+		if h.path == "/ran" && strings.Contains(h.query, "prerendering=true") {
+			return true
+		}
+	}
+	return false
+}
+
+// waitHit waits until the site has answered a request for path and
+// returns the first such request.
+func (s *siteServer) waitHit(t *testing.T, path string, diag func() string) siteHit {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if h, ok := s.hit(path); ok {
+			return h
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 15s for the site to be asked for %s\nsite requests: %v\n%s", path, s.requests(), diag())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *siteServer) hit(path string) (siteHit, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.hits {
+		if h.path == path {
+			return h, true
+		}
+	}
+	return siteHit{}, false
+}
+
+func (s *siteServer) requests() []siteHit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.hits)
+}
+
+// eventBody is what the tests read of an /api/event body.
+type eventBody struct {
+	Name  string            `json:"n"`
+	URL   string            `json:"u"`
+	E     *float64          `json:"e"`
+	SD    *float64          `json:"sd"`
+	H     *float64          `json:"h"`
+	Props map[string]string `json:"p"`
 }
 
 // eventRequest is one request to /api/event as the browser saw it.
 type eventRequest struct {
 	resourceType network.ResourceType
 	raw          string
-	body         struct {
-		Name string   `json:"n"`
-		URL  string   `json:"u"`
-		E    *float64 `json:"e"`
-		SD   *float64 `json:"sd"`
-	}
-	status  int64
-	dropped string // X-Waymark-Dropped
-	failed  string // network error, CORS or the like
-	done    bool
+	body         eventBody
+	status       int64
+	dropped      string // X-Waymark-Dropped
+	failed       string // network error, CORS or the like
+	done         bool
 }
 
 // path is the path of the page the event names, as the tracker sent it.
-func (r *eventRequest) path() string {
-	u := r.body.URL
+func (r *eventRequest) path() string { return r.body.path() }
+
+// path is the path of the event's URL, without query and fragment.
+func (b *eventBody) path() string {
+	u := b.URL
 	if i := strings.Index(u, "://"); i >= 0 {
 		u = u[i+3:]
 		if j := strings.IndexByte(u, '/'); j >= 0 {
@@ -548,6 +579,14 @@ func (b *headlessBrowser) listen(ev any) {
 			}
 		}
 		b.console = append(b.console, "console."+string(ev.Type)+": "+strings.Join(parts, " "))
+	case *preload.EventPrerenderStatusUpdated:
+		b.console = append(b.console, fmt.Sprintf("prerender %s: %s %s %s", ev.Key.URL, ev.Status, ev.PrerenderStatus, ev.DisallowedMojoInterface))
+	case *page.EventBackForwardCacheNotUsed:
+		var why []string
+		for _, r := range ev.NotRestoredExplanations {
+			why = append(why, string(r.Reason))
+		}
+		b.console = append(b.console, "back/forward cache not used: "+strings.Join(why, ", "))
 	case *runtime.EventExceptionThrown:
 		if d := ev.ExceptionDetails; d != nil {
 			text := d.Text
@@ -585,6 +624,40 @@ func (b *headlessBrowser) waitRequests(t *testing.T, n int) []*eventRequest {
 	}
 }
 
+// allowAutomation sets window.__waymark = true in every document the tab
+// opens from now on, before its scripts run. It is the tracker's opt-in
+// for automated browsers (Plausible's is window.__plausible): Chromium
+// under chromedp has navigator.webdriver = true, which the tracker
+// otherwise ignores.
+func (b *headlessBrowser) allowAutomation(t *testing.T) {
+	t.Helper()
+	_, err := chromedp.Call(b.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: "window.__waymark = true;"})
+	if err != nil {
+		t.Fatalf("cannot add the automation opt-in to new documents: %v", err)
+	}
+}
+
+// pageSend is one request to /api/event as testdata/browser/capture.js
+// recorded it inside the page.
+type pageSend struct {
+	Via          string    `json:"via"`
+	Body         eventBody `json:"body"`
+	At           float64   `json:"at"` // Date.now() when the tracker sent it
+	Path         string    `json:"path"`
+	Prerendering bool      `json:"prerendering"`
+	Visibility   string    `json:"visibility"`
+}
+
+// pageSent reads what capture.js recorded in the current document.
+func pageSent(ctx context.Context, t *testing.T, diag func() string) []pageSend {
+	t.Helper()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]pageSend]("window.__sent || []"))
+	if err != nil {
+		t.Fatalf("cannot read window.__sent: %v\n%s", err, diag())
+	}
+	return got
+}
+
 // hidePage minimises the tab's window. Chromium then marks the page hidden
 // and fires visibilitychange, as when a visitor switches tabs or apps.
 func (b *headlessBrowser) hidePage(ctx context.Context, t *testing.T) {
@@ -600,11 +673,26 @@ func (b *headlessBrowser) hidePage(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatalf("cannot minimise the tab's window: %v", err)
 	}
-	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`document.visibilityState === 'hidden'`, chromedp.WithPollingTimeout(10*time.Second)))
-	if err != nil {
-		state, _ := chromedp.Run(ctx, chromedp.Evaluate[string]("document.visibilityState"))
-		t.Fatalf("page not hidden after minimising its window: visibilityState %q: %v", state, err)
+	// Polled from here, not with chromedp.Poll: a page restored from the
+	// back/forward cache has an execution context chromedp does not track.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		state, err := chromedp.Run(ctx, chromedp.Evaluate[string]("document.visibilityState"))
+		if err == nil && state == "hidden" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("page not hidden 10s after minimising its window: visibilityState %q (%v)", state, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// requestCount is how many requests to /api/event the browser has sent.
+func (b *headlessBrowser) requestCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.order)
 }
 
 // sent lists the requests to /api/event and their answers.
