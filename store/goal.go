@@ -225,8 +225,10 @@ func goalConflict(goals []Goal, g *Goal) error {
 	return fmt.Errorf("%w: goal %q has the same %s", ErrGoalExists, o.ID, field)
 }
 
-// checkGoals checks a whole goal list as a record holds it.
-func checkGoals(goals []Goal) error {
+// CheckGoals checks a whole goal list as a site record holds it: at most
+// MaxGoals, each valid, no two sharing an id, event name, page path or
+// display name.
+func CheckGoals(goals []Goal) error {
 	if len(goals) > MaxGoals {
 		return fmt.Errorf("%w: %d goals", ErrTooManyGoals, len(goals))
 	}

@@ -179,7 +179,7 @@ func (r *FieldReader) siteSettings(s *Site) error {
 			return errors.New("truncated goal")
 		}
 	}
-	return checkGoals(s.Goals)
+	return CheckGoals(s.Goals)
 }
 
 // Idempotency remembers the answer to a create made with an
