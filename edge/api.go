@@ -50,13 +50,9 @@ func (s *Server) dispatchAPI(ctx *fasthttp.RequestCtx) string {
 		}
 		methodNotAllowed(ctx, "GET, PATCH, DELETE")
 		return "link"
-	case path == "/v1/sites":
-		if method == fasthttp.MethodPost {
-			s.withOwner(ctx, true, s.createSite)
-			return "sites.create"
-		}
-		methodNotAllowed(ctx, "POST")
-		return "sites"
+	}
+	if route, ok := s.dispatchSites(ctx, path, method); ok {
+		return route
 	}
 	if s.cfg.APIFallback != nil {
 		s.cfg.APIFallback(ctx)

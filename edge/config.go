@@ -23,6 +23,9 @@ type Writer interface {
 	CreateLink(ctx context.Context, l *store.Link, idem *store.IdempotencyWrite) (index uint64, existing *store.Idempotency, err error)
 	UpdateLink(ctx context.Context, p *store.LinkPatch) (store.Link, error)
 	CreateSite(ctx context.Context, s *store.Site) (uint64, error)
+	// UpdateSite applies a site edit (settings, one goal added or removed)
+	// and returns the site as stored with the edit's log index.
+	UpdateSite(ctx context.Context, p *store.SitePatch) (store.Site, uint64, error)
 	NewCode(ctx context.Context) (string, error) // fresh generated 7-char code
 }
 

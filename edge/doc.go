@@ -9,6 +9,7 @@
 //	redirect: fasthttp -> cache -> store.GetLink (Pebble) -> 3xx -> OnRedirect
 //	create:   fasthttp -> auth -> rate limit -> decode + validate -> idempotency check -> Writer.CreateLink (Raft) -> 201
 //	edit:     fasthttp -> auth -> rate limit -> store.GetLink (ownership) -> Writer.UpdateLink (Raft) -> 200
+//	site:     fasthttp -> auth -> rate limit -> decode + validate -> Writer.UpdateSite (Raft; the FSM checks ownership) -> 200/201/204
 //	apply:    FSM commits to Pebble -> OnChange -> Server.Invalidate -> next request reads Pebble again
 //
 // The redirect never leaves the node: no network, no Raft, no waiting. A

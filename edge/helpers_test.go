@@ -123,6 +123,18 @@ func (w *testWriter) CreateSite(_ context.Context, s *store.Site) (uint64, error
 	return w.apply(func(b *store.Batch, _ uint64) error { return b.PutSite(s) })
 }
 
+func (w *testWriter) UpdateSite(_ context.Context, p *store.SitePatch) (store.Site, uint64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out store.Site
+	index, err := w.apply(func(b *store.Batch, _ uint64) error {
+		var err error
+		out, err = b.UpdateSite(p)
+		return err
+	})
+	return out, index, err
+}
+
 func (w *testWriter) NewCode(context.Context) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

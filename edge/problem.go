@@ -33,6 +33,8 @@ const (
 	probPermanentRedirect   = "permanent-redirect"
 	probLinkLocked          = "link-locked"
 	probDomainTaken         = "domain-taken"
+	probGoalExists          = "goal-exists"
+	probGoalLimit           = "goal-limit"
 	probInternal            = "internal"
 )
 
@@ -65,6 +67,10 @@ var problemTypes = map[string]problemType{
 		"The link is blocked, legally blocked or under review by the operator. Its status cannot be changed by its owner."},
 	probDomainTaken: {409, "Domain taken",
 		"A site is already registered for this domain."},
+	probGoalExists: {409, "Goal exists",
+		"The site already has a goal with this event name, page path or display name. Each must be unique within a site."},
+	probGoalLimit: {409, "Too many goals",
+		"The site already has the most goals allowed (100). Delete one before adding another."},
 	probInternal: {500, "Internal error",
 		"The server failed to handle the request. It has been logged; retrying may help."},
 }

@@ -76,6 +76,7 @@ func (p *Pipeline) acceptSiteEvents(ctx *fasthttp.RequestCtx, in *siteEventInput
 		case origin != "" && !domainMatches(origin, normalizeDomain(site.Domain)):
 			p.m.drop(DropOrigin)
 			reasons.add(DropOrigin)
+		case p.skipForPrivacy(ctx, site.IgnoreDNT, reasons): // DNT: 1 or Sec-GPC: 1 (privacy.go)
 		default:
 			sites[n] = site
 			n++

@@ -19,7 +19,7 @@ const (
 	DropClosed      = "closed"       // arrived while the pipeline was closing
 )
 
-var dropReasons = []string{DropQueueFull, DropDiskCap, DropInvalid, DropUnknownSite, DropOrigin, DropRateLimit, DropIOError, DropClosed}
+var dropReasons = []string{DropQueueFull, DropDiskCap, DropInvalid, DropUnknownSite, DropOrigin, DropRateLimit, DropIOError, DropClosed, DropDNT}
 
 // pipelineMetrics are the counters and gauges of one pipeline.
 type pipelineMetrics struct {

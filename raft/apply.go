@@ -14,7 +14,7 @@ type applier struct {
 	st      *store.Store
 	b       *store.Batch
 	changed []string                     // link codes to evict from caches
-	sites   []store.Site                 // sites to announce
+	sites   []store.Site                 // sites created or edited, to announce
 	idem    map[string]store.Idempotency // idempotency records written earlier in this batch
 	failed  error                        // the store itself failed; the batch must not commit
 }
@@ -31,7 +31,7 @@ func isCommandError(err error) bool {
 	for _, e := range [...]error{
 		store.ErrCodeTaken, store.ErrNotFound, store.ErrPermanentRedirect,
 		store.ErrDomainTaken, store.ErrRangeExhausted, store.ErrRegionSpaceFull,
-		store.ErrLinkLocked,
+		store.ErrLinkLocked, store.ErrGoalExists, store.ErrTooManyGoals, store.ErrInvalidSiteEdit,
 	} {
 		if errors.Is(err, e) {
 			return true

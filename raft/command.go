@@ -29,6 +29,7 @@ const (
 	cmdCreateSite  cmdType = 4
 	cmdAllocBlock  cmdType = 5
 	cmdSetSecret   cmdType = 6
+	cmdUpdateSite  cmdType = 7
 )
 
 // flagSkippable lets a node that does not know the command skip it.
@@ -61,6 +62,7 @@ var commandTable = map[cmdType]commandSpec{
 	cmdCreateSite:  {name: "create_site", version: 1, decode: decodeCreateSite},
 	cmdAllocBlock:  {name: "alloc_block", version: 1, decode: decodeAllocBlock},
 	cmdSetSecret:   {name: "set_secret", version: 1, decode: decodeSetSecret},
+	cmdUpdateSite:  {name: "update_site", version: 1, decode: decodeUpdateSite},
 }
 
 // header is the fixed start of every command.

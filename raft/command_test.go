@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -22,6 +23,11 @@ func sampleCommands() []command {
 		&createSiteCmd{Site: store.Site{ID: "s1", Domain: "example.com", Timezone: "Europe/Paris", Owner: "o1", CreatedAt: 6}},
 		&allocBlockCmd{Region: "eu", Size: 4096},
 		&setSecretCmd{Key: []byte("0123456789abcdef")},
+		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", Owner: "o1", SetTimezone: true, Timezone: "Asia/Tokyo", SetIgnoreDNT: true, IgnoreDNT: true}},
+		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", SetIgnoreDNT: true}},
+		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", Owner: "o1", AddGoal: &store.Goal{ID: "g1", PagePath: "/blog/**", DisplayName: "Visit /blog/**"}}},
+		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", Owner: "o1", DeleteGoal: "g1",
+			AddGoal: &store.Goal{ID: "g2", EventName: "Signup", DisplayName: "New customers"}}},
 	}
 }
 
@@ -62,6 +68,10 @@ func TestDecodeCommandRejects(t *testing.T) {
 	badRedirect := appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "a", Redirect: 200}})
 	badPatch := appendCommand(nil, &updateLinkCmd{Patch: store.LinkPatch{Code: "a"}})
 	badPatch[len(badPatch)-1] = 0x80 // the field mask is the last byte of an empty patch
+	site := func(p store.SitePatch) []byte { return appendCommand(nil, &updateSiteCmd{Patch: p}) }
+	dnt := site(store.SitePatch{SiteID: "s1", SetIgnoreDNT: true})
+	dntTwo := append(bytes.Clone(dnt[:len(dnt)-1]), 2) // the flag is the last byte
+	siteMask := append(bytes.Clone(dnt[:len(dnt)-2]), 0x10|sitePatchIgnoreDNT, 0)
 	cases := []struct {
 		name string
 		data []byte
@@ -77,6 +87,16 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"short secret", appendCommand(nil, &setSecretCmd{Key: []byte("short")}), store.ErrCorrupt},
 		{"zero block", appendCommand(nil, &allocBlockCmd{Region: "us"}), store.ErrCorrupt},
 		{"unknown patch bits", badPatch, store.ErrCorrupt},
+		{"site edit that changes nothing", site(store.SitePatch{SiteID: "s1", Owner: "o1"}), store.ErrCorrupt},
+		{"site edit without a site", site(store.SitePatch{SetIgnoreDNT: true}), store.ErrCorrupt},
+		{"ignore DNT flag 2", dntTwo, store.ErrCorrupt},
+		{"unknown site patch bits", siteMask, store.ErrCorrupt},
+		{"empty time zone", site(store.SitePatch{SiteID: "s1", SetTimezone: true}), store.ErrCorrupt},
+		{"goal with both kinds", site(store.SitePatch{SiteID: "s1", AddGoal: &store.Goal{ID: "g", EventName: "E", PagePath: "/p", DisplayName: "E"}}), store.ErrCorrupt},
+		{"goal without display name", site(store.SitePatch{SiteID: "s1", AddGoal: &store.Goal{ID: "g", EventName: "E"}}), store.ErrCorrupt},
+		{"reserved goal", site(store.SitePatch{SiteID: "s1", AddGoal: &store.Goal{ID: "g", EventName: "engagement", DisplayName: "e"}}), store.ErrCorrupt},
+		{"untrimmed goal", site(store.SitePatch{SiteID: "s1", AddGoal: &store.Goal{ID: "g", PagePath: "/p ", DisplayName: "p"}}), store.ErrCorrupt},
+		{"goal id with a slash", site(store.SitePatch{SiteID: "s1", DeleteGoal: "a/b"}), store.ErrCorrupt},
 		{"unknown type", []byte{200, 1, 0}, errUnknownCommand},
 		{"newer version", []byte{byte(cmdCreateLink), 2, 0}, errUnknownCommand},
 		{"version zero", []byte{byte(cmdCreateLink), 0, 0}, errUnknownCommand},

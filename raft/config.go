@@ -57,7 +57,8 @@ type Config struct {
 	// after the batch is committed and before the writes are acknowledged.
 	// It runs on raft's FSM goroutine and must be quick.
 	OnChange func(code string)
-	// OnSite is called for every site a batch created, like OnChange.
+	// OnSite is called for every site a batch created or edited (settings,
+	// goals), like OnChange; an edited site comes with its new record.
 	OnSite func(store.Site)
 	// OnRestore is called after the whole store was replaced by a
 	// snapshot: every cached link or site may be stale.

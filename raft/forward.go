@@ -22,6 +22,7 @@ var forwardable = map[cmdType]bool{
 	cmdCreateOwner: true,
 	cmdCreateSite:  true,
 	cmdAllocBlock:  true,
+	cmdUpdateSite:  true,
 }
 
 // forward sends cmd to the leader this node knows of. Forwarding happens

@@ -20,6 +20,7 @@ type applyResult struct {
 	Link     store.Link
 	Block    store.Block
 	Existing *store.Idempotency // CreateLink found an earlier answer for its idempotency key
+	Site     *store.Site        // the site as UpdateSite left it
 	Err      error
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -42,10 +43,10 @@ func TestNodeWrites(t *testing.T) {
 	if _, err := n.CreateSite(ctx, site); err != nil {
 		t.Fatalf("create site: %v", err)
 	}
-	if got, found, _ := st.Site("s1"); !found || got != *site {
+	if got, found, _ := st.Site("s1"); !found || !reflect.DeepEqual(got, *site) {
 		t.Errorf("site: got %+v found %v; want %+v", got, found, *site)
 	}
-	if len(tn.ev.sites) != 1 || tn.ev.sites[0] != *site {
+	if len(tn.ev.sites) != 1 || !reflect.DeepEqual(tn.ev.sites[0], *site) {
 		t.Errorf("OnSite: got %+v; want [%+v]", tn.ev.sites, *site)
 	}
 	if _, err := n.CreateSite(ctx, &store.Site{ID: "s2", Domain: "example.com"}); !errors.Is(err, store.ErrDomainTaken) {

@@ -10,13 +10,14 @@ import (
 // A forwarded command's answer travels back from the leader as bytes:
 //
 //	version  byte     resultVersion
-//	flags    byte     bit 0 link, bit 1 block, bit 2 existing idempotency record
+//	flags    byte     bit 0 link, bit 1 block, bit 2 existing idempotency record, bit 3 site
 //	index    uvarint  log index of the entry
 //	err      byte     errCode; 0 = success
 //	message  string   the leader's error text, only when err != 0
 //	link     ...      appendLinkFields, then Index (uvarint), if flagged
 //	block    ...      Start, End (uvarints), if flagged
 //	existing ...      appendIdempotency, if flagged
+//	site     ...      appendSiteFields, if flagged (UpdateSite)
 //
 // The error is sent as a stable code so that errors.Is(err, store.ErrX)
 // holds on the forwarding node exactly as it would on the leader.
@@ -26,7 +27,8 @@ const (
 	resultHasLink byte = 1 << iota
 	resultHasBlock
 	resultHasExisting
-	resultKnownFlags = resultHasLink | resultHasBlock | resultHasExisting
+	resultHasSite
+	resultKnownFlags = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite
 )
 
 // errCode names a sentinel error on the wire; never renumbered or reused.
@@ -45,6 +47,9 @@ const (
 	errCodeRegionSpaceFull   errCode = 9
 	errCodeCorrupt           errCode = 10
 	errCodeLinkLocked        errCode = 11
+	errCodeGoalExists        errCode = 12
+	errCodeTooManyGoals      errCode = 13
+	errCodeInvalidSiteEdit   errCode = 14
 )
 
 // wireErrors maps codes to sentinels. Order matters when encoding: an
@@ -63,6 +68,9 @@ var wireErrors = []struct {
 	{errCodeRangeExhausted, store.ErrRangeExhausted},
 	{errCodeRegionSpaceFull, store.ErrRegionSpaceFull},
 	{errCodeLinkLocked, store.ErrLinkLocked},
+	{errCodeGoalExists, store.ErrGoalExists},
+	{errCodeTooManyGoals, store.ErrTooManyGoals},
+	{errCodeInvalidSiteEdit, store.ErrInvalidSiteEdit},
 	{errCodeCorrupt, store.ErrCorrupt},
 }
 
@@ -113,6 +121,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if res.Existing != nil {
 		flags |= resultHasExisting
 	}
+	if res.Site != nil {
+		flags |= resultHasSite
+	}
 	dst = append(dst, resultVersion, flags)
 	dst = appendUvarint(dst, res.Index)
 	code := codeOf(res.Err)
@@ -130,6 +141,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	}
 	if flags&resultHasExisting != 0 {
 		dst = appendIdempotency(dst, res.Existing)
+	}
+	if flags&resultHasSite != 0 {
+		dst = appendSiteFields(dst, res.Site)
 	}
 	return dst
 }
@@ -163,6 +177,10 @@ func decodeResult(b []byte) (*applyResult, error) {
 	if flags&resultHasExisting != 0 {
 		res.Existing = &store.Idempotency{}
 		r.idempotency(res.Existing)
+	}
+	if flags&resultHasSite != 0 {
+		res.Site = &store.Site{}
+		r.siteFields(res.Site)
 	}
 	if !r.Done() {
 		return nil, fmt.Errorf("cannot decode forwarded result: %w", store.ErrCorrupt)

@@ -27,6 +27,12 @@ func sampleResults() []*applyResult {
 		{Index: 16, Err: store.ErrRegionSpaceFull},
 		{Index: 18, Err: fmt.Errorf("cannot update link %q: %w", "x", store.ErrLinkLocked)},
 		{Index: 17, Err: fmt.Errorf("cannot apply entry 17: %w", store.ErrCorrupt)},
+		{Index: 19, Site: &store.Site{ID: "s1", Domain: "a.example", Timezone: "UTC", Owner: "o1", CreatedAt: 5}},
+		{Index: 20, Site: &store.Site{ID: "s1", Domain: "a.example", Owner: "o1", IgnoreDNT: true, Goals: []store.Goal{
+			{ID: "g1", EventName: "Signup", DisplayName: "Signup"}, {ID: "g2", PagePath: "/blog/*", DisplayName: "Visit /blog/*"}}}},
+		{Index: 21, Err: fmt.Errorf("cannot update site %q: %w", "s1", store.ErrGoalExists)},
+		{Index: 22, Err: fmt.Errorf("cannot update site %q: %w", "s1", store.ErrTooManyGoals)},
+		{Index: 23, Err: fmt.Errorf("cannot update site %q: %w", "s1", store.ErrInvalidSiteEdit)},
 	}
 }
 
@@ -36,7 +42,8 @@ func TestResultRoundTripKeepsErrorIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatalf("decode %+v: %v", want, err)
 		}
-		if got.Index != want.Index || got.Link != want.Link || got.Block != want.Block || !reflect.DeepEqual(got.Existing, want.Existing) {
+		if got.Index != want.Index || got.Link != want.Link || got.Block != want.Block || !reflect.DeepEqual(got.Existing, want.Existing) ||
+			!reflect.DeepEqual(got.Site, want.Site) {
 			t.Errorf("got %+v; want %+v", got, want)
 		}
 		if want.Err == nil {
@@ -76,15 +83,20 @@ func TestDecodeResultRejects(t *testing.T) {
 	badFlags[1] |= 0x80
 	zeroBlock := []byte{resultVersion, resultHasBlock, 1, 0, 0, 0}
 	backwards := []byte{resultVersion, resultHasBlock, 1, 0, 9, 3}
+	dupGoals := appendResult(nil, &applyResult{Index: 1, Site: &store.Site{ID: "s", Goals: []store.Goal{
+		{ID: "g1", EventName: "E", DisplayName: "E"}, {ID: "g2", EventName: "E", DisplayName: "F"}}}})
+	noSiteID := appendResult(nil, &applyResult{Index: 1, Site: &store.Site{Domain: "a.example"}})
 	for name, b := range map[string][]byte{
-		"empty":          nil,
-		"version 0":      {0, 0, 0, 0},
-		"version 2":      {2, 0, 0, 0},
-		"truncated":      good[:len(good)-1],
-		"trailing":       append(append([]byte(nil), good...), 0),
-		"unknown flag":   badFlags,
-		"zero block":     zeroBlock,
-		"backward block": backwards,
+		"empty":           nil,
+		"version 0":       {0, 0, 0, 0},
+		"version 2":       {2, 0, 0, 0},
+		"truncated":       good[:len(good)-1],
+		"trailing":        append(append([]byte(nil), good...), 0),
+		"unknown flag":    badFlags,
+		"zero block":      zeroBlock,
+		"backward block":  backwards,
+		"duplicate goals": dupGoals,
+		"site without id": noSiteID,
 	} {
 		if res, err := decodeResult(b); !errors.Is(err, store.ErrCorrupt) {
 			t.Errorf("%s: got %+v, %v; want ErrCorrupt", name, res, err)
@@ -111,7 +123,8 @@ func FuzzDecodeResult(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decode: %v", err)
 		}
-		if again.Index != res.Index || again.Link != res.Link || again.Block != res.Block || !reflect.DeepEqual(again.Existing, res.Existing) {
+		if again.Index != res.Index || again.Link != res.Link || again.Block != res.Block || !reflect.DeepEqual(again.Existing, res.Existing) ||
+			!reflect.DeepEqual(again.Site, res.Site) {
 			t.Fatalf("round trip: got %+v; want %+v", again, res)
 		}
 		if (res.Err == nil) != (again.Err == nil) || (res.Err != nil && (res.Err.Error() != again.Err.Error() || codeOf(res.Err) != codeOf(again.Err))) {

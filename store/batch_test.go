@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -284,11 +285,11 @@ func TestSites(t *testing.T) {
 	if err := b.PutSite(&Site{ID: "s3", Domain: "a.example"}); !errors.Is(err, ErrDomainTaken) {
 		t.Fatalf("second site for a.example: %v; want ErrDomainTaken", err)
 	}
-	if got, found, err := s.Site("s2"); err != nil || !found || got != c {
+	if got, found, err := s.Site("s2"); err != nil || !found || !reflect.DeepEqual(got, c) {
 		t.Fatalf("Site(s2) = %+v, %v, %v; want %+v", got, found, err, c)
 	}
 	sites, err := s.Sites()
-	if err != nil || len(sites) != 2 || sites[0] != a || sites[1] != c {
+	if err != nil || len(sites) != 2 || !reflect.DeepEqual(sites, []Site{a, c}) {
 		t.Fatalf("Sites = %+v, %v; want [%+v %+v]", sites, err, a, c)
 	}
 }

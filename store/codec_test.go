@@ -24,6 +24,11 @@ var sampleOwners = []Owner{
 var sampleSites = []Site{
 	{},
 	{ID: "site_1", Domain: "example.com", Timezone: "Europe/Berlin", Owner: "own_1", CreatedAt: 1_700_000_000_000},
+	{ID: "site_2", Domain: "a.example", Owner: "own_1", IgnoreDNT: true}, // version 2, settings only
+	{ID: "site_3", Domain: "b.example", Timezone: "UTC", Owner: "own_2", CreatedAt: 5, Goals: []Goal{ // version 2 with goals
+		{ID: "g1", EventName: "Signup", DisplayName: "Signup"},
+		{ID: "g2", PagePath: "/blog/**", DisplayName: "Visit /blog/**"},
+	}},
 }
 
 var sampleIdempotency = []Idempotency{
@@ -85,7 +90,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 	for i := range sampleSites {
 		var got Site
-		if err := DecodeSite(AppendSite(nil, &sampleSites[i]), &got); err != nil || got != sampleSites[i] {
+		if err := DecodeSite(AppendSite(nil, &sampleSites[i]), &got); err != nil || !reflect.DeepEqual(got, sampleSites[i]) {
 			t.Errorf("site %d: decoded %+v, %v; want %+v", i, got, err, sampleSites[i])
 		}
 	}

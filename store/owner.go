@@ -2,6 +2,7 @@ package store
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 )
 
@@ -51,35 +52,134 @@ type Site struct {
 	Timezone  string
 	Owner     string
 	CreatedAt int64
+	// IgnoreDNT makes ingest store this site's events even when the
+	// browser sends DNT: 1 or Sec-GPC: 1. The zero value honours them.
+	IgnoreDNT bool
+	// Goals are the site's conversions, at most MaxGoals, in the order they
+	// were added. Nil when there are none.
+	Goals []Goal
 }
 
-const siteVersion = 1
+// Goal returns the site's goal with the given id.
+func (s *Site) Goal(id string) (Goal, bool) {
+	for _, g := range s.Goals {
+		if g.ID == id {
+			return g, true
+		}
+	}
+	return Goal{}, false
+}
+
+// Site record versions. Version 1 is a site without privacy settings or
+// goals; version 2 adds a flags byte and the goal list. A site that uses
+// neither is still written as version 1 (and a version 2 record without
+// them is refused), so each site has one encoding and a node that only
+// knows version 1 can read every site that does not use the new fields.
+const (
+	siteVersion1 = 1
+	siteVersion2 = 2
+)
+
+// Bits of a version 2 site's flags byte.
+const (
+	siteFlagIgnoreDNT byte = 1 << iota
+	siteKnownFlags         = siteFlagIgnoreDNT
+)
 
 // AppendSite appends the encoding of s to dst.
 func AppendSite(dst []byte, s *Site) []byte {
-	dst = append(dst, siteVersion)
+	v2 := s.IgnoreDNT || len(s.Goals) > 0
+	if v2 {
+		dst = append(dst, siteVersion2)
+	} else {
+		dst = append(dst, siteVersion1)
+	}
 	dst = AppendString(dst, s.ID)
 	dst = AppendString(dst, s.Domain)
 	dst = AppendString(dst, s.Timezone)
 	dst = AppendString(dst, s.Owner)
-	return appendVarint(dst, s.CreatedAt)
+	dst = appendVarint(dst, s.CreatedAt)
+	if !v2 {
+		return dst
+	}
+	var flags byte
+	if s.IgnoreDNT {
+		flags |= siteFlagIgnoreDNT
+	}
+	dst = append(dst, flags)
+	dst = appendUvarint(dst, uint64(len(s.Goals)))
+	for i := range s.Goals {
+		dst = AppendGoal(dst, &s.Goals[i])
+	}
+	return dst
+}
+
+// AppendGoal appends a goal's four strings; the raft command format
+// shares it.
+func AppendGoal(dst []byte, g *Goal) []byte {
+	dst = AppendString(dst, g.ID)
+	dst = AppendString(dst, g.EventName)
+	dst = AppendString(dst, g.PagePath)
+	return AppendString(dst, g.DisplayName)
+}
+
+// Goal reads what AppendGoal wrote. It does not check the goal.
+func (r *FieldReader) Goal(g *Goal) {
+	g.ID = r.String()
+	g.EventName = r.String()
+	g.PagePath = r.String()
+	g.DisplayName = r.String()
 }
 
 // DecodeSite decodes a record written by AppendSite.
 func DecodeSite(b []byte, s *Site) error {
 	r := NewFieldReader(b)
-	if r.Byte() != siteVersion {
+	version := r.Byte()
+	if version != siteVersion1 && version != siteVersion2 {
 		return fmt.Errorf("cannot decode site: %w: unknown version", ErrCorrupt)
 	}
+	*s = Site{}
 	s.ID = r.String()
 	s.Domain = r.String()
 	s.Timezone = r.String()
 	s.Owner = r.String()
 	s.CreatedAt = r.Varint()
+	if version == siteVersion2 {
+		if err := r.siteSettings(s); err != nil {
+			return fmt.Errorf("cannot decode site %q: %w: %w", s.ID, ErrCorrupt, err)
+		}
+	}
 	if !r.Done() {
 		return fmt.Errorf("cannot decode site: %w", ErrCorrupt)
 	}
 	return nil
+}
+
+// siteSettings reads a version 2 site's flags and goals.
+func (r *FieldReader) siteSettings(s *Site) error {
+	flags := r.Byte()
+	n := r.Uvarint()
+	switch {
+	case r.bad:
+		return errors.New("truncated")
+	case flags&^siteKnownFlags != 0:
+		return fmt.Errorf("unknown flags %#x", flags)
+	case n > MaxGoals:
+		return fmt.Errorf("%d goals", n)
+	case flags == 0 && n == 0:
+		return errors.New("version 2 without settings or goals")
+	}
+	s.IgnoreDNT = flags&siteFlagIgnoreDNT != 0
+	if n > 0 {
+		s.Goals = make([]Goal, n)
+		for i := range s.Goals {
+			r.Goal(&s.Goals[i])
+		}
+		if r.bad {
+			return errors.New("truncated goal")
+		}
+	}
+	return CheckGoals(s.Goals)
 }
 
 // Idempotency remembers the answer to a create made with an
