@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -60,6 +61,9 @@ type Aggregator struct {
 	gens map[day]uint64
 	// scrubbed is the last day scrubLinks ran for (0: not read yet).
 	scrubbed uint32
+	// sealed is the first month whose month rows are not written yet
+	// (seal.go); queries read it, so it is atomic.
+	sealed atomic.Uint32
 	diskCheck time.Time       // when diskBytes was last refreshed
 
 	// sketches caches decoded visitor sets of finished buckets for
@@ -136,6 +140,9 @@ func Open(cfg Config) (*Aggregator, error) {
 		return fail(err)
 	}
 	if err := a.loadDays(); err != nil {
+		return fail(err)
+	}
+	if err := a.loadSealed(cfg.Now()); err != nil {
 		return fail(err)
 	}
 	start := time.Now()

@@ -31,6 +31,17 @@ type sketchCache struct {
 	max     int
 	pending [][]byte // cacheable keys written by the batch being applied
 	now     func() time.Time
+
+	// ranges holds merged sets over exact finished ranges (read.go);
+	// gen moves whenever a commit replaces a cached bucket, which makes
+	// every range cached before it stale.
+	ranges map[string]rangeEntry
+	gen    uint64
+}
+
+type rangeEntry struct {
+	e   *cachedSet
+	gen uint64
 }
 
 type cachedSet struct {
@@ -40,7 +51,7 @@ type cachedSet struct {
 }
 
 func newSketchCache(max int, now func() time.Time) *sketchCache {
-	return &sketchCache{m: make(map[string]*cachedSet), max: max, now: now}
+	return &sketchCache{m: make(map[string]*cachedSet), ranges: make(map[string]rangeEntry), max: max, now: now}
 }
 
 // cacheable reports whether the bucket of an H or R key ended an hour ago.
@@ -88,8 +99,42 @@ func (c *sketchCache) commit(fn func() error) error {
 			delete(c.m, string(k))
 		}
 	}
+	c.gen++
 	c.mu.Unlock()
 	return nil
+}
+
+func (c *sketchCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// getRange returns a merged range set that is still valid.
+func (c *sketchCache) getRange(key string) *cachedSet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.ranges[key]
+	if !ok || r.gen != c.gen {
+		return nil
+	}
+	return r.e
+}
+
+// putRange caches a merged range set read at generation gen (dropped if a
+// commit replaced a bucket since).
+func (c *sketchCache) putRange(key string, e *cachedSet, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
+	if _, ok := c.ranges[key]; !ok {
+		c.ranges[key] = rangeEntry{e, gen}
+		c.order = append(c.order, key)
+		c.bytes += e.size
+		c.evict()
+	}
 }
 
 // discard forgets the pending keys of a batch that was not committed.
@@ -128,9 +173,13 @@ func (c *sketchCache) get(key, value []byte) (*cachedSet, error) {
 func (c *sketchCache) evict() {
 	i := 0
 	for c.bytes > c.max && i < len(c.order) {
-		if e := c.m[c.order[i]]; e != nil {
+		k := c.order[i]
+		if e := c.m[k]; e != nil {
 			c.bytes -= e.size
-			delete(c.m, c.order[i])
+			delete(c.m, k)
+		} else if r, ok := c.ranges[k]; ok {
+			c.bytes -= r.e.size
+			delete(c.ranges, k)
 		}
 		i++
 	}
@@ -140,8 +189,14 @@ func (c *sketchCache) evict() {
 	if len(c.order) > 4*len(c.m)+1024 {
 		kept := c.order[:0]
 		for _, k := range c.order {
-			if c.m[k] != nil {
+			if _, ok := c.ranges[k]; ok || c.m[k] != nil {
 				kept = append(kept, k)
+			}
+		}
+		for k, r := range c.ranges {
+			if r.gen != c.gen {
+				c.bytes -= r.e.size
+				delete(c.ranges, k)
 			}
 		}
 		c.order = kept

@@ -68,7 +68,7 @@ func (a *Aggregator) LinkStats(code string, r Range, g Granularity) (*LinkStats,
 	if c := rows[""]; c != nil {
 		out.Totals.Clicks, out.Totals.BotClicks = c[fCount], c[fBots]
 	}
-	sks, err := a.sets(kindLink, code, dimTotal, r, nil, true)
+	sks, err := a.setsOf(kindLink, code, dimTotal, r, []string{""})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (a *Aggregator) LinkStats(code string, r Range, g Granularity) (*LinkStats,
 			p.Clicks = c[fCount]
 		}
 		if p.Clicks > 0 {
-			sks, err := a.sets(kindLink, code, dimTotal, b, nil, true)
+			sks, err := a.setsOf(kindLink, code, dimTotal, b, []string{""})
 			if err != nil {
 				return nil, err
 			}
@@ -159,11 +159,11 @@ func (a *Aggregator) LinkBreakdown(code, dimension string, r Range, limit int) (
 		}
 		out.Results = out.Results[:limit]
 	}
-	keep := make(map[string]bool, len(out.Results))
+	keep := make([]string, 0, len(out.Results))
 	for _, x := range out.Results {
-		keep[x.Value] = true
+		keep = append(keep, x.Value)
 	}
-	sks, err := a.sets(kindLink, code, dim, r, func(v string) bool { return keep[v] }, false)
+	sks, err := a.setsOf(kindLink, code, dim, r, keep)
 	if err != nil {
 		return nil, err
 	}

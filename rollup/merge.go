@@ -393,15 +393,20 @@ func (s *visitorSet) estimate() uint64 {
 	return s.sk.Estimate()
 }
 
-// merge unions o into s.
+// merge unions o into s. A union of sketches is kept dense: merging into
+// 2^14 registers is a pass over the other's entries, where merging two
+// sparse sketches goes through a hash set per entry.
 func (s *visitorSet) merge(o *visitorSet) error {
 	s.hashes = append(s.hashes, o.hashes...)
 	if o.sk == nil {
 		return nil
 	}
 	if s.sk == nil {
-		s.sk = o.sk.Clone()
-		return nil
+		sk, err := hyperloglog.NewSketch(sketchPrecision, false)
+		if err != nil {
+			panic("BUG: " + err.Error())
+		}
+		s.sk = sk
 	}
 	return s.sk.Merge(o.sk)
 }

@@ -44,6 +44,8 @@ func (a *Aggregator) tiers(now time.Time) bucketFilter {
 			return period >= hcut
 		case granDay:
 			return period >= uint32(dcut)
+		case granMonth:
+			return a.monthSealed(period)
 		}
 		return true
 	}
@@ -69,7 +71,7 @@ func (a *Aggregator) cover(h0, h1 uint32, now time.Time) coverage {
 		return cv
 	}
 	cv.addHours(h0, d0*24, hcut)
-	cv.addDays(day(d0), day(d1), dcut)
+	cv.addDays(day(d0), day(d1), dcut, a.sealed.Load())
 	cv.addHours(d1*24, h1, hcut)
 	return cv
 }
@@ -91,14 +93,14 @@ func (cv *coverage) addHours(h0, h1, hcut uint32) {
 	}
 }
 
-// addDays reads days [d0, d1): whole months from month rows, the rest from
-// day rows (or the nearer month when past the day tier).
-func (cv *coverage) addDays(d0, d1, dcut day) {
+// addDays reads days [d0, d1): whole sealed months from month rows, the
+// rest from day rows (or the nearer month when past the day tier).
+func (cv *coverage) addDays(d0, d1, dcut day, sealed uint32) {
 	m0 := monthOfDay(d0)
 	if monthStart(m0) < d0 {
 		m0++
 	}
-	m1 := monthOfDay(d1) // months [m0, m1) are whole
+	m1 := min(monthOfDay(d1), max(sealed, m0)) // months [m0, m1) are whole and sealed
 	if m0 >= m1 {
 		cv.addDayRows(d0, d1, dcut)
 		return
@@ -187,12 +189,142 @@ func (a *Aggregator) sumRows(kind byte, entity, dim string, h0, h1 uint32, cross
 	return out, cv.coarse, it.Error()
 }
 
+// visitorAcc unions visitor sets lazily: a single set (one finished
+// bucket) answers with its cached estimate, merging starts with the second.
+type visitorAcc struct {
+	set visitorSet
+	n   int
+	one *cachedSet
+}
+
+func (v *visitorAcc) add(e *cachedSet) error {
+	v.n++
+	switch v.n {
+	case 1:
+		v.one = e
+		return nil
+	case 2:
+		if err := v.set.merge(&v.one.set); err != nil {
+			return err
+		}
+		v.one = nil
+	}
+	return v.set.merge(&e.set)
+}
+
+// addAcc unions another accumulator into v.
+func (v *visitorAcc) addAcc(o *visitorAcc) error {
+	if o.n == 1 {
+		return v.add(o.one)
+	}
+	if o.n == 0 {
+		return nil
+	}
+	return v.add(&cachedSet{set: o.set})
+}
+
+// estimate is the number of distinct visitors.
+func (v *visitorAcc) estimate() uint64 {
+	switch {
+	case v == nil || v.n == 0:
+		return 0
+	case v.n == 1:
+		return v.one.estimate
+	}
+	return v.set.estimate()
+}
+
+func estimateOf(v *visitorAcc) uint64 { return v.estimate() }
+
 // visitorSets unions the visitor sets of (kind, entity, dim) over hours
 // [h0, h1) per value (or of every matching value into one, under "", when
 // mergeAll is set).
-func (a *Aggregator) visitorSets(kind byte, entity, dim string, h0, h1 uint32, match func(string) bool, mergeAll bool) (map[string]*visitorSet, error) {
+func (a *Aggregator) visitorSets(kind byte, entity, dim string, h0, h1 uint32, match func(string) bool, mergeAll bool) (map[string]*visitorAcc, error) {
+	return a.readSets(kind, entity, dim, h0, h1, match, nil, mergeAll)
+}
+
+// visitorSetsOf is visitorSets for a few known values: point reads of
+// each value in each bucket instead of scanning every value (a breakdown's
+// top rows out of thousands of pages). The part of the range that ended an
+// hour ago is answered from the range cache: a merged set per value and
+// exact range, so a repeated 30-day query (or a daily series in a zone
+// whose days are not UTC days, each day merging 24 hour sketches) merges
+// only the live part.
+func (a *Aggregator) visitorSetsOf(kind byte, entity, dim string, h0, h1 uint32, values []string) (map[string]*visitorAcc, error) {
+	hc := min(h1, max(h0, finishedHour(a.cfg.Now())))
+	out := make(map[string]*visitorAcc, len(values))
+	for _, v := range values {
+		acc := new(visitorAcc)
+		if h0 < hc {
+			e, err := a.rangeSet(kind, entity, dim, v, h0, hc)
+			if err != nil {
+				return nil, err
+			}
+			if e != nil {
+				if err := acc.add(e); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if hc < h1 {
+			live, err := a.readSets(kind, entity, dim, hc, h1, nil, []string{v}, false)
+			if err != nil {
+				return nil, err
+			}
+			if l := live[v]; l != nil {
+				if err := acc.addAcc(l); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out[v] = acc
+	}
+	return out, nil
+}
+
+// finishedHour is the first hour whose buckets may still change often:
+// buckets before it ended at least an hour ago.
+func finishedHour(now time.Time) uint32 { return max(hourOf(now.UnixMilli()), 1) - 1 }
+
+// rangeSet is the merged visitor set of one value over finished hours
+// [h0, h1), from the range cache or read and cached; nil when there is
+// none.
+func (a *Aggregator) rangeSet(kind byte, entity, dim, value string, h0, h1 uint32) (*cachedSet, error) {
+	key := rangeKey(kind, entity, dim, value, h0, h1)
+	if e := a.sketches.getRange(key); e != nil {
+		return e, nil
+	}
+	gen := a.sketches.generation()
+	sets, err := a.readSets(kind, entity, dim, h0, h1, nil, []string{value}, false)
+	if err != nil {
+		return nil, err
+	}
+	acc := sets[value]
+	if acc == nil {
+		acc = new(visitorAcc)
+	}
+	e := acc.one
+	if acc.n != 1 {
+		acc.set.compact()
+		e = &cachedSet{set: acc.set, estimate: acc.set.estimate()}
+		e.size = 64 + len(key) + 8*len(acc.set.hashes)
+		if acc.set.sk != nil {
+			e.size += 1 << sketchPrecision
+		}
+	}
+	a.sketches.putRange(key, e, gen)
+	return e, nil
+}
+
+func rangeKey(kind byte, entity, dim, value string, h0, h1 uint32) string {
+	b := rowPrefix(nil, 'r', 0, h0, kind, entity, dim)
+	b = binary.BigEndian.AppendUint32(b, h1)
+	return string(append(b, value...))
+}
+
+func (a *Aggregator) readSets(kind byte, entity, dim string, h0, h1 uint32, match func(string) bool, values []string, mergeAll bool) (map[string]*visitorAcc, error) {
 	cv := a.cover(h0, h1, a.cfg.Now())
-	out := make(map[string]*visitorSet)
+	out := make(map[string]*visitorAcc)
 	a.sketches.gate.RLock()
 	defer a.sketches.gate.RUnlock()
 	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tabSketch}, UpperBound: []byte{tabSketch + 1}})
@@ -200,54 +332,51 @@ func (a *Aggregator) visitorSets(kind byte, entity, dim string, h0, h1 uint32, m
 		return nil, fmt.Errorf("cannot read sketches: %w", err)
 	}
 	defer it.Close()
+	add := func(value string) error {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("cannot read sketch: %w", err)
+		}
+		e, err := a.sketches.get(it.Key(), v)
+		if err != nil {
+			return fmt.Errorf("cannot decode sketch %x: %w", it.Key(), err)
+		}
+		if mergeAll {
+			value = ""
+		}
+		acc := out[value]
+		if acc == nil {
+			acc = new(visitorAcc)
+			out[value] = acc
+		}
+		return acc.add(e)
+	}
 	var kb []byte
 	for _, s := range cv.spans {
 		for p := s.lo; p < s.hi; p++ {
 			kb = rowPrefix(kb[:0], tabSketch, s.gran, p, kind, entity, dim)
+			if values != nil {
+				n := len(kb)
+				for _, v := range values {
+					kb = append(kb[:n], v...)
+					if it.SeekGE(kb) && bytes.Equal(it.Key(), kb) {
+						if err := add(v); err != nil {
+							return nil, err
+						}
+					}
+				}
+				continue
+			}
 			for ok := it.SeekGE(kb); ok && bytes.HasPrefix(it.Key(), kb); ok = it.Next() {
 				value := string(it.Key()[len(kb):])
 				if match != nil && !match(value) {
 					continue
 				}
-				v, err := it.ValueAndErr()
-				if err != nil {
-					return nil, fmt.Errorf("cannot read sketch: %w", err)
-				}
-				e, err := a.sketches.get(it.Key(), v)
-				if err != nil {
-					return nil, fmt.Errorf("cannot decode sketch %x: %w", it.Key(), err)
-				}
-				if mergeAll {
-					value = ""
-				}
-				acc := out[value]
-				if acc == nil {
-					acc = new(visitorSet)
-					out[value] = acc
-				}
-				if err := acc.merge(&e.set); err != nil {
+				if err := add(value); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
 	return out, it.Error()
-}
-
-// bucketVisitors is the visitor estimate of (kind, entity, dim, value)
-// over hours [h0, h1); a single finished bucket answers from the cached
-// estimate without merging.
-func (a *Aggregator) bucketVisitors(kind byte, entity, dim, value string, h0, h1 uint32) (uint64, error) {
-	sets, err := a.visitorSets(kind, entity, dim, h0, h1, func(v string) bool { return v == value }, true)
-	if err != nil {
-		return 0, err
-	}
-	return estimateOf(sets[""]), nil
-}
-
-func estimateOf(s *visitorSet) uint64 {
-	if s == nil {
-		return 0
-	}
-	return s.estimate()
 }

@@ -107,7 +107,7 @@ func (a *Aggregator) writeDay(d day, f *folder) error {
 	month := monthOfDay(d)
 	// The old day rows come off the month rows and the links' all-time
 	// rows before the day is deleted; the new ones go on with the flush.
-	if err := a.retractDayRows(b, d, month); err != nil {
+	if err := a.retractDayRows(b, d, month, a.monthSealed(month)); err != nil {
 		return err
 	}
 	for _, tab := range []byte{tabRows, tabSketch} {
@@ -121,7 +121,9 @@ func (a *Aggregator) writeDay(d day, f *folder) error {
 			}
 		}
 	}
-	if err := f.d.flush(b, nil, a.sketches.touch); err != nil {
+	sealed := a.monthSealed(month)
+	keep := func(gran byte, _ uint32) bool { return gran != granMonth || sealed }
+	if err := f.d.flush(b, keep, a.sketches.touch); err != nil {
 		a.sketches.discard()
 		return err
 	}
@@ -136,7 +138,7 @@ func (a *Aggregator) writeDay(d day, f *folder) error {
 // retractDayRows stages, for every day row of d, its negation into the
 // month row of the same entity and dimension, and for links' totals into
 // their all-time rows.
-func (a *Aggregator) retractDayRows(b *pebble.Batch, d day, month uint32) error {
+func (a *Aggregator) retractDayRows(b *pebble.Batch, d day, month uint32, sealed bool) error {
 	lo, hi := tierRange(tabRows, granDay, uint32(d), uint32(d)+1)
 	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
@@ -161,10 +163,12 @@ func (a *Aggregator) retractDayRows(b *pebble.Batch, d day, month uint32) error 
 			return fmt.Errorf("cannot read day row %x: %w", k, err)
 		}
 		vb = appendRowset(vb[:0], entries)
-		kb = rowPrefix(kb[:0], tabRows, granMonth, month, 0, "", "")[:6]
-		kb = append(kb, rest...)
-		if err := b.Merge(kb, vb, nil); err != nil {
-			return fmt.Errorf("cannot stage month row: %w", err)
+		if sealed {
+			kb = rowPrefix(kb[:0], tabRows, granMonth, month, 0, "", "")[:6]
+			kb = append(kb, rest...)
+			if err := b.Merge(kb, vb, nil); err != nil {
+				return fmt.Errorf("cannot stage month row: %w", err)
+			}
 		}
 		if len(rest) >= 2 && rest[0] == kindLink && len(rest) == 2+int(rest[1])+1 && rest[len(rest)-1] == dimTotal {
 			kb = rowPrefix(kb[:0], tabRows, granAll, 0, 0, "", "")[:6]

@@ -59,6 +59,10 @@ func (a *Aggregator) ApplyRetention() error {
 		a.m.retentionFailed.Inc()
 		return err
 	}
+	if err := a.sealMonths(now); err != nil {
+		a.m.retentionFailed.Inc()
+		return err
+	}
 	a.updateGauges()
 	a.m.retentionSeconds.UpdateDuration(start)
 	return nil

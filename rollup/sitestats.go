@@ -122,7 +122,12 @@ func (a *Aggregator) siteMetrics(site string, dim byte, match func(string) bool,
 	for _, c := range rows {
 		sum.add(c)
 	}
-	sks, err := a.sets(kindSite, site, dim, r, match, true)
+	var sks map[string]*visitorAcc
+	if match == nil && dim == dimTotal {
+		sks, err = a.setsOf(kindSite, site, dim, r, []string{""})
+	} else {
+		sks, err = a.sets(kindSite, site, dim, r, match, true)
+	}
 	if err != nil {
 		return SiteMetrics{}, err
 	}
@@ -302,11 +307,11 @@ func (a *Aggregator) SiteBreakdown(site, dimension string, r Range, limit int, f
 		}
 		all = all[:limit]
 	}
-	keep := make(map[string]bool, len(all))
+	keep := make([]string, 0, len(all))
 	for _, x := range all {
-		keep[x.value] = true
+		keep = append(keep, x.value)
 	}
-	sks, err := a.sets(kindSite, site, dim, r, func(v string) bool { return keep[v] }, false)
+	sks, err := a.setsOf(kindSite, site, dim, r, keep)
 	if err != nil {
 		return nil, err
 	}

@@ -108,9 +108,16 @@ func (a *Aggregator) rows(kind byte, entity string, dim byte, r Range, cross boo
 
 // sets unions the visitor sets of (kind, entity, dim) over r; see
 // visitorSets.
-func (a *Aggregator) sets(kind byte, entity string, dim byte, r Range, match func(string) bool, mergeAll bool) (map[string]*visitorSet, error) {
+func (a *Aggregator) sets(kind byte, entity string, dim byte, r Range, match func(string) bool, mergeAll bool) (map[string]*visitorAcc, error) {
 	h0, h1 := r.hours()
 	return a.visitorSets(kind, entity, dimCode(dim), h0, h1, match, mergeAll)
+}
+
+// setsOf unions the visitor sets of a few values of (kind, entity, dim)
+// over r; see visitorSetsOf.
+func (a *Aggregator) setsOf(kind byte, entity string, dim byte, r Range, values []string) (map[string]*visitorAcc, error) {
+	h0, h1 := r.hours()
+	return a.visitorSetsOf(kind, entity, dimCode(dim), h0, h1, values)
 }
 
 // round2 rounds to two decimals, half to even, as ClickHouse's round on

@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -105,6 +106,9 @@ func openSeeded(b *testing.B, dim byte, values int) (*Aggregator, Range) {
 	}
 	b.Cleanup(func() { a.Close() })
 	ny := mustLoc(b, genTZ)
+	if os.Getenv("QUERY_TZ") == "UTC" {
+		ny = time.UTC
+	}
 	start := time.Date(2026, 10, 31, 0, 0, 0, 0, ny)
 	seedRollups(b, a, kindLink, "big", dimCountry, 50, 1_000_000, start.Add(-24*time.Hour))
 	seedRollups(b, a, kindSite, "bigsite", dim, values, 1_000_000, start.Add(-24*time.Hour))
