@@ -9,7 +9,7 @@ import (
 
 // buildSegment encodes events as a segment, sealed (with footer) or not.
 func buildSegment(events []Event, sealed bool) []byte {
-	b := appendSegmentHeader(nil, "node-a", 7, time.UnixMilli(1_780_000_000_000))
+	b := appendSegmentHeader(nil, "node-a", 3, 7, time.UnixMilli(1_780_000_000_000))
 	for i := range events {
 		b = appendRecord(b, AppendEvent(nil, &events[i]))
 	}
@@ -80,7 +80,7 @@ func TestReadSegmentFlippedBit(t *testing.T) {
 }
 
 func TestReadSegmentOversized(t *testing.T) {
-	seg := appendSegmentHeader(nil, "node-a", 1, time.UnixMilli(0))
+	seg := appendSegmentHeader(nil, "node-a", 3, 1, time.UnixMilli(0))
 	huge := binary.AppendUvarint(append([]byte(nil), seg...), MaxRecordBytes+1)
 	huge = append(huge, make([]byte, 4+64)...)
 	expectCorrupt(t, "oversized length", huge)
@@ -92,7 +92,7 @@ func TestReadSegmentOversized(t *testing.T) {
 }
 
 func TestReadSegmentRejectsUndecodablePayload(t *testing.T) {
-	seg := appendSegmentHeader(nil, "node-a", 1, time.UnixMilli(0))
+	seg := appendSegmentHeader(nil, "node-a", 3, 1, time.UnixMilli(0))
 	ev := sampleClick()
 	seg = appendRecord(seg, AppendEvent(nil, &ev))
 	seg = appendRecord(seg, []byte{9, 9, 9}) // good CRC, bad event
@@ -113,6 +113,7 @@ func FuzzReadSegment(f *testing.F) {
 	f.Add(buildSegment(threeEvents(), true))
 	f.Add(buildSegment(nil, true))
 	f.Add(buildSegment(threeEvents(), false))
+	f.Add(appendFooter(v1Header("node-a", 1, time.UnixMilli(0)), 0))
 	f.Add([]byte("WMSG"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

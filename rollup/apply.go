@@ -54,7 +54,7 @@ func verifySegment(raw []byte, seg *verifiedSegment) error {
 		seg.events = seg.events[:0]
 		return err
 	}
-	seg.ref = ingest.SegmentRef{Node: h.NodeID, Seq: h.Seq}
+	seg.ref = h.Ref()
 	return nil
 }
 
@@ -134,7 +134,7 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 	}
 
 	for _, seg := range segs {
-		segKey := segmentKey(seg.ref.Node, seg.ref.Seq)
+		segKey := segmentKey(seg.ref)
 		if st.inBatch[seg.ref] {
 			res.duplicate++
 			res.acked = append(res.acked, seg.ref)
@@ -186,7 +186,7 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 		if err := st.b.Set(segKey, rec, nil); err != nil {
 			return applyResult{}, fmt.Errorf("cannot stage segment record: %w", err)
 		}
-		if err := st.b.Set(segmentDayKey(recvDay, seg.ref.Node, seg.ref.Seq), nil, nil); err != nil {
+		if err := st.b.Set(segmentDayKey(recvDay, seg.ref), nil, nil); err != nil {
 			return applyResult{}, fmt.Errorf("cannot stage segment record: %w", err)
 		}
 		st.inBatch[seg.ref] = true
@@ -230,7 +230,7 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 func (a *Aggregator) preloadVisitors(st *applyState, segs []*verifiedSegment) error {
 	var keys []visitorKey
 	for _, seg := range segs {
-		done, err := has(a.db, segmentKey(seg.ref.Node, seg.ref.Seq))
+		done, err := has(a.db, segmentKey(seg.ref))
 		if err != nil {
 			return fmt.Errorf("cannot look up segment %d of %q: %w", seg.ref.Seq, seg.ref.Node, err)
 		}

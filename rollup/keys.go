@@ -3,6 +3,8 @@ package rollup
 import (
 	"encoding/binary"
 	"time"
+
+	"github.com/waymark/waymark/ingest"
 )
 
 // Key layout of the aggregator database. One leading byte names the table;
@@ -15,8 +17,8 @@ import (
 //	D day(4) class(1) name       -> events that day (be64), per counter class
 //	T class(1) name              -> events held (be64): the sum of D over held days
 //	Y day(4)                     -> events(be64) bytes(be64) of the day; the list of held days
-//	S len(1) node seq(8)         -> segment record: received Unix ms(be64) stored(be32) deduplicated(be32)
-//	G day(4) len(1) node seq(8)  -> empty; segments by receive day, so their records expire too
+//	S len(1) node [inc(8)] seq(8)        -> segment record: received Unix ms(be64) stored(be32) deduplicated(be32)
+//	G day(4) len(1) node [inc(8)] seq(8) -> empty; segments by receive day, so their records expire too
 //	R kind(1) len(1) entity dim(1) gran(1) bucket(4) value -> counters (rollup.go)
 //	H kind(1) len(1) entity dim(1) gran(1) bucket(4) value -> HyperLogLog sketch of visitor hashes
 //	V len(1) site visitor(8)     -> the visitor's recent visits (visits.go)
@@ -104,20 +106,26 @@ func appendTotalKey(dst []byte, class byte, name string) []byte {
 
 func dayKey(d day) []byte { return dayPrefix(tabDay, d) }
 
-// appendSegmentID appends the length-prefixed node id and the sequence
-// number: node ids are at most 255 bytes (the segment header says so).
-func appendSegmentID(dst []byte, node string, seq uint64) []byte {
-	dst = append(dst, byte(len(node)))
-	dst = append(dst, node...)
-	return binary.BigEndian.AppendUint64(dst, seq)
+// appendSegmentID appends the length-prefixed node id, the incarnation
+// and the sequence number: node ids are at most 255 bytes (the segment
+// header says so). Incarnation 0 (segments from before incarnations) is
+// left out, so records written before it existed keep their keys; the
+// length of the key tells the two forms apart.
+func appendSegmentID(dst []byte, ref ingest.SegmentRef) []byte {
+	dst = append(dst, byte(len(ref.Node)))
+	dst = append(dst, ref.Node...)
+	if ref.Inc != 0 {
+		dst = binary.BigEndian.AppendUint64(dst, ref.Inc)
+	}
+	return binary.BigEndian.AppendUint64(dst, ref.Seq)
 }
 
-func segmentKey(node string, seq uint64) []byte {
-	return appendSegmentID([]byte{tabSegment}, node, seq)
+func segmentKey(ref ingest.SegmentRef) []byte {
+	return appendSegmentID([]byte{tabSegment}, ref)
 }
 
-func segmentDayKey(d day, node string, seq uint64) []byte {
-	return appendSegmentID(dayPrefix(tabSegmentDay, d), node, seq)
+func segmentDayKey(d day, ref ingest.SegmentRef) []byte {
+	return appendSegmentID(dayPrefix(tabSegmentDay, d), ref)
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix p.

@@ -3,6 +3,8 @@ package rollup
 import (
 	"testing"
 	"time"
+
+	"github.com/waymark/waymark/ingest"
 )
 
 func TestRetentionDropsWholeDays(t *testing.T) {
@@ -74,7 +76,7 @@ func TestRetentionDropsWholeDays(t *testing.T) {
 		t.Fatalf("ApplyRetention: %v", err)
 	}
 	wantCount(t, b, Filter{}, 1)
-	if ok, err := has(b.db, segmentKey("edge-1", 2)); err != nil || ok {
+	if ok, err := has(b.db, segmentKey(ingest.SegmentRef{Node: "edge-1", Seq: 2})); err != nil || ok {
 		t.Errorf("segment record after retention: got %v (err %v); want gone", ok, err)
 	}
 	srv.ship(t, segmentBytes("edge-1", 2,
