@@ -126,3 +126,15 @@ func TestZeroIncarnationVersion2Refused(t *testing.T) {
 	seg := appendFooter(appendSegmentHeader(nil, "node-a", 0, 1, time.UnixMilli(0)), 0)
 	expectCorrupt(t, "version 2 with incarnation 0", seg)
 }
+
+// A node id or region the aggregator would refuse in every event is
+// refused when the pipeline opens.
+func TestOpenRefusesLongNodeOrRegion(t *testing.T) {
+	long := string(make([]byte, MaxShortLen+1))
+	for _, c := range []Config{{Dir: t.TempDir(), NodeID: long}, {Dir: t.TempDir(), NodeID: "n", Region: long}} {
+		if p, err := Open(c); err == nil {
+			p.Close(t.Context())
+			t.Errorf("Open with a %d-byte node id or region succeeded; want an error", len(long))
+		}
+	}
+}
