@@ -255,23 +255,6 @@ func (n *Node) openEdge(publicURL string) error {
 	return nil
 }
 
-// ready is /readyz: Raft has a leader and the FSM has caught up, and the
-// event shipper is not stuck (an edge that keeps answering 200 while its
-// analytics silently stopped is the failure this catches).
-func (n *Node) ready() (bool, string) {
-	ok, detail := n.raft.Ready()
-	if !ok {
-		return ok, detail
-	}
-	if lag := n.ingest.OldestPendingAge(); lag > n.cfg.MaxShipLag {
-		return false, fmt.Sprintf("events not shipped for %s (limit %s)", lag.Round(time.Second), n.cfg.MaxShipLag)
-	}
-	if st := n.raft.Stats(); !st.LastContact.IsZero() {
-		return true, fmt.Sprintf("%s; last contact with leader %s ago", detail, time.Since(st.LastContact).Round(time.Millisecond))
-	}
-	return true, detail
-}
-
 func (n *Node) writeMetrics(w io.Writer) {
 	n.metrics.WritePrometheus(w)
 	metrics.WriteProcessMetrics(w)
@@ -333,6 +316,7 @@ func (n *Node) publicRoutes() map[string]fasthttp.RequestHandler {
 	routes["/api/event"] = n.ingest.EventHandler()
 	routes["/api/v2/query"] = n.statsHandler()
 	routes["/dashboard"] = rollup.DashboardHandler()
+	routes["/readyz/detail"] = n.serveHealthDetail
 	if n.agg != nil {
 		routes[ingest.ShipPath] = n.agg.SegmentsHandler()
 	}

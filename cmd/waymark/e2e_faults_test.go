@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,5 +58,77 @@ func TestE2EWipedSegmentFolder(t *testing.T) {
 	})
 	if got := eventsCount(t, p, "--link", code); got != N+M {
 		t.Fatalf("after wiping the segment folder: %d clicks stored; want %d", got, N+M)
+	}
+}
+
+// TestE2EReadyWhileShippingLags: an edge whose aggregator is unreachable
+// keeps serving redirects and stays ready; the lag shows in /metrics,
+// the health detail and `waymark status`.
+func TestE2EReadyWhileShippingLags(t *testing.T) {
+	dir := t.TempDir()
+	p, key := devNode(t, dir, "--role", "voter,edge", "--aggregator-url", "http://127.0.0.1:1", "--max-ship-lag", "1s")
+	base := "http://" + p.http
+	code := do(t, "POST", base+"/v1/links", key, `{"url":"https://dest.example/"}`).json(t)["code"].(string)
+	clickN(t, base, code, 5)
+	waitFor(t, "ship lag past --max-ship-lag", 30*time.Second, func() bool {
+		return metric(t, base, "waymark_ingest_oldest_pending_age_seconds") > 2
+	})
+	if r := do(t, "GET", base+"/readyz", "", ""); r.status != 200 {
+		t.Fatalf("readyz with a lagging shipper: got %d %s; want 200", r.status, r.body)
+	}
+	if r := do(t, "GET", base+"/"+code, "", ""); r.status != 302 {
+		t.Fatalf("redirect with a lagging shipper: got %d; want 302", r.status)
+	}
+	if v := metric(t, base, "waymark_ingest_pending_bytes"); v <= 0 {
+		t.Fatalf("waymark_ingest_pending_bytes = %v; want > 0", v)
+	}
+
+	r := do(t, "GET", base+"/readyz/detail", "", "")
+	if r.status != 200 {
+		t.Fatalf("readyz/detail: got %d %s; want 200", r.status, r.body)
+	}
+	var detail struct {
+		Ready  bool `json:"ready"`
+		Checks []struct {
+			Name  string  `json:"name"`
+			State string  `json:"state"`
+			Value float64 `json:"value"`
+			Limit float64 `json:"limit"`
+		} `json:"checks"`
+	}
+	if err := json.Unmarshal(r.body, &detail); err != nil {
+		t.Fatalf("readyz/detail is not JSON: %v: %s", err, r.body)
+	}
+	states := map[string]string{}
+	values := map[string]float64{}
+	for _, c := range detail.Checks {
+		states[c.Name], values[c.Name] = c.State, c.Value
+	}
+	if !detail.Ready || states["raft"] != "pass" || states["store"] != "pass" {
+		t.Fatalf("readyz/detail: %s; want ready with raft and store passing", r.body)
+	}
+	if states["ship_lag"] != "warn" || values["ship_lag"] <= 1 {
+		t.Fatalf("readyz/detail ship_lag: state %q value %v; want warn and over 1s: %s", states["ship_lag"], values["ship_lag"], r.body)
+	}
+	if values["pending_bytes"] <= 0 {
+		t.Fatalf("readyz/detail pending_bytes = %v; want > 0: %s", values["pending_bytes"], r.body)
+	}
+
+	env := []string{"WAYMARK_ADMIN_ADDR=" + p.admin, "WAYMARK_TOKEN=" + readKey(t, filepath.Join(dir, "operator-token"))}
+	out, errOut, exit := runCLI(t, env, "status", "-format", "json")
+	if exit != 0 {
+		t.Fatalf("waymark status: exit %d: %s", exit, errOut)
+	}
+	var st map[string]any
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status json: %v: %s", err, out)
+	}
+	ship, _ := st["shipping"].(map[string]any)
+	if lag, _ := ship["oldest_pending_seconds"].(float64); lag <= 1 || st["ready"] != true {
+		t.Fatalf("status: shipping %v ready %v; want a lag over 1s and ready", st["shipping"], st["ready"])
+	}
+	out, _, _ = runCLI(t, env, "status")
+	if !strings.Contains(out, "ship lag") || !strings.Contains(out, "bad segments") {
+		t.Fatalf("status table lacks the shipping rows:\n%s", out)
 	}
 }
