@@ -158,7 +158,9 @@ func (n *Node) openStore() error {
 func (n *Node) openIngest() error {
 	sites := ingest.NewSites()
 	n.sites = sites
-	n.salts = ingest.NewLocalSalts(time.Now)
+	if err := n.openSalts(); err != nil {
+		return err
+	}
 	all, err := n.store.Sites()
 	if err != nil {
 		return err
@@ -288,6 +290,9 @@ func (n *Node) Close(ctx context.Context) error {
 	} else if n.httpLn != nil {
 		n.httpLn.Close()
 	}
+	if n.salts != nil {
+		n.salts.Release() // a writer waiting for the cluster's salt goes on
+	}
 	if n.ingest != nil {
 		step("ingest", func() error { return n.ingest.Close(ctx) })
 	}
@@ -342,8 +347,9 @@ func (n *Node) clusterKey() ([]byte, error) {
 	return key, nil
 }
 
-// openGossip joins memberlist, then starts the leader's reconciler and,
-// for a fresh cluster, the --bootstrap-expect wait.
+// openGossip joins memberlist, then starts the leader's reconciler, the
+// midnight salt pruning and, for a fresh cluster, the --bootstrap-expect
+// wait.
 func (n *Node) openGossip(ctx context.Context, clusterKey []byte) error {
 	events := make(chan MemberEvent, 256)
 	g, err := StartGossip(GossipConfig{
@@ -366,6 +372,7 @@ func (n *Node) openGossip(ctx context.Context, clusterKey []byte) error {
 		n.retryJoin(ctx, g)
 	}
 	n.startReconciler(ctx, events)
+	n.pruneSaltsAtMidnight(ctx)
 	if n.cfg.BootstrapExpect > 0 {
 		n.bootstrapWhenExpected(ctx)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,5 +131,56 @@ func TestE2EReadyWhileShippingLags(t *testing.T) {
 	out, _, _ = runCLI(t, env, "status")
 	if !strings.Contains(out, "ship lag") || !strings.Contains(out, "bad segments") {
 		t.Fatalf("status table lacks the shipping rows:\n%s", out)
+	}
+}
+
+// TestE2ESaltSurvivesRestart: the same visitor (address, user agent)
+// before and after a restart on the same UTC day is one visitor.
+func TestE2ESaltSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	p, key := devNode(t, dir)
+	base := "http://" + p.http
+	site := do(t, "POST", base+"/v1/sites", key, `{"domain":"shop.example","timezone":"UTC"}`)
+	if site.status != 201 {
+		t.Fatalf("create site: got %d %s", site.status, site.body)
+	}
+	day := time.Now().UTC().Format(time.DateOnly)
+	pageview := func(base, path string) {
+		body := fmt.Sprintf(`{"n":"pageview","u":"https://shop.example%s","d":"shop.example"}`, path)
+		r := do(t, "POST", base+"/api/event", "", body, "Content-Type", "text/plain", "Origin", "https://shop.example",
+			"User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0", "X-Forwarded-For", "198.51.100.7")
+		if r.status != 202 {
+			t.Fatalf("event: got %d: %s", r.status, r.body)
+		}
+	}
+	query := func(base string) (visitors, pageviews float64) {
+		r := do(t, "POST", base+"/api/v2/query", key, `{"site_id":"shop.example","metrics":["visitors","pageviews"],"date_range":"day"}`)
+		var out struct {
+			Results []struct {
+				Metrics []float64 `json:"metrics"`
+			} `json:"results"`
+		}
+		if r.status != 200 || json.Unmarshal(r.body, &out) != nil || len(out.Results) != 1 || len(out.Results[0].Metrics) != 2 {
+			return -1, -1
+		}
+		return out.Results[0].Metrics[0], out.Results[0].Metrics[1]
+	}
+	pageview(base, "/a")
+	waitFor(t, "first pageview counted", 30*time.Second, func() bool { _, pv := query(base); return pv == 1 })
+	p.stop(t)
+
+	p, _ = devNode(t, dir)
+	base = "http://" + p.http
+	pageview(base, "/b")
+	waitFor(t, "second pageview counted", 30*time.Second, func() bool { _, pv := query(base); return pv == 2 })
+	if time.Now().UTC().Format(time.DateOnly) != day {
+		t.Skip("the UTC day changed during the test; the salt rotated as it should")
+	}
+	if v, _ := query(base); v != 1 {
+		t.Fatalf("one visitor before and after a restart: got %v visitors; want 1", v)
+	}
+	info, err := os.Stat(filepath.Join(dir, "visitor-salts"))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("salt file: %v, mode %v; want it with mode 0600", err, info)
 	}
 }
