@@ -22,7 +22,8 @@ const (
 	shipBaseBackoff     = 250 * time.Millisecond
 	maxAckBytes         = 1 << 20
 	// unlistedRetry is how long a segment the aggregator answered for
-	// neither way waits before it is sent again (at most ShipMaxBackoff).
+	// neither way first waits before it is sent again; it doubles for
+	// each further such answer, up to ShipMaxBackoff.
 	unlistedRetry = time.Second
 )
 
@@ -40,10 +41,32 @@ type shipper struct {
 	state  shipState
 
 	oldestSeq uint64 // seq whose created time is in p.oldestSealedMs
-	// deferred holds segments the last answer left unacknowledged, with
-	// the time they may be sent again. Used by the shipper goroutine only.
-	deferred   map[uint64]time.Time
-	retryDelay time.Duration
+	// deferred holds segments answers left unacknowledged: when each may
+	// be sent again and how often it was left out. reidentified holds the
+	// segments rewritten after a conflict. Both are used by the shipper
+	// goroutine only.
+	deferred     map[uint64]deferral
+	reidentified map[uint64]bool
+}
+
+// deferral is a segment waiting to be sent again.
+type deferral struct {
+	until time.Time
+	times int
+}
+
+// deferSeg holds a segment back: a second, doubling per time, up to ShipMaxBackoff.
+// It returns the wait.
+func (s *shipper) deferSeg(seq uint64, now time.Time) time.Duration {
+	d := s.deferred[seq]
+	d.times++
+	wait := s.p.cfg.ShipMaxBackoff
+	if d.times < 30 {
+		wait = min(unlistedRetry<<(d.times-1), wait)
+	}
+	d.until = now.Add(wait)
+	s.deferred[seq] = d
+	return wait
 }
 
 func newShipper(p *Pipeline) *shipper {
@@ -54,8 +77,7 @@ func newShipper(p *Pipeline) *shipper {
 		url = strings.TrimRight(p.cfg.AggregatorURL, "/") + ShipPath
 	}
 	s := &shipper{p: p, url: url, wakeCh: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
-		done: make(chan struct{}), enc: enc, deferred: map[uint64]time.Time{},
-		retryDelay: min(unlistedRetry, p.cfg.ShipMaxBackoff)}
+		done: make(chan struct{}), enc: enc, deferred: map[uint64]deferral{}, reidentified: map[uint64]bool{}}
 	s.m = newShipMetrics(p.cfg.Metrics, s)
 	return s
 }
@@ -187,7 +209,7 @@ func (s *shipper) round() (more bool, err error) {
 	var records []int
 	var raw int64
 	for _, sg := range segs {
-		if until, ok := s.deferred[sg.seq]; ok && now.Before(until) {
+		if d, ok := s.deferred[sg.seq]; ok && now.Before(d.until) {
 			continue
 		}
 		if len(batch) > 0 && (raw+sg.size > s.p.cfg.ShipBatchMaxBytes || len(batch) >= maxSegmentsPerBatch) {
@@ -232,6 +254,7 @@ func (s *shipper) round() (more bool, err error) {
 		rejected[r.SegmentRef] = r.Reason
 	}
 	unlisted := 0
+	var wait time.Duration
 	for i, b := range batch {
 		sg := files[i]
 		switch reason := rejected[b.Ref]; {
@@ -240,6 +263,7 @@ func (s *shipper) round() (more bool, err error) {
 				return more, fmt.Errorf("cannot delete shipped segment %d: %w", b.Ref.Seq, err)
 			}
 			delete(s.deferred, sg.seq)
+			delete(s.reidentified, sg.seq)
 			s.p.pendingBytes.Add(-sg.size)
 			s.p.m.shippedSegments.Inc()
 			s.p.m.shippedEvents.Add(records[i])
@@ -247,23 +271,32 @@ func (s *shipper) round() (more bool, err error) {
 		case reason == RejectMalformed:
 			s.m.rejected[RejectMalformed].Inc()
 			s.quarantine(sg, "aggregator refused segment as malformed; set aside, not shipped again", errors.New(reason))
+		case reason == RejectConflict && s.reidentified[sg.seq]:
+			// Already rewritten under a fresh incarnation nobody else can
+			// have used: a second conflict is the aggregator's fault.
+			// Rotating again would only repeat it.
+			s.m.rejected[RejectConflict].Inc()
+			wait = s.deferSeg(sg.seq, now)
+			s.p.log.Error("aggregator reports a conflict for a segment already given a fresh incarnation; will send it again",
+				"seq", b.Ref.Seq, "incarnation", b.Ref.Inc, "retry_in", wait)
 		case reason == RejectConflict:
 			s.m.rejected[RejectConflict].Inc()
 			if err := s.reidentify(sg, b); err != nil {
 				return more, err
 			}
+			s.reidentified[sg.seq] = true
 			more = true
 		default:
 			// Neither stored nor refused (the aggregator could not take
 			// it this time, or an unknown reason): try it again later,
 			// and go on with the rest of the backlog meanwhile.
 			unlisted++
-			s.deferred[sg.seq] = now.Add(s.retryDelay)
+			wait = max(wait, s.deferSeg(sg.seq, now))
 		}
 	}
 	if unlisted > 0 {
 		s.p.log.Warn("aggregator left segments unacknowledged; will send them again",
-			"unacknowledged", unlisted, "sent", len(batch), "retry_in", s.retryDelay)
+			"unacknowledged", unlisted, "sent", len(batch), "retry_in", wait)
 	}
 	return more, nil
 }
@@ -297,9 +330,9 @@ func (s *shipper) reidentify(sg sealedSegment, b BatchSegment) error {
 	return nil
 }
 
-// forgetDeferred drops retry times of segments no longer on disk.
+// forgetDeferred drops what it remembers of segments no longer on disk.
 func (s *shipper) forgetDeferred(segs []sealedSegment) {
-	if len(s.deferred) == 0 {
+	if len(s.deferred) == 0 && len(s.reidentified) == 0 {
 		return
 	}
 	on := make(map[uint64]bool, len(segs))
@@ -311,14 +344,19 @@ func (s *shipper) forgetDeferred(segs []sealedSegment) {
 			delete(s.deferred, seq)
 		}
 	}
+	for seq := range s.reidentified {
+		if !on[seq] {
+			delete(s.reidentified, seq)
+		}
+	}
 }
 
 // nextDue is how long until the first deferred segment is due again, or
 // ceiling if that is later (or nothing is deferred).
 func (s *shipper) nextDue(ceiling time.Duration) time.Duration {
 	now := time.Now()
-	for _, until := range s.deferred {
-		ceiling = min(ceiling, max(until.Sub(now), time.Millisecond))
+	for _, d := range s.deferred {
+		ceiling = min(ceiling, max(d.until.Sub(now), time.Millisecond))
 	}
 	return ceiling
 }

@@ -220,3 +220,40 @@ func copyDir(t *testing.T, dir string) string {
 	}
 	return out
 }
+
+// TestShipperConflictTwiceBacksOff: a segment already rewritten under a
+// fresh incarnation cannot really conflict again; if the aggregator says
+// so anyway, the shipper does not rotate in a loop but sends it again
+// later, with a growing wait, and the rest ships.
+func TestShipperConflictTwiceBacksOff(t *testing.T) {
+	agg := newFakeAggregator(t, "ack")
+	agg.refuse[firstSeq] = RejectConflict
+	p := openTestPipeline(t, func(c *Config) {
+		c.AggregatorURL = agg.srv.URL
+		c.ShipToken = "s3cret"
+		c.SegmentMaxBytes = 1024
+		c.SegmentMaxAge = 20 * time.Millisecond
+		c.ShipMaxBackoff = time.Minute
+	})
+	captureN(p, 60)
+	first := filepath.Join(p.cfg.Dir, segmentName(firstSeq, sealedSuffix))
+	waitFor(t, "all but the refused segment shipped", func() bool {
+		files := sealedFiles(t, p.cfg.Dir)
+		return p.m.written.Get() == 60 && len(files) == 1 && files[0] == first
+	})
+	waitFor(t, "the refused segment sent three times", func() bool { return agg.sentCount(firstSeq) >= 3 })
+	agg.mu.Lock()
+	at := agg.sentAt[firstSeq]
+	agg.mu.Unlock()
+	// Sent, refused, re-identified and sent at once, refused again: then
+	// it waits (a second) before the third try.
+	if gap := at[2].Sub(at[1]); gap < 900*time.Millisecond {
+		t.Errorf("third send %v after the second; want the retry wait (1s) in between", gap)
+	}
+	if got := p.ship.m.rotations.Get(); got != 1 {
+		t.Errorf("incarnation rotated %d times; want 1", got)
+	}
+	if got := p.m.shipRetries.Get(); got != 0 {
+		t.Errorf("shipper backed off %d times after 200 answers; want 0", got)
+	}
+}

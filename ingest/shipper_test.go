@@ -26,6 +26,7 @@ type fakeAggregator struct {
 	sums   map[SegmentRef][32]byte
 	acked  map[SegmentRef]bool
 	sent   map[uint64]int // times each seq was sent, any incarnation
+	sentAt map[uint64][]time.Time
 	// refuse answers these seqs with a rejection reason; silent leaves
 	// them out of the answer altogether.
 	refuse    map[uint64]string
@@ -41,7 +42,7 @@ type fakeAggregator struct {
 
 func newFakeAggregator(t *testing.T, mode string) *fakeAggregator {
 	a := &fakeAggregator{t: t, mode: mode, stored: map[SegmentRef]int{}, sums: map[SegmentRef][32]byte{},
-		acked: map[SegmentRef]bool{}, sent: map[uint64]int{}, refuse: map[uint64]string{}, silent: map[uint64]bool{},
+		acked: map[SegmentRef]bool{}, sent: map[uint64]int{}, sentAt: map[uint64][]time.Time{}, refuse: map[uint64]string{}, silent: map[uint64]bool{},
 		conflicted: map[uint64][]byte{}, records: map[SegmentRef][]byte{}}
 	a.srv = httptest.NewServer(http.HandlerFunc(a.handle))
 	t.Cleanup(a.srv.Close)
@@ -79,6 +80,7 @@ func (a *fakeAggregator) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	err := ReadBatch(body, r.Header.Get("Content-Encoding"), 64<<20, func(seg BatchSegment) error {
 		a.sent[seg.Ref.Seq]++
+		a.sentAt[seg.Ref.Seq] = append(a.sentAt[seg.Ref.Seq], time.Now())
 		if a.acked[seg.Ref] && a.sums[seg.Ref] == sha256.Sum256(seg.Data) {
 			a.resent++
 		}
