@@ -140,3 +140,36 @@ func FuzzReadSegment(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSegmentCheck compares the shipper's pre-send check (every
+// record decoded, as ReadSegment does) with the framing-only check it
+// replaced, on a segment of 10,000 clicks and page events.
+func BenchmarkSegmentCheck(b *testing.B) {
+	events := make([]Event, 0, 10_000)
+	for i := range 10_000 {
+		ev := sampleClick()
+		if i%2 == 1 {
+			ev = sampleSiteEvent()
+		}
+		events = append(events, ev)
+	}
+	seg := buildSegment(events, true)
+	b.Run("framing", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(seg)))
+		for b.Loop() {
+			if _, _, err := verifySealed(seg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("full", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(seg)))
+		for b.Loop() {
+			if _, _, _, err := checkSegment(seg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
