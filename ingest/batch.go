@@ -19,51 +19,61 @@ import (
 //	Content-Encoding: zstd            (gzip and identity are accepted too)
 //
 //	body (after decompression):
-//	  magic "WMSB" | version byte (1)
-//	  repeated: node id (uvarint length + bytes) | sequence uint64 big endian
+//	  magic "WMSB" | version byte (2)
+//	  repeated: node id (uvarint length + bytes) | incarnation uint64 big endian
+//	            | sequence uint64 big endian
 //	            | segment length uvarint | the segment file's bytes, unchanged
 //
-// The aggregator answers 200 with a ShipAck naming every segment it has
-// stored durably (including ones it already had: that is what makes a
-// retry safe). The node deletes exactly those and retries the rest later.
-// Anything else than 200 means "nothing acknowledged".
+// Version 1 bodies (no incarnation field; incarnation 0) are still read.
+//
+// The aggregator answers 200 with a ShipAck:
+//
+//	{"acked":    [{"node": "...", "inc": N, "seq": N}, ...],
+//	 "rejected": [{"node": "...", "inc": N, "seq": N, "reason": "malformed" | "conflict"}, ...]}
+//
+// "acked" names every segment it has stored durably (including ones it
+// already had with the same content: that is what makes a retry safe); the
+// node deletes exactly those. "rejected" names segments it will never
+// store under that identity: RejectMalformed (the segment does not decode;
+// the node sets it aside as .bad) and RejectConflict (it already holds
+// different content under that identity, as after a VM snapshot restore;
+// the node gives the segment a new incarnation and sends it again). A
+// segment in neither list is sent again later. Anything else than 200
+// means "nothing acknowledged" and the node backs off.
 const (
 	ShipPath        = "/internal/v1/segments"
 	ShipContentType = "application/x-waymark-segments"
 	batchMagic      = "WMSB"
-	batchVersion    = 1
+	batchVersion1   = 1
+	batchVersion2   = 2
 )
 
-// SegmentRef is a segment's identity: the node that wrote it and its
-// sequence number on that node.
+// Reasons in ShipAck.Rejected.
+const (
+	RejectMalformed = "malformed" // the segment fails ReadSegment or its header does not match its frame
+	RejectConflict  = "conflict"  // another segment with different content was stored under this identity
+)
+
+// SegmentRef is a segment's identity: the node that wrote it, the
+// incarnation of the segment folder it was written in (0 for segments
+// written before incarnations existed) and its sequence number there.
 type SegmentRef struct {
 	Node string `json:"node"`
-	Inc  uint64 `json:"inc,omitempty"`
+	Inc  uint64 `json:"inc"`
 	Seq  uint64 `json:"seq"`
 }
 
-// ShipAck is the aggregator's JSON answer to a batch.
-type ShipAck struct {
-	Acked    []SegmentRef      `json:"acked"`
-	Rejected []RejectedSegment `json:"rejected,omitempty"`
-}
-
-// RejectedSegment is a segment the aggregator refuses for good: sending it
-// again cannot succeed.
-type RejectedSegment struct {
+// SegmentRejection is a segment the aggregator refuses for good, and why.
+type SegmentRejection struct {
 	SegmentRef
 	Reason string `json:"reason"`
 }
 
-// Reasons of a RejectedSegment.
-const (
-	// RejectMalformed: the segment does not verify (damaged, or events the
-	// aggregator cannot decode).
-	RejectMalformed = "malformed"
-	// RejectConflict: the aggregator already stored other bytes under this
-	// identity (a data folder restored from a snapshot or cloned).
-	RejectConflict = "conflict"
-)
+// ShipAck is the aggregator's JSON answer to a batch.
+type ShipAck struct {
+	Acked    []SegmentRef       `json:"acked"`
+	Rejected []SegmentRejection `json:"rejected,omitempty"`
+}
 
 // BatchSegment is one segment in a batch.
 type BatchSegment struct {
@@ -74,9 +84,10 @@ type BatchSegment struct {
 // AppendBatch appends the uncompressed encoding of a batch to dst.
 func AppendBatch(dst []byte, segs []BatchSegment) []byte {
 	dst = append(dst, batchMagic...)
-	dst = append(dst, batchVersion)
+	dst = append(dst, batchVersion2)
 	for _, s := range segs {
 		dst = appendString(dst, s.Ref.Node)
+		dst = binary.BigEndian.AppendUint64(dst, s.Ref.Inc)
 		dst = binary.BigEndian.AppendUint64(dst, s.Ref.Seq)
 		dst = binary.AppendUvarint(dst, uint64(len(s.Data)))
 		dst = append(dst, s.Data...)
@@ -150,7 +161,8 @@ func parseBatch(b []byte) ([]BatchSegment, error) {
 	if len(b) < len(batchMagic)+1 || string(b[:4]) != batchMagic {
 		return nil, fmt.Errorf("cannot read batch: %w: bad magic", ErrCorruptSegment)
 	}
-	if b[4] != batchVersion {
+	version := b[4]
+	if version != batchVersion1 && version != batchVersion2 {
 		return nil, fmt.Errorf("cannot read batch: %w: unknown version %d", ErrCorruptSegment, b[4])
 	}
 	d := decoder{b: b, off: 5, validateOnly: true}
@@ -163,13 +175,17 @@ func parseBatch(b []byte) ([]BatchSegment, error) {
 		}
 		node := string(b[d.off : d.off+int(nodeLen)])
 		d.off += int(nodeLen)
+		var inc uint64
+		if version == batchVersion2 {
+			inc = d.beUint64()
+		}
 		seq := d.beUint64()
 		n := d.uvarint()
 		if d.err != "" || uint64(len(b)-d.off) < n {
 			d.fail("truncated segment")
 			break
 		}
-		segs = append(segs, BatchSegment{Ref: SegmentRef{Node: node, Seq: seq}, Data: b[d.off : d.off+int(n)]})
+		segs = append(segs, BatchSegment{Ref: SegmentRef{Node: node, Inc: inc, Seq: seq}, Data: b[d.off : d.off+int(n)]})
 		d.off += int(n)
 	}
 	if d.err != "" {

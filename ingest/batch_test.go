@@ -3,6 +3,8 @@ package ingest
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -11,8 +13,8 @@ import (
 
 func TestReadBatchRoundTrip(t *testing.T) {
 	segs := []BatchSegment{
-		{Ref: SegmentRef{Node: "node-a", Seq: 7}, Data: buildSegment(threeEvents(), true)},
-		{Ref: SegmentRef{Node: "node-a", Seq: 8}, Data: buildSegment(nil, true)},
+		{Ref: SegmentRef{"node-a", 3, 7}, Data: buildSegment(threeEvents(), true)},
+		{Ref: SegmentRef{"node-a", 3, 8}, Data: buildSegment(nil, true)},
 	}
 	raw := AppendBatch(nil, segs)
 	enc, _ := zstd.NewWriter(nil)
@@ -52,8 +54,9 @@ func TestReadBatchRoundTrip(t *testing.T) {
 }
 
 func FuzzReadBatch(f *testing.F) {
-	f.Add(AppendBatch(nil, []BatchSegment{{Ref: SegmentRef{Node: "n", Seq: 1}, Data: buildSegment(threeEvents(), true)}}))
+	f.Add(AppendBatch(nil, []BatchSegment{{Ref: SegmentRef{"n", 3, 1}, Data: buildSegment(threeEvents(), true)}}))
 	f.Add([]byte("WMSB\x01"))
+	f.Add([]byte("WMSB\x01\x01n\x00\x00\x00\x00\x00\x00\x00\x01\x00"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		calls := 0
@@ -62,4 +65,43 @@ func FuzzReadBatch(f *testing.F) {
 			t.Fatalf("delivered %d segments, then failed: %v", calls, err)
 		}
 	})
+}
+
+// A version 1 batch (no incarnation in the framing) is still read, with
+// incarnation 0.
+func TestReadBatchVersion1(t *testing.T) {
+	data := buildSegment(nil, true)
+	raw := append([]byte(batchMagic), batchVersion1)
+	raw = appendString(raw, "node-a")
+	raw = binary.BigEndian.AppendUint64(raw, 7)
+	raw = binary.AppendUvarint(raw, uint64(len(data)))
+	raw = append(raw, data...)
+	var got []SegmentRef
+	err := ReadBatch(raw, "", 1<<20, func(s BatchSegment) error {
+		got = append(got, s.Ref)
+		if !bytes.Equal(s.Data, data) {
+			t.Errorf("segment bytes changed")
+		}
+		return nil
+	})
+	if err != nil || len(got) != 1 || got[0] != (SegmentRef{Node: "node-a", Seq: 7}) {
+		t.Fatalf("got %v, %v; want node-a incarnation 0 seq 7", got, err)
+	}
+}
+
+// The ack's JSON names the fields as DESIGN.md documents them.
+func TestShipAckJSON(t *testing.T) {
+	var ack ShipAck
+	body := `{"acked":[{"node":"a","inc":5,"seq":1}],"rejected":[{"node":"a","inc":5,"seq":2,"reason":"conflict"}]}`
+	if err := json.Unmarshal([]byte(body), &ack); err != nil {
+		t.Fatal(err)
+	}
+	if len(ack.Acked) != 1 || ack.Acked[0] != (SegmentRef{"a", 5, 1}) ||
+		len(ack.Rejected) != 1 || ack.Rejected[0].SegmentRef != (SegmentRef{"a", 5, 2}) || ack.Rejected[0].Reason != RejectConflict {
+		t.Fatalf("decoded %+v", ack)
+	}
+	out, _ := json.Marshal(ShipAck{Acked: []SegmentRef{{"a", 5, 1}}})
+	if string(out) != `{"acked":[{"node":"a","inc":5,"seq":1}]}` {
+		t.Fatalf("encoded %s", out)
+	}
 }

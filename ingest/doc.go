@@ -1,9 +1,10 @@
 // Package ingest owns Waymark's event path at the edge: the event model and
 // its binary codec, click capture from the redirect path, the Plausible-
 // compatible POST /api/event endpoint and the /s.js tracker, visitor hashing
-// with a daily in-memory salt, enrichment (country, browser, OS, device,
-// bot flag), the append-only segment files every event lands in, and the
-// shipper that moves sealed segments to the aggregator exactly once.
+// with a daily salt (kept for today and yesterday only), enrichment
+// (country, browser, OS, device, bot flag), the append-only segment files
+// every event lands in, and the shipper that moves sealed segments to the
+// aggregator exactly once.
 //
 // The flow is
 //

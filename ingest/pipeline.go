@@ -156,8 +156,8 @@ func Open(cfg Config) (*Pipeline, error) {
 	if cfg.Dir == "" || cfg.NodeID == "" {
 		return nil, errors.New("cannot open ingest pipeline: Dir and NodeID are required")
 	}
-	if len(cfg.NodeID) > maxNodeIDLen {
-		return nil, errors.New("cannot open ingest pipeline: NodeID longer than 255 bytes")
+	if len(cfg.NodeID) > MaxShortLen || len(cfg.Region) > MaxShortLen {
+		return nil, errors.New("cannot open ingest pipeline: NodeID and Region must be at most 64 bytes (the aggregator refuses longer)")
 	}
 	cfg.setDefaults()
 	p := &Pipeline{

@@ -32,10 +32,9 @@ func TestLocalSalts(t *testing.T) {
 			t.Errorf("kept the salt of day %d, older than yesterday", ds.Day)
 		}
 	}
-	adopted := DaySalt{Day: dayNumber(clock.Now()), Salt: [16]byte{1}}
-	s.Adopt(adopted)
-	if s.Salt(clock.Now()) != adopted.Salt {
-		t.Errorf("Adopt did not replace today's salt")
+	older := DaySalt{Day: dayNumber(clock.Now()), Created: clock.Now().Add(-time.Hour).UnixMilli(), Salt: [16]byte{0xff}}
+	if !s.Merge(older) || s.Salt(clock.Now()) != older.Salt {
+		t.Errorf("Merge of an older salt did not replace today's")
 	}
 }
 

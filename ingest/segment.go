@@ -16,8 +16,9 @@ var ErrCorruptSegment = errors.New("corrupt segment")
 // Segment file layout (all fixed-width integers big endian, except CRCs,
 // which are little endian as is usual for CRC32C):
 //
-//	header:  magic "WMSG" | version byte (1) | sequence uint64
-//	         | created Unix ms int64 | node id (uvarint length + bytes)
+//	header:  magic "WMSG" | version byte (2) | sequence uint64
+//	         | created Unix ms int64 | incarnation uint64
+//	         | node id (uvarint length + bytes)
 //	         | CRC32C of all header bytes before it (uint32)
 //	records: repeated uvarint payload length | CRC32C(payload) uint32 | payload
 //
@@ -26,9 +27,13 @@ var ErrCorruptSegment = errors.New("corrupt segment")
 // A payload is one AppendEvent encoding. The footer is written when the
 // segment is sealed; an open segment has none. A zero length cannot start
 // a record, so the footer is unambiguous.
+//
+// Version 1 headers have no incarnation field; they are still read, with
+// incarnation 0. The writer writes version 2 only.
 const (
-	segmentMagic   = "WMSG"
-	segmentVersion = 1
+	segmentMagic    = "WMSG"
+	segmentVersion1 = 1
+	segmentVersion2 = 2
 	// MaxRecordBytes bounds one record payload. Events are far smaller
 	// (every field is bounded); a larger length is corruption.
 	MaxRecordBytes = 1 << 20
@@ -38,38 +43,60 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// SegmentHeader identifies a segment: the node that wrote it and its
-// sequence number, which together are the segment's identity for
-// idempotent shipping.
+// SegmentHeader identifies a segment: the node that wrote it, the
+// incarnation of the segment folder it was written in and its sequence
+// number, which together are the segment's identity for idempotent
+// shipping.
 type SegmentHeader struct {
-	Version uint8
-	NodeID  string
-	Seq     uint64
-	Created time.Time // when the writer opened the segment
+	Version     uint8
+	NodeID      string
+	Incarnation uint64 // 0 for version 1 headers
+	Seq         uint64
+	Created     time.Time // when the writer opened the segment
 }
 
-// appendSegmentHeader appends the encoded header of a new segment.
-func appendSegmentHeader(dst []byte, nodeID string, seq uint64, created time.Time) []byte {
+// Ref is the header's identity.
+func (h SegmentHeader) Ref() SegmentRef {
+	return SegmentRef{Node: h.NodeID, Inc: h.Incarnation, Seq: h.Seq}
+}
+
+// appendSegmentHeader appends the encoded (version 2) header of a new
+// segment.
+func appendSegmentHeader(dst []byte, nodeID string, inc, seq uint64, created time.Time) []byte {
 	start := len(dst)
 	dst = append(dst, segmentMagic...)
-	dst = append(dst, segmentVersion)
+	dst = append(dst, segmentVersion2)
 	dst = binary.BigEndian.AppendUint64(dst, seq)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(created.UnixMilli()))
+	dst = binary.BigEndian.AppendUint64(dst, inc)
 	dst = appendString(dst, nodeID)
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable))
 }
 
+// maxHeaderLen bounds an encoded header: enough to read for parsing one.
+const maxHeaderLen = len(segmentMagic) + 1 + 8 + 8 + 8 + binary.MaxVarintLen16 + maxNodeIDLen + 4
+
 // parseSegmentHeader returns the header and its length in bytes.
 func parseSegmentHeader(b []byte) (SegmentHeader, int, error) {
 	var h SegmentHeader
-	const fixed = len(segmentMagic) + 1 + 8 + 8
+	fixed := len(segmentMagic) + 1 + 8 + 8
 	if len(b) < fixed+1 {
 		return h, 0, fmt.Errorf("cannot read segment header: %w: truncated", ErrCorruptSegment)
 	}
 	if string(b[:4]) != segmentMagic {
 		return h, 0, fmt.Errorf("cannot read segment header: %w: bad magic", ErrCorruptSegment)
 	}
-	if b[4] != segmentVersion {
+	switch b[4] {
+	case segmentVersion1:
+	case segmentVersion2:
+		fixed += 8
+		if len(b) < fixed+1 {
+			return h, 0, fmt.Errorf("cannot read segment header: %w: truncated", ErrCorruptSegment)
+		}
+		if binary.BigEndian.Uint64(b[21:]) == 0 {
+			return h, 0, fmt.Errorf("cannot read segment header: %w: zero incarnation", ErrCorruptSegment)
+		}
+	default:
 		return h, 0, fmt.Errorf("cannot read segment header: %w: unknown version %d", ErrCorruptSegment, b[4])
 	}
 	n, w := binary.Uvarint(b[fixed:])
@@ -83,6 +110,9 @@ func parseSegmentHeader(b []byte) (SegmentHeader, int, error) {
 	h.Version = b[4]
 	h.Seq = binary.BigEndian.Uint64(b[5:])
 	h.Created = time.UnixMilli(int64(binary.BigEndian.Uint64(b[13:]))).UTC()
+	if h.Version == segmentVersion2 {
+		h.Incarnation = binary.BigEndian.Uint64(b[21:])
+	}
 	h.NodeID = string(b[fixed+w : end])
 	return h, end + 4, nil
 }
@@ -177,6 +207,28 @@ func verifySealed(b []byte) (SegmentHeader, int, error) {
 	return h, records, nil
 }
 
+// checkSegment verifies a whole sealed segment the way ReadSegment does
+// (header, framing, every CRC, every payload's decoding, the footer)
+// without delivering anything or allocating per record. It returns the
+// header, the offset of the first record and the record count.
+func checkSegment(b []byte) (SegmentHeader, int, int, error) {
+	h, records, err := verifySealed(b)
+	if err != nil {
+		return h, 0, records, err
+	}
+	_, start, _ := parseSegmentHeader(b)
+	var ev Event
+	off := start
+	for i := range records {
+		payload, size, _ := nextRecord(b[off:])
+		if err := decodeEvent(payload, &ev, true); err != nil {
+			return h, start, records, fmt.Errorf("cannot read segment %d of %q: %w: record %d: %w", h.Seq, h.NodeID, ErrCorruptSegment, i, err)
+		}
+		off += size
+	}
+	return h, start, records, nil
+}
+
 // ReadSegment verifies a whole sealed segment and then calls fn for each
 // event in order. The header, every record's framing and CRC, every
 // payload's decoding and the footer (which also catches a segment cut
@@ -188,22 +240,12 @@ func verifySealed(b []byte) (SegmentHeader, int, error) {
 // strings in it are freshly allocated and may be kept, the Event and its
 // Props slice may not.
 func ReadSegment(b []byte, fn func(ev *Event) error) (SegmentHeader, error) {
-	h, records, err := verifySealed(b)
+	h, start, records, err := checkSegment(b)
 	if err != nil {
 		return h, err
 	}
-	_, start, _ := parseSegmentHeader(b)
 	var ev Event
-	// Decode-check every payload before delivering any, allocating nothing.
 	off := start
-	for i := range records {
-		payload, size, _ := nextRecord(b[off:])
-		if err := decodeEvent(payload, &ev, true); err != nil {
-			return h, fmt.Errorf("cannot read segment %d of %q: %w: record %d: %w", h.Seq, h.NodeID, ErrCorruptSegment, i, err)
-		}
-		off += size
-	}
-	off = start
 	for range records {
 		payload, size, _ := nextRecord(b[off:])
 		if err := decodeEvent(payload, &ev, false); err != nil {

@@ -58,6 +58,7 @@ type segmentWriter struct {
 
 	nextSeq  uint64 // next sequence number to hand out
 	reserved uint64 // next-seq on disk: every seq below it may have been used
+	inc      *incarnation
 
 	f       *os.File
 	seq     uint64
@@ -123,7 +124,7 @@ func (w *segmentWriter) openSegment() error {
 	w.nextSeq++
 	w.f, w.seq, w.created, w.records = f, seq, w.now(), 0
 	w.written, w.writtenRecords = 0, 0
-	w.buf = appendSegmentHeader(w.buf[:0], w.nodeID, seq, w.created)
+	w.buf = appendSegmentHeader(w.buf[:0], w.nodeID, w.inc.load(), seq, w.created)
 	w.size = int64(len(w.buf))
 	w.pending.Add(w.size)
 	return nil
@@ -368,7 +369,8 @@ func (w *segmentWriter) recoverDir() error {
 		w.nextSeq = maxSeq + 1
 	}
 	w.reserved = reserved
-	return nil
+	w.inc, err = openIncarnation(w.dir, w.log)
+	return err
 }
 
 // recoverOpen applies the torn-tail rule to one <seq>.open file.

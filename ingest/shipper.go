@@ -21,6 +21,10 @@ const (
 	maxSegmentsPerBatch = 256
 	shipBaseBackoff     = 250 * time.Millisecond
 	maxAckBytes         = 1 << 20
+	// unlistedRetry is how long a segment the aggregator answered for
+	// neither way first waits before it is sent again; it doubles for
+	// each further such answer, up to ShipMaxBackoff.
+	unlistedRetry = time.Second
 )
 
 // shipper moves sealed segments to the aggregator, oldest first, and
@@ -33,8 +37,36 @@ type shipper struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	enc    *zstd.Encoder
+	m      shipMetrics
+	state  shipState
 
 	oldestSeq uint64 // seq whose created time is in p.oldestSealedMs
+	// deferred holds segments answers left unacknowledged: when each may
+	// be sent again and how often it was left out. reidentified holds the
+	// segments rewritten after a conflict. Both are used by the shipper
+	// goroutine only.
+	deferred     map[uint64]deferral
+	reidentified map[uint64]bool
+}
+
+// deferral is a segment waiting to be sent again.
+type deferral struct {
+	until time.Time
+	times int
+}
+
+// deferSeg holds a segment back: a second, doubling per time, up to ShipMaxBackoff.
+// It returns the wait.
+func (s *shipper) deferSeg(seq uint64, now time.Time) time.Duration {
+	d := s.deferred[seq]
+	d.times++
+	wait := s.p.cfg.ShipMaxBackoff
+	if d.times < 30 {
+		wait = min(unlistedRetry<<(d.times-1), wait)
+	}
+	d.until = now.Add(wait)
+	s.deferred[seq] = d
+	return wait
 }
 
 func newShipper(p *Pipeline) *shipper {
@@ -44,8 +76,10 @@ func newShipper(p *Pipeline) *shipper {
 	if p.cfg.AggregatorURL != "" {
 		url = strings.TrimRight(p.cfg.AggregatorURL, "/") + ShipPath
 	}
-	return &shipper{p: p, url: url, wakeCh: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
-		done: make(chan struct{}), enc: enc}
+	s := &shipper{p: p, url: url, wakeCh: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), enc: enc, deferred: map[uint64]deferral{}, reidentified: map[uint64]bool{}}
+	s.m = newShipMetrics(p.cfg.Metrics, s)
+	return s
 }
 
 func (s *shipper) start() { go s.run() }
@@ -86,7 +120,7 @@ func (s *shipper) run() {
 			failures = 0
 		default:
 			failures = 0
-			t := time.NewTimer(poll)
+			t := time.NewTimer(s.nextDue(poll))
 			select {
 			case <-s.ctx.Done():
 				t.Stop()
@@ -127,14 +161,20 @@ type sealedSegment struct {
 	size int64
 }
 
-// listSealed returns the sealed segments, oldest first.
+// listSealed returns the sealed segments, oldest first, and takes stock of
+// the .bad ones for ShipStatus.
 func (s *shipper) listSealed() ([]sealedSegment, error) {
 	entries, err := os.ReadDir(s.p.cfg.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list segment folder: %w", err)
 	}
 	var out []sealedSegment
+	var bad badStock
 	for _, e := range entries { // ReadDir sorts by name; fixed-width hex sorts by seq
+		if _, ok := parseSegmentName(e.Name(), badSuffix); ok {
+			bad.add(e)
+			continue
+		}
 		seq, ok := parseSegmentName(e.Name(), sealedSuffix)
 		if !ok {
 			continue
@@ -145,24 +185,33 @@ func (s *shipper) listSealed() ([]sealedSegment, error) {
 		}
 		out = append(out, sealedSegment{seq: seq, path: filepath.Join(s.p.cfg.Dir, e.Name()), size: info.Size()})
 	}
+	s.state.setBad(bad)
 	return out, nil
 }
 
-// round ships one batch. It reports whether more sealed segments wait.
+// round ships one batch of the segments that are due, oldest first. It
+// reports whether more are due right away. An error means the request
+// itself failed (the caller backs off); a 200 answer is never an error,
+// whatever it acknowledged.
 func (s *shipper) round() (more bool, err error) {
 	segs, err := s.listSealed()
 	if err != nil {
 		return false, err
 	}
 	s.noteOldest(segs)
+	s.forgetDeferred(segs)
 	if s.url == "" || len(segs) == 0 {
 		return false, nil
 	}
+	now := time.Now()
 	var batch []BatchSegment
 	var files []sealedSegment
 	var records []int
 	var raw int64
 	for _, sg := range segs {
+		if d, ok := s.deferred[sg.seq]; ok && now.Before(d.until) {
+			continue
+		}
 		if len(batch) > 0 && (raw+sg.size > s.p.cfg.ShipBatchMaxBytes || len(batch) >= maxSegmentsPerBatch) {
 			more = true
 			break
@@ -171,15 +220,18 @@ func (s *shipper) round() (more bool, err error) {
 		if err != nil {
 			return false, fmt.Errorf("cannot read segment %d: %w", sg.seq, err)
 		}
-		h, n, damage := verifySealed(data)
+		// The whole check the aggregator runs (every record decoded), so a
+		// segment that can never be stored is set aside here, not sent.
+		h, _, n, damage := checkSegment(data)
 		if damage == nil && (h.Seq != sg.seq || h.NodeID != s.p.cfg.NodeID) {
 			damage = fmt.Errorf("%w: header names %q/%d", ErrCorruptSegment, h.NodeID, h.Seq)
 		}
 		if damage != nil {
-			s.quarantine(sg, damage)
+			s.p.m.corruptSegments.Inc()
+			s.quarantine(sg, "damaged sealed segment set aside, not shipped", damage)
 			continue
 		}
-		batch = append(batch, BatchSegment{Ref: SegmentRef{Node: h.NodeID, Seq: h.Seq}, Data: data})
+		batch = append(batch, BatchSegment{Ref: h.Ref(), Data: data})
 		files = append(files, sg)
 		records = append(records, n)
 		raw += sg.size
@@ -187,28 +239,126 @@ func (s *shipper) round() (more bool, err error) {
 	if len(batch) == 0 {
 		return more, nil
 	}
-	acked, err := s.post(batch)
+	ack, err := s.post(batch)
 	if err != nil {
+		s.state.failed(err)
 		return more, err
 	}
-	missing := 0
-	for i, b := range batch {
-		if !acked[b.Ref] {
-			missing++
-			continue
-		}
-		if err := os.Remove(files[i].path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return more, fmt.Errorf("cannot delete shipped segment %d: %w", b.Ref.Seq, err)
-		}
-		s.p.pendingBytes.Add(-files[i].size)
-		s.p.m.shippedSegments.Inc()
-		s.p.m.shippedEvents.Add(records[i])
-		s.p.m.shippedBytes.Add(int(files[i].size))
+	s.state.shipped()
+	acked := make(map[SegmentRef]bool, len(ack.Acked))
+	for _, r := range ack.Acked {
+		acked[r] = true
 	}
-	if missing > 0 {
-		return more, fmt.Errorf("aggregator acknowledged %d of %d segments", len(batch)-missing, len(batch))
+	rejected := make(map[SegmentRef]string, len(ack.Rejected))
+	for _, r := range ack.Rejected {
+		rejected[r.SegmentRef] = r.Reason
+	}
+	unlisted := 0
+	var wait time.Duration
+	for i, b := range batch {
+		sg := files[i]
+		switch reason := rejected[b.Ref]; {
+		case acked[b.Ref]:
+			if err := os.Remove(sg.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return more, fmt.Errorf("cannot delete shipped segment %d: %w", b.Ref.Seq, err)
+			}
+			delete(s.deferred, sg.seq)
+			delete(s.reidentified, sg.seq)
+			s.p.pendingBytes.Add(-sg.size)
+			s.p.m.shippedSegments.Inc()
+			s.p.m.shippedEvents.Add(records[i])
+			s.p.m.shippedBytes.Add(int(sg.size))
+		case reason == RejectMalformed:
+			s.m.rejected[RejectMalformed].Inc()
+			s.quarantine(sg, "aggregator refused segment as malformed; set aside, not shipped again", errors.New(reason))
+		case reason == RejectConflict && s.reidentified[sg.seq]:
+			// Already rewritten under a fresh incarnation nobody else can
+			// have used: a second conflict is the aggregator's fault.
+			// Rotating again would only repeat it.
+			s.m.rejected[RejectConflict].Inc()
+			wait = s.deferSeg(sg.seq, now)
+			s.p.log.Error("aggregator reports a conflict for a segment already given a fresh incarnation; will send it again",
+				"seq", b.Ref.Seq, "incarnation", b.Ref.Inc, "retry_in", wait)
+		case reason == RejectConflict:
+			s.m.rejected[RejectConflict].Inc()
+			if err := s.reidentify(sg, b); err != nil {
+				return more, err
+			}
+			s.reidentified[sg.seq] = true
+			more = true
+		default:
+			// Neither stored nor refused (the aggregator could not take
+			// it this time, or an unknown reason): try it again later,
+			// and go on with the rest of the backlog meanwhile.
+			unlisted++
+			wait = max(wait, s.deferSeg(sg.seq, now))
+		}
+	}
+	if unlisted > 0 {
+		s.p.log.Warn("aggregator left segments unacknowledged; will send them again",
+			"unacknowledged", unlisted, "sent", len(batch), "retry_in", wait)
 	}
 	return more, nil
+}
+
+// reidentify answers a conflict: the aggregator holds other content under
+// this segment's identity, which happens when a VM snapshot restore or a
+// clone brought back an old incarnation together with an old next-seq.
+// The folder moves to a new incarnation (if the conflict is about the
+// current one) and the segment is rewritten under it, records unchanged;
+// it ships in the next round under its new, unused identity.
+func (s *shipper) reidentify(sg sealedSegment, b BatchSegment) error {
+	inc := s.p.seg.inc
+	cur := inc.load()
+	if b.Ref.Inc == cur {
+		next, err := inc.rotate(cur)
+		if err != nil {
+			return err
+		}
+		s.m.rotations.Inc()
+		s.p.log.Warn("aggregator holds different content under this segment folder's identities (restored snapshot or clone?); starting a new incarnation",
+			"seq", b.Ref.Seq, "old_incarnation", cur, "incarnation", next)
+		cur = next
+	}
+	size, err := reidentify(sg.path, b.Data, cur)
+	if err != nil {
+		return err
+	}
+	s.p.pendingBytes.Add(size - sg.size)
+	delete(s.deferred, sg.seq)
+	s.p.log.Info("segment re-identified after a conflict", "seq", b.Ref.Seq, "old_incarnation", b.Ref.Inc, "incarnation", cur)
+	return nil
+}
+
+// forgetDeferred drops what it remembers of segments no longer on disk.
+func (s *shipper) forgetDeferred(segs []sealedSegment) {
+	if len(s.deferred) == 0 && len(s.reidentified) == 0 {
+		return
+	}
+	on := make(map[uint64]bool, len(segs))
+	for _, sg := range segs {
+		on[sg.seq] = true
+	}
+	for seq := range s.deferred {
+		if !on[seq] {
+			delete(s.deferred, seq)
+		}
+	}
+	for seq := range s.reidentified {
+		if !on[seq] {
+			delete(s.reidentified, seq)
+		}
+	}
+}
+
+// nextDue is how long until the first deferred segment is due again, or
+// ceiling if that is later (or nothing is deferred).
+func (s *shipper) nextDue(ceiling time.Duration) time.Duration {
+	now := time.Now()
+	for _, d := range s.deferred {
+		ceiling = min(ceiling, max(d.until.Sub(now), time.Millisecond))
+	}
+	return ceiling
 }
 
 // noteOldest keeps the oldest-pending gauge current.
@@ -226,7 +376,7 @@ func (s *shipper) noteOldest(segs []sealedSegment) {
 		return
 	}
 	defer f.Close()
-	buf := make([]byte, 32+maxNodeIDLen)
+	buf := make([]byte, maxHeaderLen)
 	n, _ := io.ReadFull(f, buf)
 	if h, _, err := parseSegmentHeader(buf[:n]); err == nil {
 		s.p.oldestSealedMs.Store(h.Created.UnixMilli())
@@ -234,25 +384,30 @@ func (s *shipper) noteOldest(segs []sealedSegment) {
 	}
 }
 
-// quarantine renames a damaged sealed segment to <seq>.bad: it is never
-// shipped, and an operator can inspect it.
-func (s *shipper) quarantine(sg sealedSegment, damage error) {
-	s.p.m.corruptSegments.Inc()
-	s.p.log.Error("damaged sealed segment set aside, not shipped", "seq", sg.seq, "err", damage)
+// quarantine renames a sealed segment that must never ship to <seq>.bad,
+// where an operator can inspect it; it no longer counts as pending.
+func (s *shipper) quarantine(sg sealedSegment, msg string, why error) {
+	s.p.log.Error(msg, "seq", sg.seq, "err", why)
 	bad := filepath.Join(s.p.cfg.Dir, segmentName(sg.seq, badSuffix))
-	if err := os.Rename(sg.path, bad); err == nil {
-		s.p.pendingBytes.Add(-sg.size)
+	if err := os.Rename(sg.path, bad); err != nil {
+		s.p.log.Error("cannot set segment aside", "seq", sg.seq, "err", err)
+		return
+	}
+	s.p.pendingBytes.Add(-sg.size)
+	delete(s.deferred, sg.seq)
+	if info, err := os.Stat(bad); err == nil {
+		s.state.addBad(filepath.Base(bad), info.ModTime())
 	}
 }
 
-// post sends one batch and returns the set of acknowledged segments.
-func (s *shipper) post(batch []BatchSegment) (map[SegmentRef]bool, error) {
+// post sends one batch and returns the aggregator's answer.
+func (s *shipper) post(batch []BatchSegment) (ShipAck, error) {
 	body := s.enc.EncodeAll(AppendBatch(nil, batch), nil)
 	ctx, cancel := context.WithTimeout(s.ctx, 60*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("cannot build ship request: %w", err)
+		return ShipAck{}, fmt.Errorf("cannot build ship request: %w", err)
 	}
 	req.Header.Set("Content-Type", ShipContentType)
 	req.Header.Set("Content-Encoding", "zstd")
@@ -261,23 +416,19 @@ func (s *shipper) post(batch []BatchSegment) (map[SegmentRef]bool, error) {
 	}
 	resp, err := s.p.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot post segments: %w", err)
+		return ShipAck{}, fmt.Errorf("cannot post segments: %w", err)
 	}
 	defer resp.Body.Close()
 	ackBody, err := io.ReadAll(io.LimitReader(resp.Body, maxAckBytes))
 	if err != nil {
-		return nil, fmt.Errorf("cannot read aggregator answer: %w", err)
+		return ShipAck{}, fmt.Errorf("cannot read aggregator answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("cannot post segments: aggregator answered %s: %.200s", resp.Status, ackBody)
+		return ShipAck{}, fmt.Errorf("cannot post segments: aggregator answered %s: %.200s", resp.Status, ackBody)
 	}
 	var ack ShipAck
 	if err := json.Unmarshal(ackBody, &ack); err != nil {
-		return nil, fmt.Errorf("cannot decode aggregator answer: %w", err)
+		return ShipAck{}, fmt.Errorf("cannot decode aggregator answer: %w", err)
 	}
-	acked := make(map[SegmentRef]bool, len(ack.Acked))
-	for _, r := range ack.Acked {
-		acked[r] = true
-	}
-	return acked, nil
+	return ack, nil
 }

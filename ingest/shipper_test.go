@@ -2,7 +2,8 @@ package ingest
 
 import (
 	"context"
-	"fmt"
+	"crypto/sha256"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,21 +13,37 @@ import (
 )
 
 // fakeAggregator is a real HTTP server on 127.0.0.1:0 that speaks the
-// aggregator side of the shipping protocol, keeping events per segment the
-// way the real one dedups: by (node, seq).
+// aggregator side of the shipping protocol the way the real one does: it
+// keeps events per segment identity, acknowledges a repeat with the same
+// bytes, refuses a repeat with different bytes as "conflict" and a segment
+// that fails ReadSegment as "malformed".
 type fakeAggregator struct {
 	t      *testing.T
 	srv    *httptest.Server
 	mu     sync.Mutex
 	mode   string // "ack", "fail" or "partial" (ack only the first segment)
 	stored map[SegmentRef]int
+	sums   map[SegmentRef][32]byte
 	acked  map[SegmentRef]bool
-	posts  int
-	resent int // segments sent again after they were acknowledged
+	sent   map[uint64]int // times each seq was sent, any incarnation
+	sentAt map[uint64][]time.Time
+	// refuse answers these seqs with a rejection reason; silent leaves
+	// them out of the answer altogether.
+	refuse    map[uint64]string
+	silent    map[uint64]bool
+	posts     int
+	resent    int // segments sent again, same bytes, after they were acknowledged
+	conflicts int
+	// conflicted keeps the records (everything after the header) of each
+	// segment refused as a conflict, by seq.
+	conflicted map[uint64][]byte
+	records    map[SegmentRef][]byte // the same, of every stored segment
 }
 
 func newFakeAggregator(t *testing.T, mode string) *fakeAggregator {
-	a := &fakeAggregator{t: t, mode: mode, stored: map[SegmentRef]int{}, acked: map[SegmentRef]bool{}}
+	a := &fakeAggregator{t: t, mode: mode, stored: map[SegmentRef]int{}, sums: map[SegmentRef][32]byte{},
+		acked: map[SegmentRef]bool{}, sent: map[uint64]int{}, sentAt: map[uint64][]time.Time{}, refuse: map[uint64]string{}, silent: map[uint64]bool{},
+		conflicted: map[uint64][]byte{}, records: map[SegmentRef][]byte{}}
 	a.srv = httptest.NewServer(http.HandlerFunc(a.handle))
 	t.Cleanup(a.srv.Close)
 	return a
@@ -36,6 +53,12 @@ func (a *fakeAggregator) setMode(m string) {
 	a.mu.Lock()
 	a.mode = m
 	a.mu.Unlock()
+}
+
+func (a *fakeAggregator) sentCount(seq uint64) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sent[seq]
 }
 
 func (a *fakeAggregator) handle(w http.ResponseWriter, r *http.Request) {
@@ -51,26 +74,43 @@ func (a *fakeAggregator) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "down", http.StatusServiceUnavailable)
 		return
 	}
-	var ack ShipAck
+	ack := ShipAck{Acked: []SegmentRef{}}
+	reject := func(ref SegmentRef, reason string) {
+		ack.Rejected = append(ack.Rejected, SegmentRejection{SegmentRef: ref, Reason: reason})
+	}
 	err := ReadBatch(body, r.Header.Get("Content-Encoding"), 64<<20, func(seg BatchSegment) error {
-		if a.acked[seg.Ref] {
+		a.sent[seg.Ref.Seq]++
+		a.sentAt[seg.Ref.Seq] = append(a.sentAt[seg.Ref.Seq], time.Now())
+		if a.acked[seg.Ref] && a.sums[seg.Ref] == sha256.Sum256(seg.Data) {
 			a.resent++
+		}
+		if reason := a.refuse[seg.Ref.Seq]; reason != "" {
+			reject(seg.Ref, reason)
+			return nil
+		}
+		if a.silent[seg.Ref.Seq] || (a.mode == "partial" && len(ack.Acked) > 0) {
+			return nil
 		}
 		n := 0
 		h, err := ReadSegment(seg.Data, func(*Event) error { n++; return nil })
-		if err != nil {
-			return err
+		if err != nil || h.Ref() != seg.Ref {
+			reject(seg.Ref, RejectMalformed)
+			return nil
 		}
-		if h.NodeID != seg.Ref.Node || h.Seq != seg.Ref.Seq {
-			return fmt.Errorf("header %s/%d does not match frame %+v", h.NodeID, h.Seq, seg.Ref)
-		}
-		if _, dup := a.stored[seg.Ref]; !dup {
+		sum := sha256.Sum256(seg.Data)
+		_, start, _ := parseSegmentHeader(seg.Data)
+		if old, ok := a.sums[seg.Ref]; ok && old != sum {
+			a.conflicts++
+			a.conflicted[seg.Ref.Seq] = append([]byte(nil), seg.Data[start:]...)
+			reject(seg.Ref, RejectConflict)
+			return nil
+		} else if !ok {
+			a.sums[seg.Ref] = sum
 			a.stored[seg.Ref] = n
+			a.records[seg.Ref] = append([]byte(nil), seg.Data[start:]...)
 		}
-		if a.mode == "ack" || len(ack.Acked) == 0 {
-			ack.Acked = append(ack.Acked, seg.Ref)
-			a.acked[seg.Ref] = true
-		}
+		ack.Acked = append(ack.Acked, seg.Ref)
+		a.acked[seg.Ref] = true
 		return nil
 	})
 	if err != nil {
@@ -79,14 +119,7 @@ func (a *fakeAggregator) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"acked":[`)
-	for i, r := range ack.Acked {
-		if i > 0 {
-			fmt.Fprint(w, ",")
-		}
-		fmt.Fprintf(w, `{"node":%q,"seq":%d}`, r.Node, r.Seq)
-	}
-	fmt.Fprint(w, "]}")
+	json.NewEncoder(w).Encode(ack)
 }
 
 func (a *fakeAggregator) events() int {

@@ -9,8 +9,10 @@ import (
 
 // visitorHash is SipHash-2-4, keyed by the daily salt, of
 // (site id or link code, 0, IP as 16 bytes, user agent). SipHash is a
-// keyed PRF built for short inputs: without the salt, which never leaves
-// memory, the hash cannot be reversed by trying all IPv4 addresses. scratch
+// keyed PRF built for short inputs: without the salt, which lives only
+// in memory and the 0600 salt file and is gone once its day is older
+// than yesterday, the hash cannot be reversed by trying all IPv4
+// addresses. scratch
 // is reused to build the message without allocating.
 func visitorHash(salt [16]byte, scope string, ip netip.Addr, ua []byte, scratch []byte) (uint64, []byte) {
 	msg := append(scratch[:0], scope...)

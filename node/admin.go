@@ -110,6 +110,47 @@ type Status struct {
 	StoreBytes   uint64    `json:"store_bytes"`
 	CacheEntries int64     `json:"cache_entries"`
 	Members      int       `json:"members"`
+	Shipping     Shipping  `json:"shipping"`
+}
+
+// Shipping is the analytics shipping part of Status. It never affects
+// readiness; MaxShipLagSeconds is only the warning threshold.
+type Shipping struct {
+	AggregatorURL        string     `json:"aggregator_url"`
+	OldestPendingSeconds float64    `json:"oldest_pending_seconds"`
+	MaxShipLagSeconds    float64    `json:"max_ship_lag_seconds"`
+	PendingBytes         int64      `json:"pending_bytes"`
+	BadSegments          int        `json:"bad_segments"`
+	OldestBad            string     `json:"oldest_bad,omitempty"`
+	OldestBadAt          *time.Time `json:"oldest_bad_at,omitempty"`
+	RejectedMalformed    uint64     `json:"rejected_malformed"`
+	Conflicts            uint64     `json:"conflicts"`
+	LastShipped          *time.Time `json:"last_shipped,omitempty"`
+	LastError            string     `json:"last_error,omitempty"`
+}
+
+func (n *Node) shipping() Shipping {
+	st := n.ingest.ShipStatus()
+	sh := Shipping{
+		AggregatorURL:        n.aggregatorURL(),
+		OldestPendingSeconds: st.OldestPendingAge.Seconds(),
+		MaxShipLagSeconds:    n.cfg.MaxShipLag.Seconds(),
+		PendingBytes:         st.PendingBytes,
+		BadSegments:          st.BadSegments,
+		OldestBad:            st.OldestBad,
+		RejectedMalformed:    st.RejectedMalformed,
+		Conflicts:            st.Conflicts,
+		LastError:            st.LastError,
+	}
+	if !st.OldestBadAt.IsZero() {
+		at := st.OldestBadAt.UTC()
+		sh.OldestBadAt = &at
+	}
+	if !st.LastShipped.IsZero() {
+		at := st.LastShipped.UTC()
+		sh.LastShipped = &at
+	}
+	return sh
 }
 
 func (a *adminServer) status(w http.ResponseWriter, r *http.Request) {
@@ -129,6 +170,7 @@ func (a *adminServer) status(w http.ResponseWriter, r *http.Request) {
 		StoreBytes:   m.DiskSpaceUsage(),
 		CacheEntries: n.edge.Load().CacheEntries(),
 		Members:      len(n.gossip.Members()),
+		Shipping:     n.shipping(),
 	})
 }
 

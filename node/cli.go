@@ -240,10 +240,36 @@ func CmdStatus(args []string) error {
 			{"store bytes", fmt.Sprint(st.StoreBytes)}, {"cache entries", fmt.Sprint(st.CacheEntries)},
 			{"gossip members", fmt.Sprint(st.Members)}, {"uptime", st.Uptime},
 		}
+		rows = append(rows, shippingRows(st.Shipping)...)
 		for _, r := range rows {
 			fmt.Fprintf(w, "%s\t%s\n", r[0], r[1])
 		}
 	})
+}
+
+// shippingRows are the analytics shipping lines of `waymark status`.
+func shippingRows(sh Shipping) [][2]string {
+	lag := (time.Duration(sh.OldestPendingSeconds * float64(time.Second))).Round(time.Second).String()
+	if sh.OldestPendingSeconds > sh.MaxShipLagSeconds {
+		lag += fmt.Sprintf(" (over --max-ship-lag %s)", time.Duration(sh.MaxShipLagSeconds*float64(time.Second)))
+	}
+	agg := sh.AggregatorURL
+	if agg == "" {
+		agg = "none (segments accumulate)"
+	}
+	bad := fmt.Sprint(sh.BadSegments)
+	if sh.BadSegments > 0 && sh.OldestBadAt != nil {
+		bad += fmt.Sprintf(" (oldest %s, %s)", sh.OldestBad, sh.OldestBadAt.Format(time.RFC3339))
+	}
+	rows := [][2]string{
+		{"aggregator", agg}, {"ship lag", lag}, {"pending bytes", fmt.Sprint(sh.PendingBytes)},
+		{"bad segments", bad},
+		{"rejected segments", fmt.Sprintf("malformed %d, conflicts %d", sh.RejectedMalformed, sh.Conflicts)},
+	}
+	if sh.LastError != "" {
+		rows = append(rows, [2]string{"last ship error", sh.LastError})
+	}
+	return rows
 }
 
 // CmdRaftPeers is `waymark raft peers`.

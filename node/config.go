@@ -1,7 +1,9 @@
 package node
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,6 +15,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/waymark/waymark/ingest"
 )
 
 // Role names a job a node can do.
@@ -77,6 +82,28 @@ func (c *Config) HasRole(r Role) bool {
 // ErrBadConfig marks configuration errors, reported before anything starts.
 var ErrBadConfig = errors.New("invalid configuration")
 
+// MaxNameLen bounds --name and --region in bytes: every event carries
+// both, and the aggregator refuses an event with a longer one.
+const MaxNameLen = ingest.MaxShortLen
+
+// defaultNodeName is the node name when --name is not given: the host
+// name, or for a host name over MaxNameLen (a long FQDN) its start and a
+// short hash of the whole, so two long names that share a start still
+// differ. Host names that fit are used unchanged, so upgrading never
+// renames a node.
+func defaultNodeName(host string) string {
+	if len(host) <= MaxNameLen {
+		return host
+	}
+	sum := sha256.Sum256([]byte(host))
+	suffix := "-" + hex.EncodeToString(sum[:4])
+	head := host[:MaxNameLen-len(suffix)]
+	for len(head) > 0 && !utf8.ValidString(head) {
+		head = head[:len(head)-1]
+	}
+	return strings.TrimRight(head, ".-") + suffix
+}
+
 // ParseFlags reads `waymark node` flags, falling back to WAYMARK_<FLAG>
 // environment variables (dashes as underscores) for flags not given, then
 // to a --config file.
@@ -120,7 +147,7 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.Float64Var(&c.IngestSiteRate, "ingest-site-rate", 1000, "events per second one site may send to /api/event (burst 2x)")
 	fs.Float64Var(&c.IngestIPRate, "ingest-ip-rate", 100, "events per second one client address may send to /api/event (burst 10x)")
 	fs.Int64Var(&c.IngestMaxBytes, "ingest-max-pending-bytes", 1<<30, "byte cap on event segments not yet shipped; past it new events are dropped and counted")
-	fs.DurationVar(&c.MaxShipLag, "max-ship-lag", time.Hour, "/readyz fails when the oldest unshipped event is older than this")
+	fs.DurationVar(&c.MaxShipLag, "max-ship-lag", time.Hour, "ship lag past this shows as a warning in /readyz/detail and `waymark status` (readiness does not depend on it)")
 	fs.DurationVar(&c.Retention, "retention", 90*24*time.Hour, "aggregator: raw events older than this are dropped, by whole days")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -222,10 +249,16 @@ func (c *Config) Validate() error {
 		if err != nil || host == "" {
 			host = "waymark"
 		}
-		c.Name = host
+		c.Name = defaultNodeName(host)
+	}
+	if len(c.Name) > MaxNameLen {
+		return fmt.Errorf("%w: --name %q is %d bytes; at most %d (every event carries it, and the aggregator refuses longer)", ErrBadConfig, c.Name, len(c.Name), MaxNameLen)
 	}
 	if c.Region == "" {
 		return fmt.Errorf("%w: --region must not be empty", ErrBadConfig)
+	}
+	if len(c.Region) > MaxNameLen {
+		return fmt.Errorf("%w: --region %q is %d bytes; at most %d (every event carries it, and the aggregator refuses longer)", ErrBadConfig, c.Region, len(c.Region), MaxNameLen)
 	}
 	if c.DataDir == "" {
 		return fmt.Errorf("%w: --data-dir must not be empty", ErrBadConfig)

@@ -2,7 +2,9 @@ package node
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseFlagsDevDefaults(t *testing.T) {
@@ -53,5 +55,41 @@ func TestParseFlagsErrors(t *testing.T) {
 		if !errors.Is(err, ErrBadConfig) {
 			t.Errorf("ParseFlags(%v): got %v; want ErrBadConfig", args, err)
 		}
+	}
+}
+
+// Node names and regions travel in every event; one over the limit made
+// every segment undecodable at the aggregator.
+func TestNameAndRegionLength(t *testing.T) {
+	long := strings.Repeat("n", MaxNameLen+1)
+	for _, args := range [][]string{{"--name", long}, {"--region", long}} {
+		_, _, err := ParseFlags(append([]string{"--dev", "--data-dir", t.TempDir()}, args...))
+		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "at most 64") {
+			t.Errorf("ParseFlags(%s of %d bytes): got %v; want ErrBadConfig saying at most 64", args[0], len(long), err)
+		}
+	}
+	if _, _, err := ParseFlags([]string{"--dev", "--data-dir", t.TempDir(), "--name", long[:MaxNameLen], "--region", long[:MaxNameLen]}); err != nil {
+		t.Errorf("64-byte name and region: %v; want accepted", err)
+	}
+}
+
+func TestDefaultNodeName(t *testing.T) {
+	if got := defaultNodeName("edge-1.eu-west-1.compute.internal"); got != "edge-1.eu-west-1.compute.internal" {
+		t.Errorf("a host name that fits must be used as is: got %q", got)
+	}
+	a := "ip-10-0-0-1.a-rather-long-availability-zone-name.eu-west-1.compute.internal"
+	b := "ip-10-0-0-1.a-rather-long-availability-zone-name.eu-west-1.compute.internal.example"
+	na, nb := defaultNodeName(a), defaultNodeName(b)
+	if len(na) > MaxNameLen || len(nb) > MaxNameLen {
+		t.Fatalf("names %q (%d), %q (%d); want at most %d bytes", na, len(na), nb, len(nb), MaxNameLen)
+	}
+	if na == nb || !strings.HasPrefix(na, "ip-10-0-0-1.a-rather-long") {
+		t.Errorf("long names %q and %q: want distinct names that start like the host name", na, nb)
+	}
+	if defaultNodeName(a) != na {
+		t.Errorf("default name is not stable")
+	}
+	if n := defaultNodeName(strings.Repeat("é", 40)); len(n) > MaxNameLen || !utf8.ValidString(n) {
+		t.Errorf("multi-byte host name: got %q (%d bytes); want valid UTF-8 within the limit", n, len(n))
 	}
 }

@@ -1,12 +1,12 @@
 package node
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"sort"
 	"strconv"
@@ -62,15 +62,15 @@ type GossipConfig struct {
 	Events    chan<- MemberEvent // non-blocking sends; the periodic reconcile catches drops
 	// Salts is the daily visitor-hash salt store. Gossip's push/pull state
 	// carries it, so every node hashes a visitor the same way and the salt
-	// never touches the Raft log or the disk.
+	// never touches the Raft log.
 	Salts SaltShare
 }
 
 // SaltShare is what gossip needs of the salt store (ingest.LocalSalts).
 type SaltShare interface {
-	Salt(day time.Time) [16]byte
+	Ensure(now time.Time) // make today's salt unless waiting for the cluster's; never blocks
 	Known() []ingest.DaySalt
-	Adopt(ingest.DaySalt)
+	Merge(ingest.DaySalt) bool // the vote: the salt made first wins
 }
 
 // Gossip wraps memberlist and remembers every member it has heard of,
@@ -274,36 +274,56 @@ func (g *Gossip) NotifyMsg(b []byte) {
 }
 func (g *Gossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
 
-// LocalState shares this node's salts: day (8 bytes) + salt (16) each.
+// Push/pull state: the salts this node keeps.
+//
+//	version 2: 0x02 | repeated day int64 | created Unix ms int64 | salt (16 bytes)
+//	version 1: repeated day int64 | salt (16 bytes)      (nodes before salt files)
+//
+// A version 2 state is 1+32n bytes, odd, so never a multiple of 24: each
+// version tells itself apart. Version 1 nodes ignore version 2 states.
+const (
+	saltStateVersion = 2
+	saltEntryV2      = 8 + 8 + 16
+	saltEntryV1      = 8 + 16
+)
+
+// LocalState shares this node's salts.
 func (g *Gossip) LocalState(join bool) []byte {
 	if g.cfg.Salts == nil {
 		return nil
 	}
-	g.cfg.Salts.Salt(time.Now()) // make sure today's exists before sharing
-	var out []byte
+	g.cfg.Salts.Ensure(time.Now()) // today's exists before sharing, unless still waiting for the cluster's
+	out := []byte{saltStateVersion}
 	for _, ds := range g.cfg.Salts.Known() {
 		out = binary.BigEndian.AppendUint64(out, uint64(ds.Day))
+		out = binary.BigEndian.AppendUint64(out, uint64(ds.Created))
 		out = append(out, ds.Salt[:]...)
 	}
 	return out
 }
 
-// MergeRemoteState adopts a peer's salt for a day when it sorts before
-// ours, so every node converges on the same salt per day whatever the
-// order of exchanges.
+// MergeRemoteState offers each of a peer's salts to the store's vote: the
+// salt made first wins (ties by value), so every node converges on one
+// salt per day whatever the order of exchanges, and a salt a node made
+// after a restart never replaces the one the cluster has been using.
 func (g *Gossip) MergeRemoteState(buf []byte, join bool) {
-	if g.cfg.Salts == nil || len(buf)%24 != 0 {
+	if g.cfg.Salts == nil {
 		return
 	}
-	local := map[int64][16]byte{}
-	for _, ds := range g.cfg.Salts.Known() {
-		local[ds.Day] = ds.Salt
-	}
-	for ; len(buf) >= 24; buf = buf[24:] {
-		ds := ingest.DaySalt{Day: int64(binary.BigEndian.Uint64(buf))}
-		copy(ds.Salt[:], buf[8:24])
-		if mine, ok := local[ds.Day]; !ok || bytes.Compare(ds.Salt[:], mine[:]) < 0 {
-			g.cfg.Salts.Adopt(ds)
+	switch {
+	case len(buf)%saltEntryV2 == 1 && buf[0] == saltStateVersion:
+		for buf = buf[1:]; len(buf) >= saltEntryV2; buf = buf[saltEntryV2:] {
+			ds := ingest.DaySalt{Day: int64(binary.BigEndian.Uint64(buf)), Created: int64(binary.BigEndian.Uint64(buf[8:]))}
+			copy(ds.Salt[:], buf[16:saltEntryV2])
+			g.cfg.Salts.Merge(ds)
+		}
+	case len(buf)%saltEntryV1 == 0:
+		// An older node does not say when its salt was made: take it only
+		// for a day this node has no salt for.
+		for ; len(buf) >= saltEntryV1; buf = buf[saltEntryV1:] {
+			ds := ingest.DaySalt{Day: int64(binary.BigEndian.Uint64(buf)), Created: math.MaxInt64}
+			copy(ds.Salt[:], buf[8:saltEntryV1])
+			g.cfg.Salts.Merge(ds)
 		}
 	}
 }

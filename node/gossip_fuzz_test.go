@@ -13,25 +13,42 @@ import (
 )
 
 // FuzzMergeRemoteState feeds arbitrary push/pull state to the salt merge:
-// it must never panic, and it may only ever lower a day's salt.
+// it must never panic, and it may only ever replace a day's salt by one
+// made earlier (ties: a lower value).
 func FuzzMergeRemoteState(f *testing.F) {
 	now := time.Now()
 	day := now.UnixMilli() / 86_400_000
-	good := binary.BigEndian.AppendUint64(nil, uint64(day))
-	good = append(good, make([]byte, 16)...)
-	f.Add(good)
+	v1 := binary.BigEndian.AppendUint64(nil, uint64(day))
+	v1 = append(v1, make([]byte, 16)...)
+	f.Add(v1)
+	v2 := binary.BigEndian.AppendUint64([]byte{saltStateVersion}, uint64(day))
+	v2 = binary.BigEndian.AppendUint64(v2, uint64(now.Add(-time.Hour).UnixMilli()))
+	v2 = append(v2, make([]byte, 16)...)
+	f.Add(v2)
 	f.Add([]byte{})
+	f.Add([]byte{saltStateVersion})
 	f.Add([]byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, buf []byte) {
 		salts := ingest.NewLocalSalts(time.Now)
-		before := salts.Salt(now)
+		salts.Salt(now)
+		before := today(salts, day)
 		g := &Gossip{cfg: GossipConfig{Salts: salts}, known: map[string]Member{}, leaving: map[string]bool{}}
 		g.MergeRemoteState(buf, false)
-		after := salts.Salt(now)
-		if string(after[:]) > string(before[:]) {
-			t.Fatalf("merge raised today's salt")
+		after := today(salts, day)
+		if after != before && (after.Created > before.Created ||
+			(after.Created == before.Created && string(after.Salt[:]) > string(before.Salt[:]))) {
+			t.Fatalf("merge replaced today's salt %+v by %+v, made later", before, after)
 		}
 	})
+}
+
+func today(s *ingest.LocalSalts, day int64) ingest.DaySalt {
+	for _, ds := range s.Known() {
+		if ds.Day == day {
+			return ds
+		}
+	}
+	return ingest.DaySalt{}
 }
 
 // FuzzMemberMeta records a member whose gossiped metadata is arbitrary

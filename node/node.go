@@ -158,7 +158,9 @@ func (n *Node) openStore() error {
 func (n *Node) openIngest() error {
 	sites := ingest.NewSites()
 	n.sites = sites
-	n.salts = ingest.NewLocalSalts(time.Now)
+	if err := n.openSalts(); err != nil {
+		return err
+	}
 	all, err := n.store.Sites()
 	if err != nil {
 		return err
@@ -255,23 +257,6 @@ func (n *Node) openEdge(publicURL string) error {
 	return nil
 }
 
-// ready is /readyz: Raft has a leader and the FSM has caught up, and the
-// event shipper is not stuck (an edge that keeps answering 200 while its
-// analytics silently stopped is the failure this catches).
-func (n *Node) ready() (bool, string) {
-	ok, detail := n.raft.Ready()
-	if !ok {
-		return ok, detail
-	}
-	if lag := n.ingest.OldestPendingAge(); lag > n.cfg.MaxShipLag {
-		return false, fmt.Sprintf("events not shipped for %s (limit %s)", lag.Round(time.Second), n.cfg.MaxShipLag)
-	}
-	if st := n.raft.Stats(); !st.LastContact.IsZero() {
-		return true, fmt.Sprintf("%s; last contact with leader %s ago", detail, time.Since(st.LastContact).Round(time.Millisecond))
-	}
-	return true, detail
-}
-
 func (n *Node) writeMetrics(w io.Writer) {
 	n.metrics.WritePrometheus(w)
 	metrics.WriteProcessMetrics(w)
@@ -305,6 +290,9 @@ func (n *Node) Close(ctx context.Context) error {
 	} else if n.httpLn != nil {
 		n.httpLn.Close()
 	}
+	if n.salts != nil {
+		n.salts.Release() // a writer waiting for the cluster's salt goes on
+	}
 	if n.ingest != nil {
 		step("ingest", func() error { return n.ingest.Close(ctx) })
 	}
@@ -333,6 +321,7 @@ func (n *Node) publicRoutes() map[string]fasthttp.RequestHandler {
 	routes["/api/event"] = n.ingest.EventHandler()
 	routes["/api/v2/query"] = n.statsHandler()
 	routes["/dashboard"] = rollup.DashboardHandler()
+	routes["/readyz/detail"] = n.serveHealthDetail
 	if n.agg != nil {
 		routes[ingest.ShipPath] = n.agg.SegmentsHandler()
 	}
@@ -358,8 +347,9 @@ func (n *Node) clusterKey() ([]byte, error) {
 	return key, nil
 }
 
-// openGossip joins memberlist, then starts the leader's reconciler and,
-// for a fresh cluster, the --bootstrap-expect wait.
+// openGossip joins memberlist, then starts the leader's reconciler, the
+// midnight salt pruning and, for a fresh cluster, the --bootstrap-expect
+// wait.
 func (n *Node) openGossip(ctx context.Context, clusterKey []byte) error {
 	events := make(chan MemberEvent, 256)
 	g, err := StartGossip(GossipConfig{
@@ -382,6 +372,7 @@ func (n *Node) openGossip(ctx context.Context, clusterKey []byte) error {
 		n.retryJoin(ctx, g)
 	}
 	n.startReconciler(ctx, events)
+	n.pruneSaltsAtMidnight(ctx)
 	if n.cfg.BootstrapExpect > 0 {
 		n.bootstrapWhenExpected(ctx)
 	}

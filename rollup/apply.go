@@ -47,15 +47,10 @@ func verifySegment(raw []byte, seg *verifiedSegment) error {
 		seg.payloads = seg.payloads[:0]
 		return err
 	}
-	seg.ref = refOf(h)
+	seg.ref = h.Ref()
 	seg.size = len(raw)
 	seg.crc = crc32.Checksum(raw, castagnoli)
 	return nil
-}
-
-// refOf is the identity a segment header names.
-func refOf(h ingest.SegmentHeader) ingest.SegmentRef {
-	return ingest.SegmentRef{Node: h.NodeID, Seq: h.Seq}
 }
 
 // segmentRecord is what the S table keeps of an applied segment: enough to
@@ -94,7 +89,7 @@ type applyResult struct {
 	expired, future              int // events dropped for their time
 	late                         int // events older than the late window
 	acked                        []ingest.SegmentRef
-	rejected                     []ingest.RejectedSegment
+	rejected                     []ingest.SegmentRejection
 }
 
 // counterKey names one exact counter of one day.
@@ -254,7 +249,7 @@ func (a *Aggregator) classify(segs []*verifiedSegment, nowMS int64, res *applyRe
 			res.acked = append(res.acked, seg.ref)
 		default:
 			res.conflict++
-			res.rejected = append(res.rejected, ingest.RejectedSegment{SegmentRef: seg.ref, Reason: ingest.RejectConflict})
+			res.rejected = append(res.rejected, ingest.SegmentRejection{SegmentRef: seg.ref, Reason: ingest.RejectConflict})
 			a.log.Error("refused a segment whose identity was already used for other bytes (a restored or cloned data folder?)",
 				"node", seg.ref.Node, "inc", seg.ref.Inc, "seq", seg.ref.Seq, "bytes", seg.size)
 		}

@@ -79,7 +79,7 @@ func (a *Aggregator) handleSegments(ctx *fasthttp.RequestCtx) {
 
 	scratch := scratchPool.Get().(*receiveScratch)
 	defer scratch.release()
-	var rejected []ingest.RejectedSegment
+	var rejected []ingest.SegmentRejection
 	err := ingest.ReadBatch(body, string(ctx.Request.Header.ContentEncoding()), a.cfg.MaxBatchBytes, func(bs ingest.BatchSegment) error {
 		a.m.segmentsReceived.Inc()
 		seg := scratch.next()
@@ -89,7 +89,7 @@ func (a *Aggregator) handleSegments(ctx *fasthttp.RequestCtx) {
 		}
 		if err != nil {
 			scratch.drop()
-			rejected = append(rejected, ingest.RejectedSegment{SegmentRef: bs.Ref, Reason: ingest.RejectMalformed})
+			rejected = append(rejected, ingest.SegmentRejection{SegmentRef: bs.Ref, Reason: ingest.RejectMalformed})
 			a.m.segmentsRejected.Inc()
 			a.log.Warn("rejected damaged segment", "node", bs.Ref.Node, "seq", bs.Ref.Seq, "bytes", len(bs.Data), "err", err)
 		}

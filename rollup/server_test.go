@@ -71,7 +71,7 @@ func encodeBatch(t testing.TB, bs []ingest.BatchSegment) []byte {
 type postResult struct {
 	status   int
 	acked    []ingest.SegmentRef
-	rejected []ingest.RejectedSegment
+	rejected []ingest.SegmentRejection
 }
 
 // post sends a batch body with a token ("" sends no Authorization).
