@@ -240,21 +240,5 @@ func checkSegment(b []byte) (SegmentHeader, int, int, error) {
 // strings in it are freshly allocated and may be kept, the Event and its
 // Props slice may not.
 func ReadSegment(b []byte, fn func(ev *Event) error) (SegmentHeader, error) {
-	h, start, records, err := checkSegment(b)
-	if err != nil {
-		return h, err
-	}
-	var ev Event
-	off := start
-	for range records {
-		payload, size, _ := nextRecord(b[off:])
-		if err := decodeEvent(payload, &ev, false); err != nil {
-			return h, fmt.Errorf("cannot read segment %d of %q: %w: %w", h.Seq, h.NodeID, ErrCorruptSegment, err)
-		}
-		if err := fn(&ev); err != nil {
-			return h, err
-		}
-		off += size
-	}
-	return h, nil
+	return ReadSegmentRecords(b, func(_ []byte, ev *Event) error { return fn(ev) })
 }
