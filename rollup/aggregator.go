@@ -53,9 +53,9 @@ type Aggregator struct {
 	// mu makes apply, retention and rebuild the only writer, one at a
 	// time: the visitor table and the day mirror change only under it.
 	// Reads do not take it.
-	mu        sync.Mutex
-	visitors  *visitorTable
-	days      map[day]dayStat // mirror of the Y table
+	mu       sync.Mutex
+	visitors *visitorTable
+	days     map[day]dayStat // mirror of the Y table
 	// gens counts, per day, the batches that stored events of it, so a
 	// rebuild computed outside the lock can tell whether it is stale.
 	gens map[day]uint64
@@ -63,8 +63,8 @@ type Aggregator struct {
 	scrubbed uint32
 	// sealed is the first month whose month rows are not written yet
 	// (seal.go); queries read it, so it is atomic.
-	sealed atomic.Uint32
-	diskCheck time.Time       // when diskBytes was last refreshed
+	sealed    atomic.Uint32
+	diskCheck time.Time // when diskBytes was last refreshed
 
 	// sketches caches decoded visitor sets of finished buckets for
 	// queries; apply drops what it changes.

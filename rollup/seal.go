@@ -98,4 +98,3 @@ func (a *Aggregator) sealMonth(m uint32) error {
 
 // monthSealed reports whether month m's rows exist.
 func (a *Aggregator) monthSealed(m uint32) bool { return m < a.sealed.Load() }
-
