@@ -241,11 +241,39 @@ func (f *folder) joinVisit(ent uint32, ev *ingest.Event) (*run, error) {
 		ps.link(ev.VisitorHash, t)
 	}
 	merged.alive = max(merged.alive, t)
+	merged.returning = hasEarlierVisit(target, merged.start)
 	f.change(ent, joined, &merged)
+	f.markReturning(ent, target, merged.start)
 	i := insertRun(target, merged)
 	target.lastMS = max(target.lastMS, merged.alive)
 	target.dirty = true
 	return &target.runs[i], nil
+}
+
+// hasEarlierVisit reports whether st holds a visit that started before t.
+func hasEarlierVisit(st *visitorState, t int64) bool {
+	for i := range st.runs {
+		if r := &st.runs[i]; !r.isLink() && r.counted() && r.start < t {
+			return true
+		}
+	}
+	return false
+}
+
+// markReturning makes every visit of st that started after t returning:
+// a visit that arrived out of order before them is earlier.
+func (f *folder) markReturning(ent uint32, st *visitorState, t int64) {
+	for i := range st.runs {
+		r := &st.runs[i]
+		if r.isLink() || r.returning || r.start <= t {
+			continue
+		}
+		old := *r
+		r.returning = true
+		f.change(ent, []run{old}, r)
+		f.visitDimVisitors(ent, r, hourOf(r.end)) // the visitor under its new value
+		st.dirty = true
+	}
 }
 
 // internRun makes the run's strings the source's own copies, so a state

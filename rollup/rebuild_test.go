@@ -123,3 +123,35 @@ func TestLateEventsFolded(t *testing.T) {
 	}
 	check("rebuilt")
 }
+
+// TestNewAndReturningVisits: a visit is "returning" when its visitor had
+// an earlier visit the same day (the same daily hash), whatever order the
+// events arrive in.
+func TestNewAndReturningVisits(t *testing.T) {
+	a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
+	srv := startServer(t, a)
+	at := base.Add(-5 * time.Hour)
+	mk := func(n int, off time.Duration, hash uint64) ingest.Event {
+		ev := pageview("nr", n, "s1", at.Add(off), false)
+		ev.VisitorHash = hash
+		return ev
+	}
+	// Visitor 1: visits at 0 and 2 h (two visits); visitor 2: one visit.
+	// The later visit arrives first.
+	srv.ship(t,
+		segmentBytes("edge-1", 1, mk(1, 2*time.Hour, 1)),
+		segmentBytes("edge-1", 2, mk(2, 0, 1), mk(3, time.Minute, 1)),
+		segmentBytes("edge-1", 3, mk(4, 30*time.Minute, 2)))
+	bd, err := a.SiteBreakdown("s1", "visitor_type", Range{From: at.Add(-time.Hour), To: at.Add(4 * time.Hour)}, 10, nil)
+	if err != nil {
+		t.Fatalf("SiteBreakdown: %v", err)
+	}
+	got := map[string][2]int64{}
+	for _, row := range bd.Results {
+		got[row.Value] = [2]int64{row.Visits, int64(row.Visitors)}
+	}
+	want := map[string][2]int64{visitorNew: {2, 2}, visitorReturning: {1, 1}}
+	if len(got) != 2 || got[visitorNew] != want[visitorNew] || got[visitorReturning] != want[visitorReturning] {
+		t.Errorf("visits, visitors by visitor type: got %v; want %v", got, want)
+	}
+}

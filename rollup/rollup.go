@@ -44,6 +44,9 @@ const (
 	dimUTMContent = 'C'
 	dimSource     = 's'
 	dimChannel    = 'h'
+	// dimVisitorType is "new" or "returning": whether the visit is the
+	// visitor's first of its daily hash.
+	dimVisitorType = 'v'
 	dimPage       = 'p'
 	dimEntryPage  = 'n'
 	dimExitPage   = 'x'

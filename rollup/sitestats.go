@@ -30,7 +30,7 @@ var siteDims = map[string]byte{
 	"utm_source": dimUTMSource, "utm_medium": dimUTMMedium, "utm_campaign": dimUTMCampaign,
 	"utm_term": dimUTMTerm, "utm_content": dimUTMContent,
 	"country": dimCountry, "device": dimDevice, "browser": dimBrowser, "os": dimOS,
-	"event": dimEventName,
+	"event": dimEventName, "channel": dimChannel, "visitor_type": dimVisitorType,
 }
 
 // eventScoped dimensions count events where they happened; the others are

@@ -55,6 +55,9 @@ type run struct {
 	// closed is set once the visit has been idle past the gap and its exit
 	// page has been counted (see closeRun).
 	closed bool
+	// returning is set when the visitor had an earlier visit the same day
+	// (the same daily hash): the seed's new versus returning visitors.
+	returning bool
 
 	// next, when not 0, makes this entry a link rather than a visit: the
 	// visitor continued under hash next after midnight UTC (an event
@@ -180,8 +183,14 @@ func (r *run) visitVec() counters {
 // Visit-scoped dimensions, in the order visitDims lists them.
 var visitDimIDs = [...]byte{
 	dimReferrer, dimSource, dimChannel, dimUTMSource, dimUTMMedium, dimUTMCampaign, dimUTMTerm, dimUTMContent,
-	dimCountry, dimDevice, dimBrowser, dimOS, dimEntryPage, dimExitPage,
+	dimCountry, dimDevice, dimBrowser, dimOS, dimVisitorType, dimEntryPage, dimExitPage,
 }
+
+// Values of dimVisitorType.
+const (
+	visitorNew       = "new"
+	visitorReturning = "returning"
+)
 
 const nVisitDims = len(visitDimIDs)
 
@@ -191,8 +200,12 @@ func (r *run) visitDims() (vals [nVisitDims]string, ok [nVisitDims]bool) {
 	a := &r.attrs
 	src := a.source()
 	ch := sources.Channel(src, sources.UTM{Source: a.utmSource, Medium: a.utmMedium, Campaign: a.utmCampaign}, "")
+	vt := visitorNew
+	if r.returning {
+		vt = visitorReturning
+	}
 	vals = [nVisitDims]string{a.referrer, src, ch, a.utmSource, a.utmMedium, a.utmCampaign,
-		a.utmTerm, a.utmContent, a.country, a.device, a.browser, a.os, r.entry, r.exit}
+		a.utmTerm, a.utmContent, a.country, a.device, a.browser, a.os, vt, r.entry, r.exit}
 	for i := range ok {
 		ok[i] = true
 	}
@@ -234,7 +247,11 @@ func parseVisitKey(k []byte) (d uint32, site string, hash uint64, ok bool) {
 // Visitor state encoding: uvarint count of visits, each visit, then (only
 // when there are any) uvarint count of links, each next uvarint and end
 // varint.
-const runClosed = 1 // flags of a visit
+// Flags of a visit.
+const (
+	runClosed    = 1
+	runReturning = 2
+)
 
 func appendVisitorState(dst []byte, runs []run) []byte {
 	visits := 0
@@ -252,6 +269,9 @@ func appendVisitorState(dst []byte, runs []run) []byte {
 		flags := byte(0)
 		if r.closed {
 			flags |= runClosed
+		}
+		if r.returning {
+			flags |= runReturning
 		}
 		dst = append(dst, flags)
 		dst = binary.AppendVarint(dst, r.start)
@@ -394,6 +414,7 @@ func decodeVisitorState(b []byte, intern func([]byte) string) ([]run, error) {
 		var v run
 		flags := r.byte()
 		v.closed = flags&runClosed != 0
+		v.returning = flags&runReturning != 0
 		v.start = r.varint()
 		r.id(&v.startID)
 		v.end = v.start + r.varint()
@@ -427,7 +448,7 @@ func decodeVisitorState(b []byte, intern func([]byte) string) ([]run, error) {
 			}
 			v.marks = append(v.marks, m)
 		}
-		if flags&^runClosed != 0 {
+		if flags&^(runClosed|runReturning) != 0 {
 			r.bad = true
 		}
 		runs = append(runs, v)
