@@ -59,9 +59,7 @@ func (f *fleet) stop() {
 
 func (f *fleet) onStop(fn func()) { f.stops = append(f.stops, fn) }
 
-// nodeWriteRate lifts the per-key write limit so one API key loads every
-// link quickly; it plays no part in redirects.
-var nodeWriteRate = []string{"--write-rate", "1000000"}
+var nodeWriteRate = harness.NodeWriteRateArgs
 
 // startFleet starts every target of cfg, loads the links into the nodes
 // and maps the same codes in nginx. On error, whatever started is stopped
@@ -298,26 +296,8 @@ func syntheticCodes(n int) []string {
 	return codes
 }
 
-// loadLinks creates the links in n with its dev key and checks a sample
-// redirects to the right place.
 func loadLinks(ctx context.Context, cfg config, n *harness.Node, out io.Writer) ([]string, error) {
-	start := time.Now()
-	codes, err := harness.LoadLinks(ctx, harness.LinkLoadConfig{
-		BaseURL: n.BaseURL, APIKeys: []string{n.APIKey}, Count: cfg.Links, Workers: cfg.LoadWorkers,
-	})
-	if err != nil {
-		return nil, err
-	}
-	took := time.Since(start)
-	fmt.Fprintf(out, "  loaded %d links in %v (%.0f creates/s)\n", len(codes), took.Round(time.Millisecond), float64(len(codes))/took.Seconds())
-	sample := make([]int, 0, 20)
-	for k := range min(20, len(codes)) {
-		sample = append(sample, k*len(codes)/min(20, len(codes)))
-	}
-	if err := harness.CheckRedirects(ctx, n.BaseURL, codes, harness.BenchURL, sample); err != nil {
-		return nil, fmt.Errorf("cannot trust the redirects of %s: %w", n.BaseURL, err)
-	}
-	return codes, nil
+	return harness.LoadNodeLinks(ctx, n, cfg.Links, cfg.LoadWorkers, out)
 }
 
 // checkShipping waits until the separate aggregator holds clicks: the
