@@ -2,9 +2,12 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waymark/waymark/ingest"
 )
 
 func TestRenderClickHouseConfig(t *testing.T) {
@@ -62,6 +65,7 @@ func TestStartClickHouseInsertsAndReadsBack(t *testing.T) {
 	if err := ch.Exec(ctx, "SELECT nosuchcolumn FROM t"); err == nil {
 		t.Error("a bad query succeeded; want the server's error")
 	}
+	checkEventsTable(ctx, t, ch)
 	pid := ch.Pid()
 	t0 := time.Now()
 	if err := ch.Stop(); err != nil {
@@ -70,5 +74,53 @@ func TestStartClickHouseInsertsAndReadsBack(t *testing.T) {
 	t.Logf("stopped in %v", time.Since(t0))
 	if !ProcessGone(pid) {
 		t.Errorf("clickhouse-server %d still exists after Stop", pid)
+	}
+}
+
+// checkEventsTable loads generated events and one with every character
+// TabSeparated escapes into EventsTableDDL's table, and reads them back.
+func checkEventsTable(ctx context.Context, t *testing.T, ch *ClickHouse) {
+	t.Helper()
+	if err := ch.Exec(ctx, EventsTableDDL("events")); err != nil {
+		t.Fatalf("CREATE TABLE events: %v", err)
+	}
+	g, err := NewSpreadGen(spreadTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []byte
+	kinds := map[ingest.Kind]int{}
+	var ev ingest.Event
+	for g.Next(&ev) {
+		rows = AppendEventTSV(rows, &ev)
+		kinds[ev.Kind]++
+	}
+	odd := ingest.Event{
+		Kind: ingest.KindCustom, Time: 1764583200123, ID: [16]byte{15: 9}, SiteID: "odd",
+		Path: "/a\tb\\c\nd'e", Props: []ingest.Prop{{Key: "it's\\", Value: "t\tn\n"}},
+	}
+	rows = AppendEventTSV(rows, &odd)
+	if err := ch.Insert(ctx, EventsInsert("events"), rows); err != nil {
+		t.Fatalf("INSERT events: %v", err)
+	}
+	got, err := ch.Query(ctx, "SELECT kind, count() FROM events WHERE site != 'odd' GROUP BY kind ORDER BY kind")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for _, k := range []ingest.Kind{ingest.KindClick, ingest.KindPageview, ingest.KindEngagement, ingest.KindCustom} {
+		want += fmt.Sprintf("%d\t%d\n", k, kinds[k])
+	}
+	if got != want {
+		t.Errorf("events by kind:\n got %q\nwant %q", got, want)
+	}
+	got, err = ch.Query(ctx, "SELECT hex(path), hex(prop_keys[1]), hex(prop_values[1]), toUInt64(time), ms, toString(id) FROM events WHERE site = 'odd'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = fmt.Sprintf("%X\t%X\t%X\t1764583200\t123\t00000000-0000-0000-0000-000000000009\n",
+		odd.Path, odd.Props[0].Key, odd.Props[0].Value)
+	if got != want {
+		t.Errorf("odd event read back as\n %q\nwant %q", got, want)
 	}
 }
