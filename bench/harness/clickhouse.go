@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,7 +40,7 @@ func FindClickHouse(binary string) (string, error) {
 	if binary == "" {
 		binary = "clickhouse-server"
 	}
-	p, err := exec.LookPath(binary)
+	p, err := lookSbin(binary)
 	if err != nil {
 		return "", fmt.Errorf("cannot find %s: install the clickhouse-server package (Debian)", binary)
 	}

@@ -3,6 +3,9 @@ package harness
 import (
 	"fmt"
 	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
 )
 
 // FreeLoopbackPort asks the kernel for a free TCP port on 127.0.0.1 and
@@ -17,4 +20,19 @@ func FreeLoopbackPort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// lookSbin finds a server binary on PATH or, since users' PATHs often
+// leave it out, in /usr/sbin (where Debian puts nginx and
+// clickhouse-server).
+func lookSbin(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	if !strings.Contains(name, "/") {
+		if p, err := exec.LookPath(filepath.Join("/usr/sbin", name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not on PATH or in /usr/sbin", name)
 }

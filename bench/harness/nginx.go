@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -130,7 +129,7 @@ func FindNginx(binary string) (string, error) {
 	if binary == "" {
 		binary = "nginx"
 	}
-	p, err := exec.LookPath(binary)
+	p, err := lookSbin(binary)
 	if err != nil {
 		return "", fmt.Errorf("cannot find %s: install the nginx-light package (Debian)", binary)
 	}
