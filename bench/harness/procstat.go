@@ -97,3 +97,72 @@ func LoadAverage() string {
 func ProcessGone(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
+
+// CPUTimes is how long each CPU has been busy (not idle, not waiting for
+// I/O) since boot, from /proc/stat, indexed by CPU number.
+type CPUTimes map[int]time.Duration
+
+// ReadCPUTimes reads /proc/stat.
+func ReadCPUTimes() (CPUTimes, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil, fmt.Errorf("cannot read /proc/stat: %w", err)
+	}
+	out := CPUTimes{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		n, err := strconv.Atoi(f[0][3:])
+		if err != nil {
+			continue
+		}
+		var busy uint64
+		for i, v := range f[1:] {
+			x, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				break
+			}
+			// Fields: user nice system idle iowait irq softirq steal
+			// guest guest_nice; guest time is already in user.
+			if i == 3 || i == 4 || i >= 8 {
+				continue
+			}
+			busy += x
+		}
+		out[n] = time.Duration(busy) * time.Second / userHZ
+	}
+	return out, nil
+}
+
+// BusyOn returns how long the CPUs in list (taskset syntax: "0", "1,3",
+// "0-1") were busy between two readings.
+func BusyOn(before, after CPUTimes, list string) time.Duration {
+	var sum time.Duration
+	for _, cpu := range parseCPUList(list) {
+		sum += after[cpu] - before[cpu]
+	}
+	return sum
+}
+
+func parseCPUList(list string) []int {
+	var out []int
+	for _, part := range strings.Split(list, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			continue
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				continue
+			}
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -103,3 +103,31 @@ func TestStartChildPinned(t *testing.T) {
 		t.Error("LoadAverage is empty")
 	}
 }
+
+func TestCPUTimesSeeABusyPinnedChild(t *testing.T) {
+	if _, err := TasksetPath(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := ReadCPUTimes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := before[0]; !ok {
+		t.Fatalf("no cpu0 in /proc/stat: %v", before)
+	}
+	c, err := StartChild(ChildConfig{Name: "spin", Path: "/bin/sh", Args: []string{"-c", "while :; do :; done"}, CPUs: "0", StopGrace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	time.Sleep(500 * time.Millisecond)
+	after, _ := ReadCPUTimes()
+	spun, _ := GroupCPU(c.Pid())
+	// CPU 0 was at least as busy as the loop pinned to it.
+	if busy := BusyOn(before, after, "0"); busy+20*time.Millisecond < spun || spun < 100*time.Millisecond {
+		t.Errorf("CPU 0 busy %v while a loop pinned to it used %v", busy, spun)
+	}
+	if got := parseCPUList("0-2,5"); len(got) != 4 || got[3] != 5 {
+		t.Errorf("parseCPUList(0-2,5) = %v", got)
+	}
+}

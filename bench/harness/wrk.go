@@ -126,6 +126,9 @@ type WrkResult struct {
 	P50Micros     float64 `json:"p50_us"`
 	P99Micros     float64 `json:"p99_us"`
 	MaxMicros     float64 `json:"max_us"`
+	// CPU is wrk's own CPU time between its ready line and its result
+	// (read by the harness, not by wrk).
+	CPU time.Duration `json:"-"`
 }
 
 // Elapsed is wrk's measured window.
@@ -207,6 +210,7 @@ func RunWrk(ctx context.Context, cfg WrkConfig) (*WrkResult, error) {
 	if _, err := child.WaitForLine(startCtx, "wrk's ready line", func(l string) (string, bool) { return "", l == wrkReadyLine }); err != nil {
 		return nil, err
 	}
+	cpu0, _ := GroupCPU(child.Pid())
 	if cfg.AtStart != nil {
 		cfg.AtStart()
 	}
@@ -226,9 +230,13 @@ func RunWrk(ctx context.Context, cfg WrkConfig) (*WrkResult, error) {
 	if err := json.Unmarshal([]byte(line), &res); err != nil {
 		return nil, fmt.Errorf("cannot read wrk's result %q: %w", line, err)
 	}
+	// wrk exits right after its result; its whole-life CPU time, less
+	// what it had used when it got ready, is its load's cost.
 	select {
 	case <-child.Exited():
+		res.CPU = child.CPUTime() - cpu0
 	case <-time.After(5 * time.Second):
+		return nil, fmt.Errorf("wrk did not exit after printing its result%s", child.tailNote())
 	}
 	return &res, nil
 }

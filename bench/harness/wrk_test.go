@@ -87,3 +87,27 @@ func TestRunWrkWithVisitors(t *testing.T) {
 		t.Errorf("figures %+v do not match the result %+v", f, res)
 	}
 }
+
+func TestRunWrkReportsItsCPU(t *testing.T) {
+	requireTool(t, func() error { _, err := FindWrk(""); return err })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewBaselineServer()
+	go srv.Serve(ln)
+	defer srv.Shutdown()
+	dir := t.TempDir()
+	reqs := filepath.Join(dir, "reqs")
+	if err := WrkRequests(reqs, [][]byte{[]byte("/a")}, nil, 10, 1); err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunWrk(context.Background(), WrkConfig{Dir: dir, Addr: ln.Addr().String(), Requests: reqs, Conns: 2, Duration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A closed loop on loopback keeps wrk busy for a good part of its second.
+	if res.CPU <= 50*time.Millisecond || res.CPU > 1500*time.Millisecond {
+		t.Errorf("wrk's CPU over a 1 s run: %v; want well above 0 and at most about 1 s", res.CPU)
+	}
+}

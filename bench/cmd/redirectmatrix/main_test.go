@@ -141,6 +141,9 @@ func TestRunAllTargets(t *testing.T) {
 		if s.RPSRatio <= 0 || s.CPURatio <= 0 || s.P99Ratio <= 0 {
 			t.Errorf("%s: ratios %v %v %v; want all positive", s.Target, s.RPSRatio, s.CPURatio, s.P99Ratio)
 		}
+		if s.LoadGenCPUShare <= 0 || s.OthersOnServerCPU < 0 || s.OthersOnLoadCPU < 0 {
+			t.Errorf("%s: load generator %v busy, others %v / %v; want a busy generator, no negative share", s.Target, s.LoadGenCPUShare, s.OthersOnServerCPU, s.OthersOnLoadCPU)
+		}
 		if s.ResponseBytes < 100 {
 			t.Errorf("%s: %d bytes per answer; want a whole 302", s.Target, s.ResponseBytes)
 		}

@@ -56,10 +56,18 @@ type Measurement struct {
 	// machine held it back.
 	CPUShare float64 `json:"cpu_share"`
 	// HelperCPUShare is the same for the edge's separate aggregator.
-	HelperCPUShare  float64 `json:"helper_cpu_share,omitempty"`
-	IdleWaitSeconds float64 `json:"idle_wait_seconds"`
-	StartedIdle     bool    `json:"started_idle"`
-	LoadAverage     string  `json:"load_average"`
+	HelperCPUShare float64 `json:"helper_cpu_share,omitempty"`
+	// LoadGenCPUShare is the load generator's CPU time over the window:
+	// near 1, it was the bottleneck.
+	LoadGenCPUShare float64 `json:"load_generator_cpu_share"`
+	// OthersOnServerCPU and OthersOnLoadCPU are the shares of the two
+	// CPUs that other processes (not the server, its helper, the load
+	// generator or the harness) used in the window: the machine's noise.
+	OthersOnServerCPU float64 `json:"others_on_server_cpu"`
+	OthersOnLoadCPU   float64 `json:"others_on_load_cpu"`
+	IdleWaitSeconds   float64 `json:"idle_wait_seconds"`
+	StartedIdle       bool    `json:"started_idle"`
+	LoadAverage       string  `json:"load_average"`
 }
 
 // Summary is one server's medians over the rounds and its ratios to the
@@ -73,6 +81,9 @@ type Summary struct {
 	CPUMicrosPerRequest float64   `json:"cpu_us_per_request"`
 	CPUShare            float64   `json:"cpu_share"`
 	HelperCPUShare      float64   `json:"helper_cpu_share,omitempty"`
+	LoadGenCPUShare     float64   `json:"load_generator_cpu_share"`
+	OthersOnServerCPU   float64   `json:"others_on_server_cpu"`
+	OthersOnLoadCPU     float64   `json:"others_on_load_cpu"`
 	RPSRatio            float64   `json:"rps_ratio"`
 	CPURatio            float64   `json:"cpu_per_request_ratio"`
 	P99Ratio            float64   `json:"p99_ratio"`
@@ -133,6 +144,9 @@ func (r *Report) summarize() {
 			CPUMicrosPerRequest: harness.Median(runs, func(m Measurement) float64 { return m.CPUMicrosPerRequest }),
 			CPUShare:            harness.Median(runs, func(m Measurement) float64 { return m.CPUShare }),
 			HelperCPUShare:      harness.Median(runs, func(m Measurement) float64 { return m.HelperCPUShare }),
+			LoadGenCPUShare:     harness.Median(runs, func(m Measurement) float64 { return m.LoadGenCPUShare }),
+			OthersOnServerCPU:   harness.Median(runs, func(m Measurement) float64 { return m.OthersOnServerCPU }),
+			OthersOnLoadCPU:     harness.Median(runs, func(m Measurement) float64 { return m.OthersOnLoadCPU }),
 			RPSRatios:           r.roundRatios(info.Name, func(m Measurement) float64 { return m.RPS }),
 		}
 		s.RPSRatio = harness.Median(s.RPSRatios, id)
@@ -161,6 +175,7 @@ func printRun(w io.Writer, round int, m Measurement) {
 	if m.HelperCPUShare > 0 {
 		note += fmt.Sprintf(", aggregator %.0f%% busy", 100*m.HelperCPUShare)
 	}
+	note += fmt.Sprintf("; loadgen %.0f%% busy; others %.0f%%/%.0f%% of the server/load CPU", 100*m.LoadGenCPUShare, 100*m.OthersOnServerCPU, 100*m.OthersOnLoadCPU)
 	note += fmt.Sprintf("; idle after %.1fs", m.IdleWaitSeconds)
 	if !m.StartedIdle {
 		note += " (NOT idle: timed out)"
@@ -175,16 +190,17 @@ func printRun(w io.Writer, round int, m Measurement) {
 func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "\nmedians of %d rounds (%d links, %d visitors, %d conns, %s per run; load generator %s on CPU %s; load average %s at the start, %s at the end):\n\n",
 		len(r.Rounds), r.Links, r.Visitors, r.Conns, r.Duration, r.LoadGenerator, r.LoadGeneratorCPU, r.LoadAverageStart, r.LoadAverageEnd)
-	fmt.Fprintln(w, "| server | req/s | p50 | p99 | server CPU µs/request | server CPU busy | req/s ÷ floor | CPU/request ÷ floor | p99 ÷ floor | bytes/answer |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| server | req/s | p50 | p99 | server CPU µs/request | server CPU busy | load generator busy | others on server / load CPU | req/s ÷ floor | CPU/request ÷ floor | p99 ÷ floor | bytes/answer |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range r.Summary {
 		busy := fmt.Sprintf("%.0f%%", 100*s.CPUShare)
 		if s.HelperCPUShare > 0 {
 			busy += fmt.Sprintf(" (aggregator %.0f%%)", 100*s.HelperCPUShare)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %d |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %.2f | %s | %.0f%% | %.0f%% / %.0f%% | %s | %s | %s | %d |\n",
 			s.What, kilo(s.RPS), harness.FormatMicros(s.P50Micros), harness.FormatMicros(s.P99Micros),
-			s.CPUMicrosPerRequest, busy, ratio(s.RPSRatio), ratio(s.CPURatio), ratio(s.P99Ratio), s.ResponseBytes)
+			s.CPUMicrosPerRequest, busy, 100*s.LoadGenCPUShare, 100*s.OthersOnServerCPU, 100*s.OthersOnLoadCPU,
+			ratio(s.RPSRatio), ratio(s.CPURatio), ratio(s.P99Ratio), s.ResponseBytes)
 	}
 	fmt.Fprintln(w)
 	for _, s := range r.Summary {

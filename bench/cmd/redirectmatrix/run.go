@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/waymark/waymark/bench/harness"
@@ -105,10 +106,13 @@ func measure(ctx context.Context, cfg config, f *fleet, s *server, r int, visito
 		return Measurement{}, err
 	}
 	m := Measurement{Target: s.name, IdleWaitSeconds: waited.Seconds(), StartedIdle: idle, LoadAverage: harness.LoadAverage()}
-	var cpu, extra [2]time.Duration
+	var cpu, extra, self [2]time.Duration
+	var machine [2]harness.CPUTimes
 	var cpuErr error
 	read := func(i int) func() {
 		return func() {
+			machine[i], _ = harness.ReadCPUTimes()
+			self[i] = selfCPU()
 			d, err := harness.GroupCPU(s.pgid)
 			if err != nil && cpuErr == nil {
 				cpuErr = err
@@ -121,7 +125,7 @@ func measure(ctx context.Context, cfg config, f *fleet, s *server, r int, visito
 			}
 		}
 	}
-	var window time.Duration
+	var window, loadGenCPU time.Duration
 	var answered uint64
 	if cfg.LoadGen == "wrk" {
 		if cfg.Warmup > 0 {
@@ -134,7 +138,7 @@ func measure(ctx context.Context, cfg config, f *fleet, s *server, r int, visito
 			return m, err
 		}
 		m.RPS, m.RunFigures = res.RPS(), res.Figures()
-		window, answered = res.Elapsed(), res.Requests
+		window, answered, loadGenCPU = res.Elapsed(), res.Requests, res.CPU
 	} else {
 		res, err := harness.RunLoad(ctx, harness.LoadConfig{
 			Addr: s.addr, Paths: s.paths, Conns: cfg.Conns, Visitors: visitors,
@@ -146,7 +150,7 @@ func measure(ctx context.Context, cfg config, f *fleet, s *server, r int, visito
 		}
 		m.RPS = res.RPS()
 		m.RunFigures = harness.NewRunFigures(res.Latency, res.OK, res.Errors(), res.Statuses, res.TransportErrors, res.FirstError)
-		window, answered = res.Elapsed, res.OK+res.BadStatus
+		window, answered, loadGenCPU = res.Elapsed, res.OK+res.BadStatus, self[1]-self[0]
 	}
 	if s.dead() {
 		return m, fmt.Errorf("%s died during round %d: %s", s.name, r+1, s.why())
@@ -159,12 +163,41 @@ func measure(ctx context.Context, cfg config, f *fleet, s *server, r int, visito
 		m.CPUMicrosPerRequest = harness.Micros(used) / float64(answered)
 	}
 	if window > 0 {
-		m.CPUShare = used.Seconds() / window.Seconds()
+		w := window.Seconds()
+		m.CPUShare = used.Seconds() / w
+		helpers := extra[1] - extra[0]
 		if len(s.extra) > 0 {
-			m.HelperCPUShare = (extra[1] - extra[0]).Seconds() / window.Seconds()
+			m.HelperCPUShare = helpers.Seconds() / w
+		}
+		m.LoadGenCPUShare = loadGenCPU.Seconds() / w
+		// What else ran on the two CPUs: their busy time less ours. The
+		// helpers (the edge's aggregator) count as ours on their CPU.
+		if cfg.ServerCPU != "" && machine[0] != nil && machine[1] != nil {
+			onServer := harness.BusyOn(machine[0], machine[1], cfg.ServerCPU) - used
+			onLoad := harness.BusyOn(machine[0], machine[1], cfg.LoadCPU) - loadGenCPU - (self[1] - self[0])
+			if cfg.AggregatorCPU == cfg.ServerCPU {
+				onServer -= helpers
+			} else if cfg.AggregatorCPU == cfg.LoadCPU {
+				onLoad -= helpers
+			}
+			if cfg.LoadGen == "go" {
+				onLoad += self[1] - self[0] // counted once, as the load generator
+			}
+			m.OthersOnServerCPU = max(onServer.Seconds()/w, 0)
+			m.OthersOnLoadCPU = max(onLoad.Seconds()/w, 0)
 		}
 	}
 	return m, nil
+}
+
+// selfCPU is this process's own CPU time: the harness, and with -loadgen
+// go the load generator.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func runWrk(ctx context.Context, cfg config, f *fleet, s *server, d time.Duration, atStart, atEnd func()) (*harness.WrkResult, error) {
