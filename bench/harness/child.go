@@ -42,6 +42,12 @@ type ChildConfig struct {
 	// StopGrace is how long Stop waits after SIGTERM before SIGKILL.
 	// Zero means 5 s.
 	StopGrace time.Duration
+
+	// CPUs, when set, pins the process to these CPUs (taskset's list
+	// syntax, e.g. "0" or "0,1"): it is started as `taskset -c CPUs Path
+	// Args...`, and taskset execs Path in place, so Pid is Path's own.
+	// Without it the child inherits the harness's affinity.
+	CPUs string
 }
 
 // Child is a running process in its own process group. Its stdout and stderr
@@ -76,11 +82,19 @@ func StartChild(cfg ChildConfig) (*Child, error) {
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 5 * time.Second
 	}
+	path, args := cfg.Path, cfg.Args
+	if cfg.CPUs != "" {
+		taskset, err := TasksetPath()
+		if err != nil {
+			return nil, fmt.Errorf("cannot pin %s to CPU %s: %w", cfg.Name, cfg.CPUs, err)
+		}
+		path, args = taskset, append([]string{"-c", cfg.CPUs, cfg.Path}, cfg.Args...)
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("cannot create output pipe for %s: %w", cfg.Name, err)
 	}
-	cmd := exec.Command(cfg.Path, cfg.Args...)
+	cmd := exec.Command(path, args...)
 	cmd.Dir = cfg.Dir
 	cmd.Env = append(os.Environ(), cfg.Env...)
 	cmd.Stdout = outW

@@ -125,24 +125,35 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 }
 
 func (c *Cluster) writeKey(ctx context.Context) error {
-	cmd := exec.CommandContext(ctx, c.cfg.Binary, "keygen")
+	c.KeyFile = filepath.Join(c.cfg.Dir, "cluster-key")
+	token, err := WriteClusterKey(ctx, c.cfg.Binary, c.KeyFile)
+	if err != nil {
+		return err
+	}
+	c.InternalToken = token
+	return nil
+}
+
+// WriteClusterKey makes a cluster key with `waymark keygen`, writes it to
+// path (for --cluster-key-file) and returns the internal token that nodes
+// holding it accept, which is also their segment ship token.
+func WriteClusterKey(ctx context.Context, binary, path string) (string, error) {
+	cmd := exec.CommandContext(ctx, binary, "keygen")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("cannot run %s keygen: %w: %s", c.cfg.Binary, err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("cannot run %s keygen: %w: %s", binary, err, strings.TrimSpace(stderr.String()))
 	}
 	key := strings.TrimSpace(string(out))
 	token, err := DeriveInternalToken(key)
 	if err != nil {
-		return err
+		return "", err
 	}
-	c.KeyFile = filepath.Join(c.cfg.Dir, "cluster-key")
-	if err := os.WriteFile(c.KeyFile, []byte(key+"\n"), 0o600); err != nil {
-		return fmt.Errorf("cannot write cluster key: %w", err)
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("cannot write cluster key: %w", err)
 	}
-	c.InternalToken = token
-	return nil
+	return token, nil
 }
 
 // StartNode starts one more node that joins the cluster by gossip, and

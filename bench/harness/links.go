@@ -241,3 +241,32 @@ func CheckRedirects(ctx context.Context, baseURL string, codes []string, want fu
 	}
 	return nil
 }
+
+// LoadNodeLinks creates count links in a started dev node with its dev
+// API key (start the node with a high --write-rate: one key is limited to
+// it), checks that 20 of them, spread over the range, redirect to
+// BenchURL(i), and returns the codes.
+func LoadNodeLinks(ctx context.Context, n *Node, count, workers int, out io.Writer) ([]string, error) {
+	start := time.Now()
+	codes, err := LoadLinks(ctx, LinkLoadConfig{BaseURL: n.BaseURL, APIKeys: []string{n.APIKey}, Count: count, Workers: workers})
+	if err != nil {
+		return nil, err
+	}
+	took := time.Since(start)
+	if out != nil {
+		fmt.Fprintf(out, "  loaded %d links in %v (%.0f creates/s)\n", len(codes), took.Round(time.Millisecond), float64(len(codes))/took.Seconds())
+	}
+	k := min(20, len(codes))
+	sample := make([]int, k)
+	for i := range sample {
+		sample[i] = i * len(codes) / k
+	}
+	if err := CheckRedirects(ctx, n.BaseURL, codes, BenchURL, sample); err != nil {
+		return nil, fmt.Errorf("cannot trust the redirects of %s: %w", n.BaseURL, err)
+	}
+	return codes, nil
+}
+
+// NodeWriteRateArgs lift a node's per-key write limit, so one API key
+// loads links and sites quickly; it plays no part in redirects or events.
+var NodeWriteRateArgs = []string{"--write-rate", "1000000"}

@@ -29,6 +29,16 @@ type LoadConfig struct {
 	// workers, and then stops: a priming pass. Warmup is ignored and
 	// Duration only caps the pass; the whole pass is the measured window.
 	EachOnce bool
+
+	// Visitors, when set, gives every request the User-Agent and
+	// X-Forwarded-For of a visitor picked at random (see MakeVisitors).
+	// Without it requests carry neither header.
+	Visitors []Visitor
+
+	// AtWindowStart and AtWindowEnd, when set, are called (from their own
+	// goroutine) as the measured window opens and closes, for readings
+	// that must cover exactly the window, such as a server's CPU time.
+	AtWindowStart, AtWindowEnd func()
 }
 
 // LoadResult is what one run measured inside its window. Only requests that
@@ -41,6 +51,12 @@ type LoadResult struct {
 	Statuses        map[int]uint64 // every status seen, wanted one included
 	FirstError      string         // first transport error or bad status, for the report
 	Latency         *Histogram     // every answered request
+
+	// Whole run, warm-up and each worker's last request past the window
+	// included: what the server saw.
+	TotalOK         uint64 // answers with the wanted status
+	TotalAnswered   uint64 // answers of any status
+	TotalUnanswered uint64 // requests that got no answer
 }
 
 // RPS returns successful requests per second.
@@ -93,9 +109,11 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	for i := range workers {
 		w := newLoadWorker(cfg, i, shared)
 		workers[i] = w
-		wg.Go(func() { w.run(hc, window, &stop) })
+		wg.Go(func() { w.run(hc, window, &stop, cfg.WantStatus) })
 	}
+	hooksDone := callWindowHooks(ctx, cfg, window)
 	wg.Wait()
+	<-hooksDone
 
 	res := &LoadResult{Elapsed: cfg.Duration, Statuses: make(map[int]uint64), Latency: NewHistogram()}
 	if stoppedAt := time.Now(); stoppedAt.Before(window.end) {
@@ -112,12 +130,39 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 
 type loadWindow struct{ start, end time.Time }
 
+// callWindowHooks calls cfg's window hooks at the window's start and end,
+// or at once if ctx ends first (the run is then cut short anyway). The
+// returned channel closes once both have returned.
+func callWindowHooks(ctx context.Context, cfg LoadConfig, win loadWindow) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, h := range []struct {
+			at time.Time
+			fn func()
+		}{{win.start, cfg.AtWindowStart}, {win.end, cfg.AtWindowEnd}} {
+			if h.fn == nil {
+				continue
+			}
+			t := time.NewTimer(time.Until(h.at))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+			h.fn()
+		}
+	}()
+	return done
+}
+
 // maxStatus bounds the per-worker status table; anything else is counted in
 // the last slot as status 0 ("unparseable").
 const maxStatus = 600
 
 type loadWorker struct {
 	paths      [][]byte
+	visitors   []Visitor
 	addr       string
 	rng        *rand.Rand    // picks a random path, unless shared is set
 	shared     *atomic.Int64 // next path index, shared by all workers (EachOnce)
@@ -125,15 +170,18 @@ type loadWorker struct {
 	statuses   [maxStatus]uint64
 	transport  uint64
 	firstError string
+
+	totalOK, totalAnswered, totalUnanswered uint64
 }
 
 func newLoadWorker(cfg LoadConfig, i int, shared *atomic.Int64) *loadWorker {
 	return &loadWorker{
-		paths:   cfg.Paths,
-		addr:    cfg.Addr,
-		rng:     rand.New(rand.NewPCG(cfg.Seed, uint64(i))),
-		shared:  shared,
-		latency: NewHistogram(),
+		paths:    cfg.Paths,
+		visitors: cfg.Visitors,
+		addr:     cfg.Addr,
+		rng:      rand.New(rand.NewPCG(cfg.Seed, uint64(i))),
+		shared:   shared,
+		latency:  NewHistogram(),
 	}
 }
 
@@ -151,7 +199,7 @@ func (w *loadWorker) pick() ([]byte, bool) {
 }
 
 // run is the hot loop: nothing in it allocates per request.
-func (w *loadWorker) run(hc *fasthttp.HostClient, win loadWindow, stop *atomic.Bool) {
+func (w *loadWorker) run(hc *fasthttp.HostClient, win loadWindow, stop *atomic.Bool, want int) {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -163,9 +211,22 @@ func (w *loadWorker) run(hc *fasthttp.HostClient, win loadWindow, stop *atomic.B
 			return
 		}
 		req.SetRequestURIBytes(path)
+		if len(w.visitors) > 0 {
+			v := &w.visitors[w.rng.IntN(len(w.visitors))]
+			req.Header.SetUserAgentBytes(v.UserAgent)
+			req.Header.SetBytesV("X-Forwarded-For", v.ForwardedFor)
+		}
 		t0 := time.Now()
 		err := hc.Do(req, resp)
 		t1 := time.Now()
+		if err != nil {
+			w.totalUnanswered++
+		} else {
+			w.totalAnswered++
+			if resp.StatusCode() == want {
+				w.totalOK++
+			}
+		}
 		if !t1.Before(win.end) {
 			return
 		}
@@ -190,6 +251,9 @@ func (w *loadWorker) run(hc *fasthttp.HostClient, win loadWindow, stop *atomic.B
 
 func (w *loadWorker) mergeInto(res *LoadResult, want int) {
 	res.Latency.Merge(w.latency)
+	res.TotalOK += w.totalOK
+	res.TotalAnswered += w.totalAnswered
+	res.TotalUnanswered += w.totalUnanswered
 	res.TransportErrors += w.transport
 	if res.FirstError == "" {
 		res.FirstError = w.firstError

@@ -24,6 +24,8 @@ type NodeConfig struct {
 	Env          []string      // added to the node's environment
 	Echo         io.Writer     // optional copy of the node's log
 	StartTimeout time.Duration // for the address, /readyz and the API key; zero means 60 s
+	CPUs         string        // taskset CPU list to pin the node to, or empty
+	Name         string        // label of its log lines and errors; empty means "node"
 }
 
 // Node is a running single dev node.
@@ -49,12 +51,16 @@ func StartDevNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		"--http-addr", "127.0.0.1:0",
 		"--admin-addr", "127.0.0.1:0",
 	}
+	if cfg.Name == "" {
+		cfg.Name = "node"
+	}
 	child, err := StartChild(ChildConfig{
-		Name: "node",
+		Name: cfg.Name,
 		Path: cfg.Binary,
 		Args: append(args, cfg.ExtraArgs...),
 		Env:  cfg.Env,
 		Echo: cfg.Echo,
+		CPUs: cfg.CPUs,
 		// Leave the node time to flush Pebble and close Raft cleanly.
 		StopGrace: 10 * time.Second,
 	})

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -159,4 +160,48 @@ func WriteJSON(path string, v any) error {
 		return fmt.Errorf("cannot write results: %w", err)
 	}
 	return nil
+}
+
+// BinaryRevision says which commit a Go binary was built from, from the
+// build info the go command stamps into it: "abc1234def0" or
+// "abc1234def0+modified" (built from a tree with uncommitted changes), or
+// "unknown" when the binary carries no VCS stamp.
+func BinaryRevision(path string) string {
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return "unknown"
+	}
+	rev, modified := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified {
+		rev += "+modified"
+	}
+	return rev
+}
+
+// DescribeBinary names the build of a binary for a report: its VCS
+// revision when stamped (see BinaryRevision), else when it was built (the
+// file's modification time; builds with -buildvcs=false carry no stamp).
+func DescribeBinary(path string) string {
+	if rev := BinaryRevision(path); rev != "unknown" {
+		return "revision " + rev
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return "unknown build"
+	}
+	return "built " + info.ModTime().UTC().Format("2006-01-02 15:04 UTC")
 }

@@ -1,6 +1,9 @@
 package harness
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // RunPair measures two targets once each in round r (counting from 0):
 // measure(0) then measure(1), swapped in odd rounds so drift in the
@@ -32,4 +35,14 @@ func IsClosed(ch <-chan struct{}) bool {
 // ExitNote says why a child died: its exit status and its last output.
 func (c *Child) ExitNote() string {
 	return fmt.Sprintf("%v; last output: %q", c.ExitErr(), c.Tail())
+}
+
+// CPUTime is the user and system time the process used over its whole
+// life, once it has exited and been reaped (Exited is closed); before
+// that it is 0. Unlike GroupCPU it does not need the process to exist.
+func (c *Child) CPUTime() time.Duration {
+	if !IsClosed(c.exited) || c.cmd.ProcessState == nil {
+		return 0
+	}
+	return c.cmd.ProcessState.UserTime() + c.cmd.ProcessState.SystemTime()
 }

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -74,7 +68,7 @@ type StoredCheck struct {
 // stored count has stopped moving, then compares it with what was accepted,
 // in total and per site.
 func checkStored(ctx context.Context, cfg config, node *harness.Node, dataDir string, acc *acceptedTally) (*StoredCheck, error) {
-	admin, err := newAdminClient(dataDir)
+	admin, err := harness.NewDevAdminClient(dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +77,7 @@ func checkStored(ctx context.Context, cfg config, node *harness.Node, dataDir st
 	deadline := start.Add(cfg.SettleTimeout)
 	lastCount, lastChange := uint64(0), start
 	for {
-		count, err := admin.count("")
+		count, err := admin.EventsCount(ctx, "", "")
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +107,7 @@ func checkStored(ctx context.Context, cfg config, node *harness.Node, dataDir st
 		}
 	}
 	for i, s := range acc.sites {
-		n, err := admin.count(s.ID)
+		n, err := admin.EventsCount(ctx, s.ID, "")
 		if err != nil {
 			return nil, err
 		}
@@ -145,77 +139,9 @@ func (c *StoredCheck) print(w io.Writer) {
 	}
 }
 
-// adminClient reads the node's operator API with the token the dev node
-// wrote into its data dir.
-type adminClient struct {
-	base, token string
-}
-
-func newAdminClient(dataDir string) (*adminClient, error) {
-	addr, err := os.ReadFile(filepath.Join(dataDir, "admin-addr"))
-	if err != nil {
-		return nil, fmt.Errorf("cannot find the admin address: %w", err)
-	}
-	token, err := os.ReadFile(filepath.Join(dataDir, "operator-token"))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the operator token: %w", err)
-	}
-	return &adminClient{base: "http://" + strings.TrimSpace(string(addr)), token: strings.TrimSpace(string(token))}, nil
-}
-
-// count returns the raw events of one site, or of every site when siteID
-// is empty.
-func (a *adminClient) count(siteID string) (uint64, error) {
-	req, err := http.NewRequest(http.MethodGet, a.base+"/v1/events/count?"+url.Values{"site": {siteID}}.Encode(), nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := apiClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("cannot count events: %w", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var out struct {
-		Count *uint64 `json:"count"`
-	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &out) != nil || out.Count == nil {
-		return 0, fmt.Errorf("cannot count events: status %d: %s", resp.StatusCode, b)
-	}
-	return *out.Count, nil
-}
-
-// nodeMetrics reads the unlabelled samples of the node's /metrics.
-func nodeMetrics(ctx context.Context, baseURL string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := apiClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("cannot read metrics: status %d", resp.StatusCode)
-	}
-	m := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok || strings.ContainsAny(name, "{#") {
-			continue
-		}
-		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
-			m[name] = v
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("cannot read metrics: %w", err)
-	}
-	return m, nil
+// nodeMetrics reads the node's /metrics.
+func nodeMetrics(ctx context.Context, baseURL string) (harness.Metrics, error) {
+	return harness.ScrapeMetrics(ctx, apiClient, baseURL)
 }
 
 // cliCount runs `waymark events count --site ID --data-dir DIR`, the

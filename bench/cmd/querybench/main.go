@@ -1,0 +1,116 @@
+// Package main is the querybench command. It loads the same two hot
+// entities into a Waymark node and into a ClickHouse server it starts
+// itself: a link with 1,000,000 clicks a day and a site with 1,000,000
+// pageviews a day (times -scale), over 30 whole UTC days. Then it times,
+// repeatedly and alternately, a 30-day daily series and a breakdown of
+// each (link: by country; site: by page) through the node's stats API and
+// as the equivalent ClickHouse SQL over HTTP (count() and uniq(visitor)),
+// checks every answer against the generated truth, and reports p50 and
+// p99 for both and their ratio.
+//
+// Usage:
+//
+//	querybench [-waymark bin/waymark] [-scale 1] [-days 30] [-reps 100] [-out FILE]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/waymark/waymark/bench/harness"
+)
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	harness.ExitOnFlagError(err)
+	if cfg.Pin {
+		if err := harness.PinSelf(cfg.LoadCPU); err != nil {
+			fmt.Fprintln(os.Stderr, "querybench:", err)
+			os.Exit(1)
+		}
+	}
+	harness.RunMain("querybench", nil, func(ctx context.Context) error {
+		return run(ctx, cfg, os.Stdout)
+	})
+}
+
+// config is everything a run needs, validated.
+type config struct {
+	Waymark          string
+	ClickHouseBinary string
+	NodeArgs         []string
+	Scale            float64
+	Days             int
+	Reps             int
+	Pages            int
+	SegmentEvents    int
+	SegmentsPerBatch int
+	CHBatch          int
+	Pin              bool
+	ServerCPU        string
+	LoadCPU          string
+	IdleTimeout      time.Duration
+	Out              string
+	Verbose          bool
+	StartTimeout     time.Duration
+	Seed             uint64
+	LogOut           io.Writer
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	var nodeArgs string
+	fs := flag.NewFlagSet("querybench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Waymark, "waymark", "", "waymark binary (default: bin/waymark at the repo root)")
+	fs.StringVar(&cfg.ClickHouseBinary, "clickhouse", "", "clickhouse-server binary (default: on PATH; Debian package clickhouse-server)")
+	fs.StringVar(&nodeArgs, "node-args", "", "extra space-separated arguments for `waymark node --dev`")
+	fs.Float64Var(&cfg.Scale, "scale", 1, "daily volume of each hot entity, in millions (0.01: 10,000 a day, for a quick run)")
+	fs.IntVar(&cfg.Days, "days", 30, "whole UTC days of data, ending at today's midnight; the queries cover all of them")
+	fs.IntVar(&cfg.Reps, "reps", 100, "timed repetitions of each query on each server (at least 50)")
+	fs.IntVar(&cfg.Pages, "pages", 1000, "distinct pages of the hot site")
+	fs.IntVar(&cfg.SegmentEvents, "segment-events", 5000, "events per segment shipped to the node")
+	fs.IntVar(&cfg.SegmentsPerBatch, "segments-per-batch", 8, "segments per POST to the node")
+	fs.IntVar(&cfg.CHBatch, "ch-batch", 200_000, "rows per INSERT into ClickHouse")
+	fs.BoolVar(&cfg.Pin, "pin", true, "pin both servers to -server-cpu and this client to -load-cpu (taskset)")
+	fs.StringVar(&cfg.ServerCPU, "server-cpu", "0", "CPU of the node and of ClickHouse (with -pin)")
+	fs.StringVar(&cfg.LoadCPU, "load-cpu", "1", "CPU of this client and generator (with -pin)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 5*time.Minute, "how long to let both servers finish background work (compactions, merges) before the queries")
+	fs.StringVar(&cfg.Out, "out", "", "also write the results as JSON to this file")
+	fs.BoolVar(&cfg.Verbose, "v", false, "copy the servers' logs to stderr")
+	fs.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "how long each server may take to become ready")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the generated events")
+	err := harness.ParseFlags(fs, args, func() error {
+		cfg.NodeArgs = strings.Fields(nodeArgs)
+		cfg.LogOut = stderr
+		if !cfg.Pin {
+			cfg.ServerCPU, cfg.LoadCPU = "", ""
+		}
+		return cfg.validate()
+	})
+	return cfg, err
+}
+
+// minReps is the fewest repetitions a p99 is quoted from.
+const minReps = 50
+
+func (c *config) validate() error {
+	switch {
+	case c.Scale <= 0 || c.Days <= 0 || c.Pages <= 0:
+		return fmt.Errorf("-scale, -days and -pages must be positive")
+	case c.Reps < minReps:
+		return fmt.Errorf("-reps must be at least %d, got %d", minReps, c.Reps)
+	case c.SegmentEvents <= 0 || c.SegmentsPerBatch <= 0 || c.CHBatch <= 0:
+		return fmt.Errorf("-segment-events, -segments-per-batch and -ch-batch must be positive")
+	case c.Pin && (c.ServerCPU == "" || c.LoadCPU == "" || c.ServerCPU == c.LoadCPU):
+		return fmt.Errorf("-pin needs different -server-cpu and -load-cpu, got %q and %q", c.ServerCPU, c.LoadCPU)
+	case c.StartTimeout <= 0 || c.IdleTimeout <= 0:
+		return fmt.Errorf("-start-timeout and -idle-timeout must be positive")
+	}
+	return nil
+}

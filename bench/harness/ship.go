@@ -1,0 +1,121 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/waymark/waymark/ingest"
+)
+
+// This file is the only place in the harness that builds segments and
+// speaks the shipping protocol (ingest.BuildSegment, ingest.AppendBatch,
+// ingest.SegmentRef): when segment identity changes, it changes here.
+
+// SegmentShipper posts generated events to an aggregator the way an
+// edge's shipper does: sealed segments of one node, numbered from 1,
+// several per batch, zstd-compressed, with the cluster's bearer token; a
+// batch counts as stored only when the answer acknowledges every one of
+// its segments.
+type SegmentShipper struct {
+	URL    string // the aggregator's base URL; ingest.ShipPath is added
+	Token  string // the cluster's internal token (see DeriveInternalToken)
+	NodeID string // the node the segments claim to come from
+	HTTP   *http.Client
+
+	seq uint64
+	enc *zstd.Encoder
+}
+
+// NewSegmentShipper uses the edge shipper's encoder settings.
+func NewSegmentShipper(url, token, nodeID string) (*SegmentShipper, error) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot make a zstd encoder: %w", err)
+	}
+	return &SegmentShipper{URL: url, Token: token, NodeID: nodeID, enc: enc,
+		HTTP: &http.Client{Timeout: 10 * time.Minute}}, nil
+}
+
+// ShipBatch is one encoded request, ready to post.
+type ShipBatch struct {
+	Body     []byte // zstd of the batch
+	RawBytes int    // the segments' bytes before compression
+	Events   int
+	refs     []ingest.SegmentRef
+}
+
+// Segments is how many segments the batch holds.
+func (b *ShipBatch) Segments() int { return len(b.refs) }
+
+// Encode builds one sealed segment per element of segments (in order,
+// taking the next sequence numbers) and the compressed batch of them.
+// Each segment's created time is its first event's time.
+func (s *SegmentShipper) Encode(segments [][]ingest.Event) *ShipBatch {
+	b := &ShipBatch{}
+	batch := make([]ingest.BatchSegment, 0, len(segments))
+	for _, evs := range segments {
+		s.seq++
+		created := time.Now()
+		if len(evs) > 0 {
+			created = time.UnixMilli(evs[0].Time)
+		}
+		data := ingest.BuildSegment(s.NodeID, s.seq, created, evs)
+		ref := ingest.SegmentRef{Node: s.NodeID, Seq: s.seq}
+		batch = append(batch, ingest.BatchSegment{Ref: ref, Data: data})
+		b.refs = append(b.refs, ref)
+		b.RawBytes += len(data)
+		b.Events += len(evs)
+	}
+	b.Body = s.enc.EncodeAll(ingest.AppendBatch(nil, batch), nil)
+	return b
+}
+
+// Post sends b and returns once the aggregator has acknowledged every
+// segment in it (it answers after its synced commit). A batch that is
+// acknowledged only in part is an error: nothing is retried, since a
+// benchmark that needs retries measures something else.
+func (s *SegmentShipper) Post(ctx context.Context, b *ShipBatch) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+ingest.ShipPath, bytes.NewReader(b.Body))
+	if err != nil {
+		return fmt.Errorf("cannot build ship request: %w", err)
+	}
+	req.Header.Set("Content-Type", ingest.ShipContentType)
+	req.Header.Set("Content-Encoding", "zstd")
+	req.Header.Set("Authorization", "Bearer "+s.Token)
+	resp, err := s.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot post segments: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("cannot read the aggregator's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("cannot post segments: aggregator answered %s: %s", resp.Status, truncate(body, 300))
+	}
+	var ack ingest.ShipAck
+	if err := json.Unmarshal(body, &ack); err != nil {
+		return fmt.Errorf("cannot decode the aggregator's answer: %w", err)
+	}
+	acked := make(map[ingest.SegmentRef]bool, len(ack.Acked))
+	for _, r := range ack.Acked {
+		acked[r] = true
+	}
+	for _, r := range b.refs {
+		if !acked[r] {
+			return fmt.Errorf("aggregator acknowledged %d of %d segments; segment %d of %q missing", len(ack.Acked), len(b.refs), r.Seq, r.Node)
+		}
+	}
+	return nil
+}
+
+// Close releases the encoder.
+func (s *SegmentShipper) Close() { s.enc.Close() }
