@@ -9,7 +9,7 @@ import (
 func TestBuildSegmentReadsBack(t *testing.T) {
 	events := threeEvents()
 	created := time.UnixMilli(1_780_000_123_456).UTC()
-	seg := BuildSegment("bench-node", 42, created, events)
+	seg := BuildSegment(SegmentRef{Node: "bench-node", Inc: 7, Seq: 42}, created, events)
 
 	var got []Event
 	h, err := ReadSegment(seg, func(ev *Event) error {
@@ -41,13 +41,13 @@ func TestBuildSegmentReadsBack(t *testing.T) {
 
 func TestBuildSegmentEmpty(t *testing.T) {
 	n := 0
-	if _, err := ReadSegment(BuildSegment("n", 1, time.Unix(0, 0), nil), func(*Event) error { n++; return nil }); err != nil || n != 0 {
+	if _, err := ReadSegment(BuildSegment(SegmentRef{Node: "n", Inc: 1, Seq: 1}, time.Unix(0, 0), nil), func(*Event) error { n++; return nil }); err != nil || n != 0 {
 		t.Fatalf("got %d events, err %v; want 0, nil", n, err)
 	}
 }
 
 func TestBuildSegmentDamageIsCaught(t *testing.T) {
-	seg := BuildSegment("n", 1, time.Unix(0, 0), threeEvents())
+	seg := BuildSegment(SegmentRef{Node: "n", Inc: 1, Seq: 1}, time.Unix(0, 0), threeEvents())
 	seg[len(seg)/2] ^= 0x10
 	if _, err := ReadSegment(seg, func(*Event) error { return nil }); !errors.Is(err, ErrCorruptSegment) {
 		t.Fatalf("flipped bit: got %v; want ErrCorruptSegment", err)

@@ -277,3 +277,20 @@ func TestExpiredAndFutureEventsDropped(t *testing.T) {
 		t.Errorf("future: got %d; want 1", got)
 	}
 }
+// TestSameSeqOtherIncarnationStoredTwice: a wiped edge data folder starts
+// a new incarnation, and its segments 1..n are new segments, not retries.
+func TestSameSeqOtherIncarnationStoredTwice(t *testing.T) {
+	a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
+	srv := startServer(t, a)
+	seg := func(inc uint64, n int) ingest.BatchSegment {
+		raw := ingest.BuildSegment(ingest.SegmentRef{Node: "edge-1", Inc: inc, Seq: 1}, base, []ingest.Event{click("i", n, "abc", base, false)})
+		return ingest.BatchSegment{Ref: ingest.SegmentRef{Node: "edge-1", Inc: inc, Seq: 1}, Data: raw}
+	}
+	for _, bs := range []ingest.BatchSegment{seg(11, 1), seg(22, 2)} {
+		res := srv.post(t, testToken, "zstd", encodeBatch(t, []ingest.BatchSegment{bs}))
+		if res.status != http.StatusOK || len(res.acked) != 1 || res.acked[0] != bs.Ref {
+			t.Fatalf("incarnation %d: got %+v; want it acknowledged", bs.Ref.Inc, res)
+		}
+	}
+	wantCount(t, a, Filter{Code: "abc"}, 2)
+}

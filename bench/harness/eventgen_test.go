@@ -111,7 +111,7 @@ func TestSpreadGen(t *testing.T) {
 		t.Errorf("most popular link has %d of %d clicks; want a Zipf head", perLink["l0"], kinds[ingest.KindClick])
 	}
 	// Every event fits the segment format's limits.
-	seg := ingest.BuildSegment("gen", 1, cfg.Start, evs)
+	seg := ingest.BuildSegment(ingest.SegmentRef{Node: "gen", Inc: 1, Seq: 1}, cfg.Start, evs)
 	n := 0
 	if _, err := ingest.ReadSegment(seg, func(*ingest.Event) error { n++; return nil }); err != nil || n != len(evs) {
 		t.Errorf("ReadSegment of the generated events: %d, %v", n, err)

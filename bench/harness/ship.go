@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -30,6 +31,7 @@ type SegmentShipper struct {
 	HTTP   *http.Client
 
 	seq uint64
+	inc uint64 // a random incarnation, as a fresh edge data folder has
 	enc *zstd.Encoder
 }
 
@@ -39,7 +41,7 @@ func NewSegmentShipper(url, token, nodeID string) (*SegmentShipper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot make a zstd encoder: %w", err)
 	}
-	return &SegmentShipper{URL: url, Token: token, NodeID: nodeID, enc: enc,
+	return &SegmentShipper{URL: url, Token: token, NodeID: nodeID, enc: enc, inc: rand.Uint64() | 1,
 		HTTP: &http.Client{Timeout: 10 * time.Minute}}, nil
 }
 
@@ -66,8 +68,8 @@ func (s *SegmentShipper) Encode(segments [][]ingest.Event) *ShipBatch {
 		if len(evs) > 0 {
 			created = time.UnixMilli(evs[0].Time)
 		}
-		data := ingest.BuildSegment(s.NodeID, s.seq, created, evs)
-		ref := ingest.SegmentRef{Node: s.NodeID, Seq: s.seq}
+		data := ingest.BuildSegment(ingest.SegmentRef{Node: s.NodeID, Inc: s.inc, Seq: s.seq}, created, evs)
+		ref := ingest.SegmentRef{Node: s.NodeID, Inc: s.inc, Seq: s.seq}
 		batch = append(batch, ingest.BatchSegment{Ref: ref, Data: data})
 		b.refs = append(b.refs, ref)
 		b.RawBytes += len(data)
