@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -42,6 +43,13 @@ func (n *Node) openAdmin() error {
 	mux.HandleFunc("POST /v1/leave", a.leave)
 	mux.HandleFunc("POST /v1/raft/remove-peer", a.membership("remove-peer"))
 	mux.HandleFunc("POST /v1/raft/transfer-leader", a.membership("transfer-leader"))
+	// Go's profiler, behind the operator token like everything here: a
+	// CPU profile of a node under load is how its costs are found
+	// (`curl -H "Authorization: Bearer $(cat DATA_DIR/operator-token)"
+	// ADMIN/debug/pprof/profile?seconds=20`).
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	a.srv = &http.Server{
 		Handler:           a.auth(mux),
 		ReadHeaderTimeout: 5 * time.Second,

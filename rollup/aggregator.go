@@ -18,7 +18,7 @@ import (
 // Pebble sizing for the aggregator database.
 const (
 	blockCacheBytes = 64 << 20
-	memTableBytes   = 64 << 20
+	memTableBytes   = 128 << 20
 	// memTableReserve is what memtables take out of the cache: Pebble
 	// reserves every memtable's size in the block cache (the mutable one,
 	// one being flushed, one kept for reuse). A cache no larger than that
@@ -61,10 +61,11 @@ type Aggregator struct {
 	gens map[day]uint64
 	// scrubbed is the last day scrubLinks ran for (0: not read yet).
 	scrubbed uint32
-	// sealed is the first month whose month rows are not written yet
-	// (seal.go); queries read it, so it is atomic.
-	sealed    atomic.Uint32
-	diskCheck time.Time // when diskBytes was last refreshed
+	// sealed and sealedDay are the first month and day whose month and
+	// day rows are not written yet (seal.go); queries read them, so they
+	// are atomic.
+	sealed, sealedDay atomic.Uint32
+	diskCheck         time.Time // when diskBytes was last refreshed
 
 	// sketches caches decoded visitor sets of finished buckets for
 	// queries; apply drops what it changes.
@@ -250,16 +251,41 @@ func (a *Aggregator) retentionLoop() {
 	defer close(a.done)
 	t := time.NewTicker(retentionInterval)
 	defer t.Stop()
+	s := time.NewTicker(sealInterval)
+	defer s.Stop()
 	for {
 		if err := a.ApplyRetention(); err != nil && !errors.Is(err, ErrClosed) {
 			a.log.Error("cannot apply retention", "err", err)
 		}
-		select {
-		case <-a.stop:
-			return
-		case <-t.C:
+		for wait := true; wait; {
+			select {
+			case <-a.stop:
+				return
+			case <-t.C:
+				wait = false
+			case <-s.C:
+				if err := a.Seal(); err != nil && !errors.Is(err, ErrClosed) {
+					a.log.Error("cannot seal rollups", "err", err)
+				}
+			}
 		}
 	}
+}
+
+// sealInterval is how often finished days are looked for: a day is read
+// from its hours until it is sealed, a minute or so after midnight UTC.
+const sealInterval = time.Minute
+
+// Seal writes the day and month rows of every finished day and month
+// (seal.go); the retention goroutine calls it every minute.
+func (a *Aggregator) Seal() error {
+	if err := a.enter(); err != nil {
+		return err
+	}
+	defer a.leave()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.seal(a.cfg.Now())
 }
 
 // diskCheckInterval limits how often the disk usage gauge asks Pebble.

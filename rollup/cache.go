@@ -25,8 +25,9 @@ type sketchCache struct {
 	gate sync.RWMutex
 
 	mu      sync.Mutex
-	m       map[string]*cachedSet
-	order   []string // insertion order, for eviction
+	m       map[string]*cachedSet // by sketch set key + composite
+	buckets map[string][]string   // sketch set key -> its cached keys
+	order   []string              // insertion order, for eviction
 	bytes   int
 	max     int
 	pending [][]byte // cacheable keys written by the batch being applied
@@ -51,7 +52,8 @@ type cachedSet struct {
 }
 
 func newSketchCache(max int, now func() time.Time) *sketchCache {
-	return &sketchCache{m: make(map[string]*cachedSet), ranges: make(map[string]rangeEntry), max: max, now: now}
+	return &sketchCache{m: make(map[string]*cachedSet), buckets: make(map[string][]string),
+		ranges: make(map[string]rangeEntry), max: max, now: now}
 }
 
 // cacheable reports whether the bucket of an H or R key ended an hour ago.
@@ -94,10 +96,13 @@ func (c *sketchCache) commit(fn func() error) error {
 	}
 	c.mu.Lock()
 	for _, k := range c.pending {
-		if e := c.m[string(k)]; e != nil {
-			c.bytes -= e.size
-			delete(c.m, string(k))
+		for _, full := range c.buckets[string(k)] {
+			if e := c.m[full]; e != nil {
+				c.bytes -= e.size
+				delete(c.m, full)
+			}
 		}
+		delete(c.buckets, string(k))
 	}
 	c.gen++
 	c.mu.Unlock()
@@ -140,9 +145,10 @@ func (c *sketchCache) putRange(key string, e *cachedSet, gen uint64) {
 // discard forgets the pending keys of a batch that was not committed.
 func (c *sketchCache) discard() { c.pending = c.pending[:0] }
 
-// get returns the cached set of key, or decodes value (the stored bytes),
+// get returns the cached set of key (a sketch set's key, bucketLen bytes,
+// then the entry's composite), or decodes value (the entry's bytes),
 // caching it when the bucket is finished. Callers hold gate shared.
-func (c *sketchCache) get(key, value []byte) (*cachedSet, error) {
+func (c *sketchCache) get(key []byte, bucketLen int, value []byte) (*cachedSet, error) {
 	c.mu.Lock()
 	e := c.m[string(key)]
 	c.mu.Unlock()
@@ -162,6 +168,8 @@ func (c *sketchCache) get(key, value []byte) (*cachedSet, error) {
 	if _, ok := c.m[string(key)]; !ok {
 		k := string(key)
 		c.m[k] = e
+		bk := k[:bucketLen]
+		c.buckets[bk] = append(c.buckets[bk], k)
 		c.order = append(c.order, k)
 		c.bytes += e.size
 		c.evict()

@@ -159,11 +159,12 @@ var oneByte = func() (t [256]string) {
 	return t
 }()
 
-// bucketKey names one rowset: an entity's dimension in one bucket.
+// bucketKey names one entity's rollups in one bucket: one rowset and one
+// sketch set, holding every dimension's values.
 type bucketKey struct {
-	ent, dim uint32
-	gran     byte
-	period   uint32
+	ent    uint32
+	gran   byte
+	period uint32
 }
 
 // periodsOf returns the hour, day and month buckets an hour belongs to.
@@ -191,15 +192,33 @@ func periodsOf(h uint32, months map[day]uint32) []struct {
 // (a rebuilt day writes only its own day's buckets).
 type bucketFilter func(gran byte, period uint32) bool
 
-// flush writes the delta to b as merge operands. touched is called with
-// the key of every sketch written (the query cache drops its copy).
+// composite is a row's key within its bucket: the dimension code, then
+// the value. Codes are self-delimiting, so composites sort by dimension
+// first and a dimension's values are contiguous.
+func (d *delta) composite(dim, val uint32) string {
+	return d.dimBytes(dim) + d.vals.strs[val]
+}
+
+// flush writes the delta to b as merge operands: per entity and bucket
+// one rowset and one sketch set. touched is called with the key of every
+// sketch set written (the query cache drops its copies).
 func (d *delta) flush(b *pebble.Batch, keep bucketFilter, touched func(key []byte)) error {
 	months := make(map[day]uint32)
-	type valCount struct {
-		val uint32
+	type cellRef struct {
+		key string
 		c   *counters
 	}
-	groups := make(map[bucketKey][]valCount)
+	comps := make(map[[2]uint32]string)
+	comp := func(dim, val uint32) string {
+		k := [2]uint32{dim, val}
+		c, ok := comps[k]
+		if !ok {
+			c = d.composite(dim, val)
+			comps[k] = c
+		}
+		return c
+	}
+	groups := make(map[bucketKey][]cellRef)
 	for k, i := range d.cells {
 		c := &d.counts[i]
 		if c.isZero() {
@@ -209,21 +228,21 @@ func (d *delta) flush(b *pebble.Batch, keep bucketFilter, touched func(key []byt
 			if keep != nil && !keep(p.gran, p.period) {
 				continue
 			}
-			g := bucketKey{k.ent, k.dim, p.gran, p.period}
-			groups[g] = append(groups[g], valCount{k.val, c})
+			g := bucketKey{k.ent, p.gran, p.period}
+			groups[g] = append(groups[g], cellRef{comp(k.dim, k.val), c})
 		}
 	}
 	var kb, vb []byte
 	var entries []rowEntry
-	for g, vcs := range groups {
-		slices.SortFunc(vcs, func(x, y valCount) int { return strings.Compare(d.vals.strs[x.val], d.vals.strs[y.val]) })
+	for g, refs := range groups {
+		slices.SortFunc(refs, func(x, y cellRef) int { return strings.Compare(x.key, y.key) })
 		entries = entries[:0]
-		for _, vc := range vcs {
-			if n := len(entries); n > 0 && string(entries[n-1].value) == d.vals.strs[vc.val] {
-				entries[n-1].c.add(vc.c)
+		for _, r := range refs {
+			if n := len(entries); n > 0 && string(entries[n-1].value) == r.key {
+				entries[n-1].c.add(r.c)
 				continue
 			}
-			entries = append(entries, rowEntry{value: []byte(d.vals.strs[vc.val]), c: *vc.c})
+			entries = append(entries, rowEntry{value: []byte(r.key), c: *r.c})
 		}
 		kb = d.appendBucketKey(kb[:0], tabRows, g)
 		vb = appendRowset(vb[:0], entries)
@@ -231,48 +250,65 @@ func (d *delta) flush(b *pebble.Batch, keep bucketFilter, touched func(key []byt
 			return fmt.Errorf("cannot stage rollup row: %w", err)
 		}
 	}
+	total := comp(dimTotal, d.vals.id(""))
 	for ent, c := range d.allTime {
 		if keep != nil && !keep(granAll, 0) {
 			break
 		}
-		kb = d.appendBucketKey(kb[:0], tabRows, bucketKey{ent, dimTotal, granAll, 0})
-		vb = appendRowset(vb[:0], []rowEntry{{value: nil, c: *c}})
+		kb = d.appendBucketKey(kb[:0], tabRows, bucketKey{ent, granAll, 0})
+		vb = appendRowset(vb[:0], []rowEntry{{value: []byte(total), c: *c}})
 		if err := b.Merge(kb, vb, nil); err != nil {
 			return fmt.Errorf("cannot stage all-time row: %w", err)
 		}
 	}
-	return d.flushSketches(b, months, keep, touched)
+	return d.flushSketches(b, months, keep, touched, comp)
 }
 
-func (d *delta) flushSketches(b *pebble.Batch, months map[day]uint32, keep bucketFilter, touched func([]byte)) error {
-	type sketchKey struct {
-		b   bucketKey
-		val uint32
+func (d *delta) flushSketches(b *pebble.Batch, months map[day]uint32, keep bucketFilter, touched func([]byte), comp func(dim, val uint32) string) error {
+	type setRef struct {
+		key    string
+		hashes []uint64
 	}
-	sets := make(map[sketchKey][]uint64, len(d.hashIdx))
+	groups := make(map[bucketKey]map[string][]uint64)
 	for k, i := range d.hashIdx {
 		hs := d.hashes[i]
 		for _, p := range periodsOf(k.hour, months) {
 			if keep != nil && !keep(p.gran, p.period) {
 				continue
 			}
-			sk := sketchKey{bucketKey{k.ent, k.dim, p.gran, p.period}, k.val}
-			sets[sk] = append(sets[sk], hs...)
+			g := bucketKey{k.ent, p.gran, p.period}
+			m := groups[g]
+			if m == nil {
+				m = make(map[string][]uint64)
+				groups[g] = m
+			}
+			c := comp(k.dim, k.val)
+			m[c] = append(m[c], hs...)
 		}
 	}
 	var kb, vb []byte
-	var set visitorSet
-	for k, hs := range sets {
-		set.hashes, set.sk = hs, nil
-		set.compact()
-		var err error
-		if vb, err = set.appendTo(vb[:0]); err != nil {
-			return fmt.Errorf("cannot encode sketch: %w", err)
+	var refs []setRef
+	var entries []sketchEntry
+	var sets []visitorSet
+	for g, m := range groups {
+		refs = refs[:0]
+		for k, hs := range m {
+			refs = append(refs, setRef{k, hs})
 		}
-		kb = d.appendBucketKey(kb[:0], tabSketch, k.b)
-		kb = append(kb, d.vals.strs[k.val]...)
+		slices.SortFunc(refs, func(x, y setRef) int { return strings.Compare(x.key, y.key) })
+		entries = entries[:0]
+		sets = slices.Grow(sets[:0], len(refs))[:len(refs)]
+		for i, r := range refs {
+			sets[i] = visitorSet{hashes: r.hashes}
+			entries = append(entries, sketchEntry{key: []byte(r.key), set: &sets[i], decoded: true})
+		}
+		var err error
+		if vb, err = appendSketchSet(vb[:0], entries); err != nil {
+			return fmt.Errorf("cannot encode sketches: %w", err)
+		}
+		kb = d.appendBucketKey(kb[:0], tabSketch, g)
 		if err := b.Merge(kb, vb, nil); err != nil {
-			return fmt.Errorf("cannot stage sketch: %w", err)
+			return fmt.Errorf("cannot stage sketches: %w", err)
 		}
 		if touched != nil {
 			touched(kb)
@@ -281,12 +317,11 @@ func (d *delta) flushSketches(b *pebble.Batch, months map[day]uint32, keep bucke
 	return nil
 }
 
-// appendBucketKey encodes tab gran period entity dim.
+// appendBucketKey encodes tab gran period entity.
 func (d *delta) appendBucketKey(dst []byte, tab byte, g bucketKey) []byte {
 	dst = append(dst, tab, g.gran)
 	dst = binary.BigEndian.AppendUint32(dst, g.period)
-	dst = append(dst, d.ents.strs[g.ent]...)
-	return append(dst, d.dimBytes(g.dim)...)
+	return append(dst, d.ents.strs[g.ent]...)
 }
 
 // keepHours drops every cell and visitor list outside hours [h0, h1), and

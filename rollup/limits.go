@@ -14,6 +14,7 @@ type rollupMetrics struct {
 	clickLimits     *metrics.Counter // OnClickLimit calls
 	visitorsEvicted *metrics.Counter
 	rebuiltDays     *metrics.Counter
+	sealed          *metrics.Counter // days whose day rows were written
 }
 
 func newRollupMetrics(s *metrics.Set) *rollupMetrics {
@@ -23,6 +24,7 @@ func newRollupMetrics(s *metrics.Set) *rollupMetrics {
 		clickLimits:     s.GetOrCreateCounter(p + "click_limits_reached_total"),
 		visitorsEvicted: s.GetOrCreateCounter(p + `visitors_evicted_total{reason="capacity"}`),
 		rebuiltDays:     s.GetOrCreateCounter(p + "rebuilt_days_total"),
+		sealed:          s.GetOrCreateCounter(p + "sealed_days_total"),
 	}
 }
 
@@ -82,7 +84,7 @@ func (a *Aggregator) LinkClicks(code string) (int64, error) {
 
 func (a *Aggregator) linkClicks(code string) (int64, error) {
 	var out int64
-	key := rowPrefix(nil, tabRows, granAll, 0, kindLink, code, dimCode(dimTotal))
+	key := rowPrefix(nil, tabRows, granAll, 0, kindLink, code, "")
 	v, closer, err := a.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, nil
@@ -91,8 +93,10 @@ func (a *Aggregator) linkClicks(code string) (int64, error) {
 		return 0, fmt.Errorf("cannot read all-time clicks: %w", err)
 	}
 	defer closer.Close()
-	err = forEachRow(v, func(_ []byte, c *counters) error {
-		out += c[fCount]
+	err = forEachRow(v, func(comp []byte, c *counters) error {
+		if string(comp) == dimCode(dimTotal) {
+			out += c[fCount]
+		}
 		return nil
 	})
 	return out, err

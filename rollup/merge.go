@@ -41,7 +41,7 @@ func newValueMerger(key, value []byte) (pebble.ValueMerger, error) {
 	case tabRows:
 		m = new(rowsetMerger)
 	case tabSketch:
-		m = new(sketchMerger)
+		m = new(sketchSetMerger)
 	case tabDayCounter, tabTotal, tabDay:
 		m = new(vectorMerger)
 	default:
@@ -316,6 +316,33 @@ func appendHashList(dst []byte, hashes []uint64) []byte {
 type visitorSet struct {
 	hashes []uint64
 	sk     *hyperloglog.Sketch
+	// dense is set once sk is a dense sketch: unions of large sketches
+	// are merged into 2^14 registers (a pass over the other's entries),
+	// where merging two sparse ones goes through a hash set per entry;
+	// small ones stay sparse, which encodes far smaller.
+	dense bool
+}
+
+// denseMergeBytes is the encoded size past which sketches are merged
+// dense.
+const denseMergeBytes = 4096
+
+// toDense makes s's sketch a dense one holding the same registers.
+func (s *visitorSet) toDense() error {
+	if s.dense {
+		return nil
+	}
+	d, err := hyperloglog.NewSketch(sketchPrecision, false)
+	if err != nil {
+		panic("BUG: " + err.Error())
+	}
+	if s.sk != nil {
+		if err := d.Merge(s.sk); err != nil {
+			return err
+		}
+	}
+	s.sk, s.dense = d, true
+	return nil
 }
 
 // addValue merges one encoded sketch value into s.
@@ -352,6 +379,11 @@ func (s *visitorSet) addValue(b []byte) error {
 		if s.sk == nil {
 			s.sk = &sk
 			return nil
+		}
+		if len(b) > denseMergeBytes {
+			if err := s.toDense(); err != nil {
+				return err
+			}
 		}
 		return s.sk.Merge(&sk)
 	}
@@ -401,26 +433,8 @@ func (s *visitorSet) merge(o *visitorSet) error {
 	if o.sk == nil {
 		return nil
 	}
-	if s.sk == nil {
-		sk, err := hyperloglog.NewSketch(sketchPrecision, false)
-		if err != nil {
-			panic("BUG: " + err.Error())
-		}
-		s.sk = sk
+	if err := s.toDense(); err != nil {
+		return err
 	}
 	return s.sk.Merge(o.sk)
-}
-
-// sketchMerger unions sketch values.
-type sketchMerger struct{ set visitorSet }
-
-func (m *sketchMerger) add(op []byte) error { return m.set.addValue(op) }
-
-func (m *sketchMerger) MergeNewer(v []byte) error { return m.add(v) }
-func (m *sketchMerger) MergeOlder(v []byte) error { return m.add(v) }
-
-func (m *sketchMerger) Finish(bool) ([]byte, io.Closer, error) {
-	m.set.compact()
-	v, err := m.set.appendTo(nil)
-	return v, nil, err
 }

@@ -43,7 +43,7 @@ func (a *Aggregator) tiers(now time.Time) bucketFilter {
 		case granHour, granCross:
 			return period >= hcut
 		case granDay:
-			return period >= uint32(dcut)
+			return period >= uint32(dcut) && a.daySealed(period)
 		case granMonth:
 			return a.monthSealed(period)
 		}
@@ -70,9 +70,12 @@ func (a *Aggregator) cover(h0, h1 uint32, now time.Time) coverage {
 		cv.addHours(h0, h1, hcut)
 		return cv
 	}
+	// Days not sealed yet (today, and yesterday for a moment after
+	// midnight) are read from their hours.
+	ds := max(d0, min(d1, a.sealedDay.Load()))
 	cv.addHours(h0, d0*24, hcut)
-	cv.addDays(day(d0), day(d1), dcut, a.sealed.Load())
-	cv.addHours(d1*24, h1, hcut)
+	cv.addDays(day(d0), day(ds), dcut, a.sealed.Load())
+	cv.addHours(ds*24, h1, hcut)
 	return cv
 }
 
@@ -125,7 +128,8 @@ func (cv *coverage) addDayRows(d0, d1, dcut day) {
 	}
 }
 
-// rowPrefix is tab gran period kind len entity dim.
+// rowPrefix is tab gran period kind len entity dim: with dim "", the key
+// of an entity's rowset or sketch set in one bucket.
 func rowPrefix(dst []byte, tab, gran byte, period uint32, kind byte, entity string, dim string) []byte {
 	dst = append(dst, tab, gran)
 	dst = binary.BigEndian.AppendUint32(dst, period)
@@ -161,7 +165,7 @@ func (a *Aggregator) sumRows(kind byte, entity, dim string, h0, h1 uint32, cross
 	var kb []byte
 	for _, s := range spans {
 		for p := s.lo; p < s.hi; p++ {
-			kb = rowPrefix(kb[:0], tabRows, s.gran, p, kind, entity, dim)
+			kb = rowPrefix(kb[:0], tabRows, s.gran, p, kind, entity, "")
 			if !it.SeekGE(kb) || !bytes.Equal(it.Key(), kb) {
 				continue
 			}
@@ -169,7 +173,11 @@ func (a *Aggregator) sumRows(kind byte, entity, dim string, h0, h1 uint32, cross
 			if err != nil {
 				return nil, false, fmt.Errorf("cannot read rollup %x: %w", kb, err)
 			}
-			err = forEachRow(v, func(value []byte, c *counters) error {
+			err = forEachRow(v, func(comp []byte, c *counters) error {
+				if !bytes.HasPrefix(comp, []byte(dim)) {
+					return nil
+				}
+				value := comp[len(dim):]
 				if match != nil && !match(string(value)) {
 					return nil
 				}
@@ -332,49 +340,46 @@ func (a *Aggregator) readSets(kind byte, entity, dim string, h0, h1 uint32, matc
 		return nil, fmt.Errorf("cannot read sketches: %w", err)
 	}
 	defer it.Close()
-	add := func(value string) error {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return fmt.Errorf("cannot read sketch: %w", err)
+	var want map[string]bool
+	if values != nil {
+		want = make(map[string]bool, len(values))
+		for _, v := range values {
+			want[v] = true
 		}
-		e, err := a.sketches.get(it.Key(), v)
-		if err != nil {
-			return fmt.Errorf("cannot decode sketch %x: %w", it.Key(), err)
-		}
-		if mergeAll {
-			value = ""
-		}
-		acc := out[value]
-		if acc == nil {
-			acc = new(visitorAcc)
-			out[value] = acc
-		}
-		return acc.add(e)
 	}
-	var kb []byte
+	var kb, full []byte
 	for _, s := range cv.spans {
 		for p := s.lo; p < s.hi; p++ {
-			kb = rowPrefix(kb[:0], tabSketch, s.gran, p, kind, entity, dim)
-			if values != nil {
-				n := len(kb)
-				for _, v := range values {
-					kb = append(kb[:n], v...)
-					if it.SeekGE(kb) && bytes.Equal(it.Key(), kb) {
-						if err := add(v); err != nil {
-							return nil, err
-						}
-					}
-				}
+			kb = rowPrefix(kb[:0], tabSketch, s.gran, p, kind, entity, "")
+			if !it.SeekGE(kb) || !bytes.Equal(it.Key(), kb) {
 				continue
 			}
-			for ok := it.SeekGE(kb); ok && bytes.HasPrefix(it.Key(), kb); ok = it.Next() {
-				value := string(it.Key()[len(kb):])
-				if match != nil && !match(value) {
-					continue
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return nil, fmt.Errorf("cannot read sketches %x: %w", kb, err)
+			}
+			err = forEachSketch(v, []byte(dim), func(comp, set []byte) error {
+				value := string(comp[len(dim):])
+				if (want != nil && !want[value]) || (match != nil && !match(value)) {
+					return nil
 				}
-				if err := add(value); err != nil {
-					return nil, err
+				full = append(append(full[:0], kb...), comp...)
+				e, err := a.sketches.get(full, len(kb), set)
+				if err != nil {
+					return fmt.Errorf("cannot decode sketch %x: %w", full, err)
 				}
+				if mergeAll {
+					value = ""
+				}
+				acc := out[value]
+				if acc == nil {
+					acc = new(visitorAcc)
+					out[value] = acc
+				}
+				return acc.add(e)
+			})
+			if err != nil {
+				return nil, err
 			}
 		}
 	}

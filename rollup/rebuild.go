@@ -121,8 +121,10 @@ func (a *Aggregator) writeDay(d day, f *folder) error {
 			}
 		}
 	}
-	sealed := a.monthSealed(month)
-	keep := func(gran byte, _ uint32) bool { return gran != granMonth || sealed }
+	sealed, daySealed := a.monthSealed(month), a.daySealed(uint32(d))
+	keep := func(gran byte, _ uint32) bool {
+		return (gran != granMonth || sealed) && (gran != granDay || daySealed)
+	}
 	if err := f.d.flush(b, keep, a.sketches.touch); err != nil {
 		a.sketches.discard()
 		return err
@@ -138,8 +140,13 @@ func (a *Aggregator) writeDay(d day, f *folder) error {
 // retractDayRows stages, for every day row of d, its negation into the
 // month row of the same entity and dimension, and for links' totals into
 // their all-time rows.
+// A day not sealed yet has no day rows: its hour rows are read instead
+// (there is no month row to move then either).
 func (a *Aggregator) retractDayRows(b *pebble.Batch, d day, month uint32, sealed bool) error {
 	lo, hi := tierRange(tabRows, granDay, uint32(d), uint32(d)+1)
+	if !a.daySealed(uint32(d)) {
+		lo, hi = tierRange(tabRows, granHour, uint32(d)*24, uint32(d+1)*24)
+	}
 	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return fmt.Errorf("cannot read day rows of %s: %w", d, err)
@@ -147,16 +154,22 @@ func (a *Aggregator) retractDayRows(b *pebble.Batch, d day, month uint32, sealed
 	defer it.Close()
 	var kb, vb []byte
 	var entries []rowEntry
+	total := dimCode(dimTotal)
 	for it.First(); it.Valid(); it.Next() {
 		k := it.Key()
-		rest := k[6:] // kind len entity dim
+		rest := k[6:] // kind len entity
 		entries = entries[:0]
-		err := forEachRow(it.Value(), func(value []byte, c *counters) error {
+		var totals []rowEntry
+		err := forEachRow(it.Value(), func(comp []byte, c *counters) error {
 			var neg counters
 			for i, x := range c {
 				neg[i] = -x
 			}
-			entries = append(entries, rowEntry{value: append([]byte(nil), value...), c: neg})
+			e := rowEntry{value: append([]byte(nil), comp...), c: neg}
+			entries = append(entries, e)
+			if string(comp) == total {
+				totals = append(totals, e)
+			}
 			return nil
 		})
 		if err != nil {
@@ -170,10 +183,10 @@ func (a *Aggregator) retractDayRows(b *pebble.Batch, d day, month uint32, sealed
 				return fmt.Errorf("cannot stage month row: %w", err)
 			}
 		}
-		if len(rest) >= 2 && rest[0] == kindLink && len(rest) == 2+int(rest[1])+1 && rest[len(rest)-1] == dimTotal {
+		if len(rest) >= 1 && rest[0] == kindLink && len(totals) > 0 {
 			kb = rowPrefix(kb[:0], tabRows, granAll, 0, 0, "", "")[:6]
 			kb = append(kb, rest...)
-			if err := b.Merge(kb, vb, nil); err != nil {
+			if err := b.Merge(kb, appendRowset(nil, totals), nil); err != nil {
 				return fmt.Errorf("cannot stage all-time row: %w", err)
 			}
 		}

@@ -155,3 +155,55 @@ func TestNewAndReturningVisits(t *testing.T) {
 		t.Errorf("visits, visitors by visitor type: got %v; want %v", got, want)
 	}
 }
+
+// TestDaySealedAfterMidnight: today's rows are written as hours only; once
+// the day is over, Seal writes its day rows (and a month's, once it is
+// over), and the numbers are the same from hours, from day rows, and
+// after the hour tier has expired.
+func TestDaySealedAfterMidnight(t *testing.T) {
+	clock := &testClock{now: base}
+	cfg := testConfig(t, t.TempDir(), clock)
+	cfg.HourRetention = 48 * time.Hour
+	a := openTest(t, cfg)
+	srv := startServer(t, a)
+	var evs []ingest.Event
+	for i := range 30 {
+		ev := pageview("seal", i, "s1", base.Add(-time.Duration(i)*time.Minute), false)
+		ev.VisitorHash = uint64(i%10 + 1)
+		evs = append(evs, ev, click("sealc", i, "abc", base.Add(-time.Duration(i)*time.Minute), false))
+	}
+	srv.ship(t, segmentBytes("edge-1", 1, evs...))
+	today := base.Truncate(24 * time.Hour)
+	r := Range{From: today, To: today.Add(24 * time.Hour)}
+	check := func(when string) {
+		t.Helper()
+		m, err := a.SiteAggregate("s1", r, nil)
+		if err != nil {
+			t.Fatalf("SiteAggregate: %v", err)
+		}
+		if m.Pageviews != 30 || m.Visits != 10 || m.Visitors != 10 {
+			t.Errorf("%s: got %d pageviews, %d visits, %d visitors; want 30, 10, 10", when, m.Pageviews, m.Visits, m.Visitors)
+		}
+		st, err := a.LinkStats("abc", r, Day)
+		if err != nil || st.Totals.Clicks != 30 || len(st.Series) != 1 || st.Series[0].Clicks != 30 {
+			t.Errorf("%s: link stats %+v (err %v); want 30 clicks in one day", when, st, err)
+		}
+	}
+	check("from hours")
+	if a.daySealed(uint32(dayOf(base.UnixMilli()))) {
+		t.Fatalf("today is sealed already")
+	}
+	clock.Set(today.Add(24*time.Hour + time.Minute))
+	if err := a.Seal(); err != nil {
+		t.Fatalf("Seal: %v", err)
+	}
+	if !a.daySealed(uint32(dayOf(base.UnixMilli()))) {
+		t.Fatalf("yesterday is not sealed after Seal")
+	}
+	check("from day rows")
+	clock.Set(today.Add(4 * 24 * time.Hour))
+	if err := a.ApplyRetention(); err != nil {
+		t.Fatalf("ApplyRetention: %v", err)
+	}
+	check("after the hour tier expired")
+}

@@ -277,6 +277,7 @@ func TestExpiredAndFutureEventsDropped(t *testing.T) {
 		t.Errorf("future: got %d; want 1", got)
 	}
 }
+
 // TestSameSeqOtherIncarnationStoredTwice: a wiped edge data folder starts
 // a new incarnation, and its segments 1..n are new segments, not retries.
 func TestSameSeqOtherIncarnationStoredTwice(t *testing.T) {

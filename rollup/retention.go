@@ -59,7 +59,7 @@ func (a *Aggregator) ApplyRetention() error {
 		a.m.retentionFailed.Inc()
 		return err
 	}
-	if err := a.sealMonths(now); err != nil {
+	if err := a.seal(now); err != nil {
 		a.m.retentionFailed.Inc()
 		return err
 	}

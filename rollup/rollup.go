@@ -47,10 +47,10 @@ const (
 	// dimVisitorType is "new" or "returning": whether the visit is the
 	// visitor's first of its daily hash.
 	dimVisitorType = 'v'
-	dimPage       = 'p'
-	dimEntryPage  = 'n'
-	dimExitPage   = 'x'
-	dimEventName  = 'e'
+	dimPage        = 'p'
+	dimEntryPage   = 'n'
+	dimExitPage    = 'x'
+	dimEventName   = 'e'
 	// dimProp is followed in the key by the length-prefixed property name.
 	dimProp = 'P'
 )

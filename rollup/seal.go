@@ -4,38 +4,68 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// Month rows are written when a month is over, not by every batch: a batch
-// then writes two tiers instead of three (a third fewer keys), and a query
-// reads the current month from its day rows, which exist anyway. Sealing
-// a month sums its day rows into month rows and unions its day sketches
-// into month sketches, once, under the writer lock; from then on a late
-// event of that month writes its month operands with the other tiers. The
-// first month not yet sealed is kept in sealedKey (and a.sealed).
-var sealedKey = []byte("!sealed")
+// Day and month rows are written when the day or month is over, not by
+// every batch: a batch then writes one tier (its hours) instead of three,
+// and a query reads the current day from its hour rows and the current
+// month from its day rows, which exist anyway. Sealing a day sums its hour
+// rows into day rows and unions its hour sketches into day sketches, once,
+// under the writer lock (a month likewise from its days); from then on a
+// late event of that day writes its day operands with the hours. The first
+// day and month not yet sealed are kept in sealedDayKey and sealedKey (and
+// a.sealedDay, a.sealed).
+var (
+	sealedKey    = []byte("!sealed")
+	sealedDayKey = []byte("!sealedday")
+)
 
-// loadSealed reads the first unsealed month; a new database starts with
-// the current month (nothing older exists).
+// loadSealed reads the first unsealed day and month; a new database starts
+// with the current ones (nothing older exists).
 func (a *Aggregator) loadSealed(now time.Time) error {
-	v, closer, err := a.db.Get(sealedKey)
-	if errors.Is(err, pebble.ErrNotFound) {
-		m := monthOfDay(dayOf(now.UnixMilli()))
-		a.sealed.Store(m)
-		return a.db.Set(sealedKey, binary.BigEndian.AppendUint32(nil, m), pebble.Sync)
+	today := uint32(dayOf(now.UnixMilli()))
+	for _, t := range []struct {
+		key []byte
+		to  *atomic.Uint32
+		new uint32
+	}{{sealedKey, &a.sealed, monthOfDay(day(today))}, {sealedDayKey, &a.sealedDay, today}} {
+		v, closer, err := a.db.Get(t.key)
+		if errors.Is(err, pebble.ErrNotFound) {
+			t.to.Store(t.new)
+			if err := a.db.Set(t.key, binary.BigEndian.AppendUint32(nil, t.new), pebble.Sync); err != nil {
+				return fmt.Errorf("cannot record sealed periods: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cannot read sealed periods: %w", err)
+		}
+		if len(v) != 4 {
+			closer.Close()
+			return fmt.Errorf("cannot read sealed periods: %d bytes", len(v))
+		}
+		t.to.Store(binary.BigEndian.Uint32(v))
+		closer.Close()
 	}
-	if err != nil {
-		return fmt.Errorf("cannot read sealed month: %w", err)
-	}
-	defer closer.Close()
-	if len(v) != 4 {
-		return fmt.Errorf("cannot read sealed month: %d bytes", len(v))
-	}
-	a.sealed.Store(binary.BigEndian.Uint32(v))
 	return nil
+}
+
+// seal seals every finished day, then every finished month. Callers hold
+// mu.
+func (a *Aggregator) seal(now time.Time) error {
+	today := uint32(dayOf(now.UnixMilli()))
+	for d := a.sealedDay.Load(); d < today; d++ {
+		if err := a.sealInto(granHour, d*24, d*24+24, granDay, d, sealedDayKey); err != nil {
+			return err
+		}
+		a.sealedDay.Store(d + 1)
+		a.rm.sealed.Inc()
+	}
+	return a.sealMonths(now)
 }
 
 // sealMonths seals every month before now's. Callers hold mu.
@@ -54,14 +84,23 @@ func (a *Aggregator) sealMonths(now time.Time) error {
 // sealMonth writes month m's rows and sketches from its day rows, and
 // records it sealed, in one batch.
 func (a *Aggregator) sealMonth(m uint32) error {
+	if err := a.sealInto(granDay, uint32(monthStart(m)), uint32(monthStart(m+1)), granMonth, m, sealedKey); err != nil {
+		return err
+	}
+	a.sealed.Store(m + 1)
+	return nil
+}
+
+// sealInto merges the rows and sketches of periods [lo, hi) of gran src
+// into period p of gran dst, and records p+1 under marker, in one batch.
+func (a *Aggregator) sealInto(src byte, lo, hi uint32, dst byte, p uint32, marker []byte) error {
 	b := a.db.NewBatch()
 	defer b.Close()
-	d0, d1 := uint32(monthStart(m)), uint32(monthStart(m+1))
 	for _, tab := range []byte{tabRows, tabSketch} {
-		lo, hi := tierRange(tab, granDay, d0, d1)
+		lo, hi := tierRange(tab, src, lo, hi)
 		it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 		if err != nil {
-			return fmt.Errorf("cannot read day rows: %w", err)
+			return fmt.Errorf("cannot read rollups: %w", err)
 		}
 		var kb []byte
 		for it.First(); it.Valid(); it.Next() {
@@ -69,9 +108,9 @@ func (a *Aggregator) sealMonth(m uint32) error {
 			if len(k) < 6 {
 				continue
 			}
-			// The same key with the month's period: Pebble's merger sums
-			// the rowsets and unions the sketches of the month's days.
-			kb = append(append(kb[:0], tab, granMonth), binary.BigEndian.AppendUint32(nil, m)...)
+			// The same key with the coarser period: Pebble's merger sums
+			// the rowsets and unions the sketches of its parts.
+			kb = append(append(kb[:0], tab, dst), binary.BigEndian.AppendUint32(nil, p)...)
 			kb = append(kb, k[6:]...)
 			v, err := it.ValueAndErr()
 			if err == nil {
@@ -79,22 +118,24 @@ func (a *Aggregator) sealMonth(m uint32) error {
 			}
 			if err != nil {
 				it.Close()
-				return fmt.Errorf("cannot stage month row: %w", err)
+				return fmt.Errorf("cannot stage sealed rollups: %w", err)
 			}
 		}
 		if err := it.Close(); err != nil {
-			return fmt.Errorf("cannot read day rows: %w", err)
+			return fmt.Errorf("cannot read rollups: %w", err)
 		}
 	}
-	if err := b.Set(sealedKey, binary.BigEndian.AppendUint32(nil, m+1), nil); err != nil {
-		return fmt.Errorf("cannot stage sealed month: %w", err)
+	if err := b.Set(marker, binary.BigEndian.AppendUint32(nil, p+1), nil); err != nil {
+		return fmt.Errorf("cannot stage sealed period: %w", err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("cannot seal month: %w", err)
+		return fmt.Errorf("cannot seal rollups: %w", err)
 	}
-	a.sealed.Store(m + 1)
 	return nil
 }
 
 // monthSealed reports whether month m's rows exist.
 func (a *Aggregator) monthSealed(m uint32) bool { return m < a.sealed.Load() }
+
+// daySealed reports whether day d's rows exist.
+func (a *Aggregator) daySealed(d uint32) bool { return d < a.sealedDay.Load() }
