@@ -109,3 +109,5 @@ func parseErr(t *testing.T, site Site, body string) string {
 	}
 	return qe.Message
 }
+
+func timeMinutes(m int) time.Duration { return time.Duration(m) * time.Minute }
