@@ -567,4 +567,3 @@ func (r *partResult) metric(m string, g *group) Value {
 	}
 	panic("BUG: unknown metric " + m)
 }
-

@@ -6,8 +6,8 @@ func goalSite() Site {
 	s := testSite()
 	s.Goals = []Goal{
 		{ID: "g1", EventName: "Signup"},
-		{ID: "g2", PagePath: "/blog/*"},                 // "Visit /blog/*"
-		{ID: "g3", PagePath: "/pricing"},                // "Visit /pricing"
+		{ID: "g2", PagePath: "/blog/*"},  // "Visit /blog/*"
+		{ID: "g3", PagePath: "/pricing"}, // "Visit /pricing"
 		{ID: "g4", EventName: "Purchase", DisplayName: " Paid ", CustomProps: []Prop{{Key: "plan", Value: "pro"}}},
 	}
 	return s

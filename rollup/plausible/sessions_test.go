@@ -108,7 +108,7 @@ func TestEntryAndExitPages(t *testing.T) {
 func TestPageWithSessionMetricsUsesEntryPage(t *testing.T) {
 	events := []Event{
 		pv(1, "2024-07-10T08:00:00Z", "/a"), pv(1, "2024-07-10T08:01:00Z", "/b"), // entry /a, 60 s
-		pv(2, "2024-07-10T09:00:00Z", "/b"), // entry /b, bounce
+		pv(2, "2024-07-10T09:00:00Z", "/b"),                                      // entry /b, bounce
 		pv(3, "2024-07-10T10:00:00Z", "/b"), pv(3, "2024-07-10T10:02:00Z", "/a"), // entry /b, 120 s
 	}
 	res := run(t, testSite(), `{"site_id":"example.com","metrics":["visitors","visits","pageviews","bounce_rate","visit_duration"],"date_range":"day","dimensions":["event:page"]}`, events...)
