@@ -1,9 +1,6 @@
 package plausible
 
-import (
-	"slices"
-	"strings"
-)
+import "slices"
 
 // row is one stored event, compacted: strings interned, visit attributes
 // shared with the visitor's previous event when unchanged.
@@ -41,12 +38,11 @@ func sameAttrs(a *attrs, e *Event) bool {
 }
 
 func attrsOf(e *Event) attrs {
-	c := strings.Clone
 	return attrs{
-		referrerHost: c(e.ReferrerHost), utmSource: c(e.UTMSource), utmMedium: c(e.UTMMedium),
-		utmCampaign: c(e.UTMCampaign), utmTerm: c(e.UTMTerm), utmContent: c(e.UTMContent),
-		country: c(e.Country), region: c(e.Region), city: c(e.City), device: c(e.Device),
-		browser: c(e.Browser), browserVersion: c(e.BrowserVersion), os: c(e.OS), osVersion: c(e.OSVersion),
+		referrerHost: e.ReferrerHost, utmSource: e.UTMSource, utmMedium: e.UTMMedium,
+		utmCampaign: e.UTMCampaign, utmTerm: e.UTMTerm, utmContent: e.UTMContent,
+		country: e.Country, region: e.Region, city: e.City, device: e.Device,
+		browser: e.Browser, browserVersion: e.BrowserVersion, os: e.OS, osVersion: e.OSVersion,
 	}
 }
 
@@ -84,26 +80,44 @@ func (s *session) duration() int64 { return s.last - s.start }
 // dataset is the site's events of the scanned window, grouped by visitor,
 // then by visit, in time order.
 type dataset struct {
-	strs     *interner
-	rows     []row
-	attrs    []attrs
-	props    []propRef
+	strs  *interner
+	rows  []row   // grouped by group()
+	added [][]row // rows read since the last group(), in fixed-size chunks
+	attrs []attrs
+	props []propRef
+
 	visitors []visitor
-	byHash   map[uint64]int32
+	byHash   visitorTable
 	sessions []session
 
 	pageviewID, engagementID int32
+	lastHost                 string // a one-entry cache: most events share it
+	lastHostID               int32
 	// keep, when set, admits only the events of these visitors (the
 	// extension scans of scan.go).
 	keep map[uint64]bool
 	seen int // events delivered, kept or not
 }
 
+const rowChunk = 1 << 16
+
 func newDataset() *dataset {
-	d := &dataset{strs: newInterner(), byHash: map[uint64]int32{}}
+	d := &dataset{strs: newInterner()}
+	d.byHash.init(1 << 12)
 	d.pageviewID = d.strs.id("pageview")
 	d.engagementID = d.strs.id("engagement")
 	return d
+}
+
+// grow2 appends by doubling, so a long scan leaves half the garbage
+// append's 1.25x growth does.
+func grow2[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		n := make([]T, len(s), max(2*cap(s), 1024))
+		copy(n, s)
+		s = n
+	}
+	return append(s, v)
 }
 
 func (d *dataset) add(e *Event) {
@@ -111,26 +125,29 @@ func (d *dataset) add(e *Event) {
 	if d.keep != nil && !d.keep[e.Hash] {
 		return
 	}
-	vi, ok := d.byHash[e.Hash]
+	vi, ok := d.byHash.find(e.Hash)
 	if !ok {
 		vi = int32(len(d.visitors))
-		d.byHash[e.Hash] = vi
-		d.visitors = append(d.visitors, visitor{hash: e.Hash, lastAttrs: -1})
+		d.byHash.insert(e.Hash, vi)
+		d.visitors = grow2(d.visitors, visitor{hash: e.Hash, lastAttrs: -1})
 	}
 	v := &d.visitors[vi]
 	if v.lastAttrs < 0 || !sameAttrs(&d.attrs[v.lastAttrs], e) {
 		v.lastAttrs = int32(len(d.attrs))
-		d.attrs = append(d.attrs, attrsOf(e))
+		d.attrs = grow2(d.attrs, attrsOf(e))
 	}
 	if v.count > 0 && e.Time < v.lastT {
 		v.unsorted = true
 	}
 	v.count++
 	v.lastT = e.Time
+	if e.Hostname != d.lastHost || d.lastHostID == 0 {
+		d.lastHost, d.lastHostID = e.Hostname, d.strs.id(e.Hostname)
+	}
 	r := row{
 		t: e.Time, visitor: vi, attrs: v.lastAttrs, kind: e.Kind, sd: e.ScrollDepth,
 		interactive: e.Interactive, engaged: e.EngagedMS,
-		path: d.strs.id(e.Path), host: d.strs.id(e.Hostname), sess: -1,
+		path: d.strs.id(e.Path), host: d.lastHostID, sess: -1,
 	}
 	switch e.Kind {
 	case Pageview:
@@ -148,35 +165,106 @@ func (d *dataset) add(e *Event) {
 			d.props = append(d.props, propRef{key: d.strs.id(p.Key), value: d.strs.id(p.Value)})
 		}
 	}
-	d.rows = append(d.rows, r)
+	if len(d.added) == 0 || len(d.added[len(d.added)-1]) == cap(d.added[len(d.added)-1]) {
+		size := 256 << len(d.added) // small queries stay small
+		if len(d.added) >= 8 {
+			size = rowChunk
+		}
+		d.added = append(d.added, make([]row, 0, size))
+	}
+	last := &d.added[len(d.added)-1]
+	*last = append(*last, r)
+}
+
+// visitorTable maps visitor hashes to indices: open addressing with
+// linear probing, at most half full.
+type visitorTable struct {
+	slots []visitorSlot
+	n     int
+	shift uint
+}
+
+type visitorSlot struct {
+	hash uint64
+	vi   int32 // index+1; 0 is empty
+}
+
+func (t *visitorTable) init(size int) {
+	t.slots = make([]visitorSlot, size)
+	t.shift = 64
+	for s := size; s > 1; s >>= 1 {
+		t.shift--
+	}
+}
+
+func (t *visitorTable) home(h uint64) int {
+	return int((h * 0x9E3779B97F4A7C15) >> t.shift) // Fibonacci hashing: test hashes are small integers
+}
+
+func (t *visitorTable) find(h uint64) (int32, bool) {
+	mask := len(t.slots) - 1
+	for i := t.home(h); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.vi == 0 {
+			return 0, false
+		}
+		if s.hash == h {
+			return s.vi - 1, true
+		}
+	}
+}
+
+func (t *visitorTable) insert(h uint64, vi int32) {
+	if 2*(t.n+1) > len(t.slots) {
+		old := t.slots
+		t.init(2 * len(old))
+		for _, s := range old {
+			if s.vi != 0 {
+				t.place(s)
+			}
+		}
+	}
+	t.place(visitorSlot{hash: h, vi: vi + 1})
+	t.n++
+}
+
+func (t *visitorTable) place(s visitorSlot) {
+	mask := len(t.slots) - 1
+	i := t.home(s.hash)
+	for t.slots[i].vi != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = s
 }
 
 // group orders the rows by visitor, then time (ties keep arrival order),
 // and records each visitor's span.
 func (d *dataset) group() {
-	offsets := make([]int32, len(d.visitors)+1)
-	for i := range d.visitors {
-		d.visitors[i].count = 0
-	}
-	for i := range d.rows {
-		d.visitors[d.rows[i].visitor].count++
-	}
+	offsets := make([]int32, len(d.visitors))
 	var n int32
 	for i := range d.visitors {
 		offsets[i] = n
 		n += d.visitors[i].count
 	}
-	sorted := make([]row, len(d.rows))
-	next := slices.Clone(offsets[:len(d.visitors)])
-	for i := range d.rows {
-		vi := d.rows[i].visitor
-		sorted[next[vi]] = d.rows[i]
-		next[vi]++
+	sorted := make([]row, n)
+	next := offsets
+	place := func(rows []row) {
+		for i := range rows {
+			vi := rows[i].visitor
+			sorted[next[vi]] = rows[i]
+			next[vi]++
+		}
 	}
-	d.rows = sorted
+	place(d.rows)
+	for _, c := range d.added {
+		place(c)
+	}
+	d.rows, d.added = sorted, nil
+	var start int32
 	for i := range d.visitors {
 		v := &d.visitors[i]
-		v.rowStart, v.rowEnd = offsets[i], offsets[i]+v.count
+		v.rowStart, v.rowEnd = start, start+v.count
+		start = v.rowEnd
 		if v.unsorted {
 			slices.SortStableFunc(d.rows[v.rowStart:v.rowEnd], func(a, b row) int {
 				switch {
@@ -202,7 +290,7 @@ const sessionGap = 30 * 60
 // sessionize rebuilds the visits of every visitor as Plausible's session
 // cache builds them event by event (session/cache_store.ex).
 func (d *dataset) sessionize() {
-	d.sessions = d.sessions[:0]
+	d.sessions = make([]session, 0, len(d.visitors)+len(d.visitors)/2)
 	for vi := range d.visitors {
 		v := &d.visitors[vi]
 		v.sessStart = int32(len(d.sessions))

@@ -21,9 +21,10 @@ type Prop struct {
 
 // Event is one raw non-bot site event as the store keeps it.
 //
-// Evaluate reads an Event only during the ScanSite callback and copies what
-// it keeps, so the source may reuse the struct, its Props slice and the
-// bytes behind its strings.
+// Evaluate reads an Event only during the ScanSite callback: the source may
+// reuse the struct and its Props slice. Evaluate keeps some of its strings,
+// which must therefore be ordinary immutable Go strings (not views of a
+// reused buffer).
 type Event struct {
 	Time     int64 // Unix milliseconds, server receive time
 	Kind     Kind

@@ -82,6 +82,10 @@ func Parse(body []byte, site Site, now time.Time) (*Query, error) {
 		return nil, err
 	}
 	optimize(q, in, orderBy, orderGiven)
+	if q.Include.TimeLabels && timeLabelCount(q) > maxTimeLabels {
+		// Plausible would list them all; Waymark refuses to build millions.
+		return nil, queryErr("Invalid include.time_labels: the range has more than %d time buckets.", maxTimeLabels)
+	}
 	return q, nil
 }
 

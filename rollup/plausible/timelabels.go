@@ -1,5 +1,20 @@
 package plausible
 
+// maxTimeLabels bounds meta.time_labels (a Waymark limit).
+const maxTimeLabels = 1_000_000
+
+// timeLabelCount is len(timeLabels(q)) without building them.
+func timeLabelCount(q *Query) int64 {
+	first, last := q.From.Unix(), q.Last().Unix()
+	switch q.TimeDimension() {
+	case "time:hour":
+		return (last-first)/3600 + 2
+	case "time:day":
+		return int64(localDay(q.Timezone, last)-localDay(q.Timezone, first)) + 1
+	}
+	return 0 // weeks and months: at most a few hundred thousand
+}
+
 // timeLabels lists every bucket of the query's time dimension over its
 // range (stats/time.ex time_labels).
 func timeLabels(q *Query) []string {

@@ -197,3 +197,10 @@ func TestSiteIDFromBody(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+func TestTimeLabelsBounded(t *testing.T) {
+	msg := parseErr(t, testSite(), `{"site_id":"example.com","metrics":["visitors"],"date_range":["1900-01-01","2100-01-01"],"dimensions":["time:hour"],"include":{"time_labels":true}}`)
+	if msg != "Invalid include.time_labels: the range has more than 1000000 time buckets." {
+		t.Errorf("got %q", msg)
+	}
+}
