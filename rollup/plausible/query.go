@@ -141,3 +141,14 @@ func (q *Query) HasMetric(m string) bool {
 	}
 	return false
 }
+
+// DimensionGoals are the goals an event:goal dimension groups by, in
+// their row order: the site's goals narrowed by the top-level event:goal
+// filters.
+func (q *Query) DimensionGoals() []Goal {
+	out := make([]Goal, len(q.goalDims))
+	for i, gi := range q.goalDims {
+		out[i] = q.goals[gi].Goal
+	}
+	return out
+}

@@ -245,3 +245,32 @@ func TestScanLimit(t *testing.T) {
 		t.Fatalf("3 events with a limit of 3: %v", err)
 	}
 }
+
+func TestScanWidensForwardForVisitsRunningPastTheRange(t *testing.T) {
+	// 2024-07-08 in Tallinn ends at 20:59:59Z. A visit from 20:30Z runs
+	// every 20 minutes until 03:10Z on the 9th.
+	var events []Event
+	for m := 0; m <= 400; m += 20 {
+		events = append(events, pv(1, mustTime("2024-07-08T20:30:00Z").Add(timeMinutes(m)).Format("2006-01-02T15:04:05Z"), "/"))
+	}
+	src := &sliceSource{events: events}
+	q, err := Parse([]byte(`{"site_id":"example.com","metrics":["visits","visit_duration","bounce_rate"],"date_range":["2024-07-08","2024-07-08"]}`), testSite(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Evaluate(q, src, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The whole visit, 400 minutes = 24000 s.
+	checkResults(t, res, `[{"dimensions":[],"metrics":[1,24000,0]}]`)
+	// Scans: the day with an hour each side, then 2 h, 4 h more forward.
+	if len(src.scans) != 3 {
+		t.Errorf("scans %v", src.scans)
+	}
+	for _, s := range src.scans {
+		if s[0] < ms("2024-07-07T20:00:00Z") {
+			t.Errorf("scanned back to %d: nothing needed it", s[0])
+		}
+	}
+}
