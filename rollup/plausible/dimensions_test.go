@@ -169,3 +169,27 @@ func TestFloatEncoding(t *testing.T) {
 		}
 	}
 }
+
+func TestQueryForTheAggregator(t *testing.T) {
+	q, err := Parse([]byte(`{"site_id":"example.com","metrics":["visitors","pageviews"],"date_range":"7d","dimensions":["time","visit:source"],"filters":[["is","visit:browser",["Firefox"]],["contains","event:page",["/blog"],{"case_sensitive":false}]]}`), testSite(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !q.From.Equal(mustTime("2024-07-02T21:00:00Z")) || !q.To.Equal(mustTime("2024-07-09T21:00:00Z")) {
+		t.Errorf("range [%v, %v)", q.From, q.To)
+	}
+	if q.Timezone.String() != "Europe/Tallinn" || q.DateRange != "7d" || q.TimeDimension() != "time:day" {
+		t.Errorf("tz %v, range %q, time %q", q.Timezone, q.DateRange, q.TimeDimension())
+	}
+	leaves, ok := q.SimpleFilters()
+	if !ok || len(leaves) != 2 || leaves[1].Op != OpContains || leaves[1].CaseSensitive || leaves[1].Values[0] != "/blog" {
+		t.Errorf("simple filters %+v, %v", leaves, ok)
+	}
+	if len(q.OrderBy) != 2 || q.OrderBy[0] != (Order{Key: "time:day"}) || q.OrderBy[1] != (Order{Key: "visitors", Desc: true}) {
+		t.Errorf("order %+v", q.OrderBy)
+	}
+	q, _ = Parse([]byte(`{"site_id":"example.com","metrics":["visitors"],"date_range":"day","filters":[["not",["is","visit:browser",["Firefox"]]]]}`), testSite(), now)
+	if _, ok := q.SimpleFilters(); ok {
+		t.Error("a not tree is not simple")
+	}
+}

@@ -101,3 +101,24 @@ func TestPageGoalPatternQuirks(t *testing.T) {
 	res = run(t, site, `{"site_id":"example.com","metrics":["visitors"],"date_range":"day","filters":[["is","event:goal",["Visit /a|/b"]]]}`, events...)
 	checkResults(t, res, `[{"dimensions":[],"metrics":[1]}]`)
 }
+
+func TestGroupConversionRateByGoalIsZero(t *testing.T) {
+	// Plausible's group totals sub-query runs with no goals for the
+	// event:goal dimension, so it has no rows and every rate is 0.0
+	// (replicated).
+	res := run(t, goalSite(), `{"site_id":"example.com","metrics":["visitors","group_conversion_rate"],"date_range":"day","dimensions":["event:goal"]}`, goalEvents()...)
+	checkResults(t, res, `[{"dimensions":["Signup"],"metrics":[1,0.0]},{"dimensions":["Visit /blog/*"],"metrics":[1,0.0]},{"dimensions":["Visit /pricing"],"metrics":[1,0.0]},{"dimensions":["Paid"],"metrics":[1,0.0]}]`)
+}
+
+func TestGroupConversionRateAloneByPage(t *testing.T) {
+	site := testSite()
+	site.Goals = []Goal{{EventName: "Signup"}}
+	res := run(t, site, `{"site_id":"example.com","metrics":["group_conversion_rate"],"date_range":"day","dimensions":["event:page"],"filters":[["is","event:goal",["Signup"]]]}`,
+		pv(1, "2024-07-10T08:00:00Z", "/register"),
+		with(custom(2, "2024-07-10T08:00:00Z", "Signup"), func(e *Event) { e.Path = "/register" }),
+		pv(3, "2024-07-10T08:00:00Z", "/"),
+	)
+	// /register: 1 converter of its 2 visitors = 50.0; visitors is added
+	// internally but not returned.
+	checkResults(t, res, `[{"dimensions":["/register"],"metrics":[50.0]}]`)
+}
