@@ -326,4 +326,3 @@ func validFormat(format, s string) bool {
 	}
 	return true
 }
-
