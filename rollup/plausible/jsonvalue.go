@@ -64,6 +64,9 @@ func convertNumbers(v any) any {
 				n = math.MaxInt64
 			}
 		}
+		if n == 0 {
+			s = "0" // "-0" is the integer 0
+		}
 		return jsonInt{text: s, v: n}
 	}
 	return v
