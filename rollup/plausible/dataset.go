@@ -46,6 +46,30 @@ func attrsOf(e *Event) attrs {
 	}
 }
 
+// attrTable stores attrs in fixed chunks: appending never copies (the
+// records hold pointers, so a copy would also run write barriers).
+type attrTable struct {
+	chunks [][]attrs
+	n      int32
+}
+
+const attrChunkBits = 10
+
+func (t *attrTable) push(a attrs) int32 {
+	if t.n&(1<<attrChunkBits-1) == 0 {
+		t.chunks = append(t.chunks, make([]attrs, 1<<attrChunkBits))
+	}
+	t.chunks[t.n>>attrChunkBits][t.n&(1<<attrChunkBits-1)] = a
+	t.n++
+	return t.n - 1
+}
+
+func (t *attrTable) at(i int32) *attrs {
+	return &t.chunks[i>>attrChunkBits][i&(1<<attrChunkBits-1)]
+}
+
+func (t *attrTable) len() int { return int(t.n) }
+
 type propRef struct{ key, value int32 }
 
 type visitor struct {
@@ -83,7 +107,7 @@ type dataset struct {
 	strs  *interner
 	rows  []row   // grouped by group()
 	added [][]row // rows read since the last group(), in fixed-size chunks
-	attrs []attrs
+	attrs attrTable
 	props []propRef
 
 	visitors []visitor
@@ -132,9 +156,8 @@ func (d *dataset) add(e *Event) {
 		d.visitors = grow2(d.visitors, visitor{hash: e.Hash, lastAttrs: -1})
 	}
 	v := &d.visitors[vi]
-	if v.lastAttrs < 0 || !sameAttrs(&d.attrs[v.lastAttrs], e) {
-		v.lastAttrs = int32(len(d.attrs))
-		d.attrs = grow2(d.attrs, attrsOf(e))
+	if v.lastAttrs < 0 || !sameAttrs(d.attrs.at(v.lastAttrs), e) {
+		v.lastAttrs = d.attrs.push(attrsOf(e))
 	}
 	if v.count > 0 && e.Time < v.lastT {
 		v.unsorted = true

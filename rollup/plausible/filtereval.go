@@ -159,7 +159,7 @@ func (e *engine) compileLeaf(f *Filter) (*cleaf, error) {
 	default:
 		l.target = tVisit
 		l.field = visitFieldByName[dim]
-		l.cache = make([]int8, len(e.d.attrs))
+		l.cache = make([]int8, e.d.attrs.len())
 	}
 	if l.cache == nil {
 		l.cache = make([]int8, len(e.d.strs.strs))

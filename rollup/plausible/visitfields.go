@@ -88,10 +88,9 @@ func (e *engine) visitValues(f visitField) []string {
 	if vals := e.visitRaw[f]; vals != nil {
 		return vals
 	}
-	attrs := e.d.attrs
-	vals := make([]string, len(attrs))
-	for i := range attrs {
-		a := &attrs[i]
+	vals := make([]string, e.d.attrs.len())
+	for i := range vals {
+		a := e.d.attrs.at(int32(i))
 		var v string
 		switch f {
 		case vfSource:
