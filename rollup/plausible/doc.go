@@ -6,6 +6,11 @@
 // Plausible's session cache builds them; (*Result).MarshalJSON writes
 // Plausible's response. It imports nothing else from this module.
 //
+// Errors: a *QueryError (from Parse, or Evaluate for an invalid matches
+// expression) and a *ScanLimitError (from Evaluate) are the client's; the
+// HTTP layer answers 400 {"error": err.Error()}. Anything else is a server
+// error. Evaluate is safe to call concurrently on one Query.
+//
 // The rules and the Plausible source file each comes from are in
 // DESIGN.md. The reference is plausible/analytics at 997546fc (2026-01-07),
 // Community Edition.

@@ -1,6 +1,7 @@
 package plausible
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -48,7 +49,11 @@ func scan(q *Query, src EventSource, cfg Config) (*dataset, error) {
 			d.add(e)
 			return nil
 		})
-		if err != nil {
+		var limit *ScanLimitError
+		switch {
+		case errors.As(err, &limit):
+			return limit // its message is the answer's
+		case err != nil:
 			return fmt.Errorf("cannot scan events of site %q: %w", q.site.ID, err)
 		}
 		return nil

@@ -241,6 +241,13 @@ func TestScanLimit(t *testing.T) {
 	if !errors.As(err, &le) || !errors.Is(err, ErrTooManyEvents) || le.Limit != 2 {
 		t.Fatalf("got %v; want a ScanLimitError of 2", err)
 	}
+	if err.Error() != "The query reads more than 2 raw events. Please narrow the date range or the filters." {
+		t.Errorf("message %q", err)
+	}
+	failing := errors.New("disk on fire")
+	if _, err := Evaluate(q, failingSource{failing}, Config{}); !errors.Is(err, failing) {
+		t.Errorf("source error: got %v", err)
+	}
 	if _, err := Evaluate(q, src, Config{MaxEvents: 3}); err != nil {
 		t.Fatalf("3 events with a limit of 3: %v", err)
 	}
@@ -274,3 +281,7 @@ func TestScanWidensForwardForVisitsRunningPastTheRange(t *testing.T) {
 		}
 	}
 }
+
+type failingSource struct{ err error }
+
+func (f failingSource) ScanSite(string, int64, int64, func(*Event) error) error { return f.err }
