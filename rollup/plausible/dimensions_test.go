@@ -193,3 +193,29 @@ func TestQueryForTheAggregator(t *testing.T) {
 		t.Error("a not tree is not simple")
 	}
 }
+
+func TestConcurrentEvaluate(t *testing.T) {
+	q, err := Parse([]byte(`{"site_id":"example.com","metrics":["visitors","conversion_rate"],"date_range":"day","dimensions":["event:goal"]}`), goalSite(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &benchSource{events: goalEvents()}
+	done := make(chan string, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			res, err := Evaluate(q, src, Config{})
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			b, _ := res.MarshalJSON()
+			done <- string(b)
+		}()
+	}
+	first := <-done
+	for i := 1; i < 4; i++ {
+		if got := <-done; got != first {
+			t.Errorf("concurrent answers differ:\n%s\n%s", first, got)
+		}
+	}
+}
