@@ -219,3 +219,15 @@ func TestConcurrentEvaluate(t *testing.T) {
 		}
 	}
 }
+
+func TestNewResultMatchesEvaluate(t *testing.T) {
+	body := `{"site_id":"example.com","metrics":["visitors"],"date_range":["2024-07-06","2024-07-08"],"dimensions":["time:day"],"include":{"time_labels":true,"total_rows":true}}`
+	res := run(t, testSite(), body, pv(1, "2024-07-07T08:00:00Z", "/"))
+	q, _ := Parse([]byte(body), testSite(), now)
+	again := NewResult(q, []Row{{Dimensions: []Value{StringValue("2024-07-07")}, Metrics: []Value{IntValue(1)}}}, 1)
+	a, _ := res.MarshalJSON()
+	b, _ := again.MarshalJSON()
+	if string(a) != string(b) {
+		t.Errorf("Evaluate\n%s\nNewResult\n%s", a, b)
+	}
+}

@@ -165,3 +165,14 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	return append(dst, '"')
 }
+
+// NewResult wraps rows computed elsewhere (the rollup fast path) for q, so
+// they are written with the same meta and query echo as Evaluate's.
+// totalRows is the row count before pagination.
+func NewResult(q *Query, rows []Row, totalRows int) *Result {
+	r := &Result{Rows: rows, TotalRows: totalRows, q: q}
+	if q.Include.TimeLabels {
+		r.TimeLabels = q.TimeLabels()
+	}
+	return r
+}

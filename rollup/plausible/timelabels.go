@@ -61,3 +61,7 @@ func timeLabels(q *Query) []string {
 	}
 	return out
 }
+
+// TimeLabels lists every bucket of q's time dimension over its range, as
+// meta.time_labels gives them.
+func (q *Query) TimeLabels() []string { return timeLabels(q) }
