@@ -1,37 +1,40 @@
 // Package rollup is the aggregator: it receives sealed event segments from
-// every node, keeps raw events by day, deduplicates, builds visits and
-// rollups (HyperLogLog unique visitors) and answers the stats API.
+// every node, applies each exactly once, keeps raw events by day, builds
+// visits and hourly rollups (exact counters, visitor lists and HyperLogLog
+// sketches), seals them into days and months, and answers the stats APIs:
+// the native /v1 endpoints, the dashboard's, and Plausible's Stats API v2
+// (POST /api/v2/query, with rollup/plausible).
 //
 // It is the one package edge and ingest never import: events reach it only
-// as shipped segment files.
+// as shipped segment files. DESIGN.md says why it is built the way it is.
 //
 // # Metrics
 //
-// Every metric leaves out bot-flagged events; those are counted apart
-// (bot_clicks, bot_events). Averages are divided at read time from summed
-// totals, never averaged again, and rounded to two decimals.
+// Site metrics follow Plausible's definitions (rollup/plausible/DESIGN.md
+// cites the Plausible source of each); bot-flagged events are counted
+// apart (bot_clicks, bot_events) and nowhere else.
 //
 //   - clicks: non-bot click events on a link, exact.
-//   - unique_visitors / visitors: distinct visitor hashes (of clicks; of
-//     pageviews and custom events for sites), a HyperLogLog estimate.
-//   - visit: a visitor's run of site events with no gap over 30 minutes,
-//     containing at least one pageview or custom event. It counts once, in
-//     the hour of its first event, whatever days it spans.
-//   - visits: visits that started in the range.
-//   - pageviews: pageview events in the range (for visit dimensions such as
-//     source or country: the pageviews of the visits counted there).
-//   - views_per_visit: pageviews of the visits / visits.
-//   - bounce_rate: visits with exactly one pageview / visits, percent 0-100.
-//   - visit_duration: mean of (last event time - first event time) over
-//     the visits, in seconds; engagement events count, so a one-page visit
-//     with an engagement event has a real duration.
-//   - time_on_page: engaged time of engagement events / pageviews, seconds.
-//   - scroll_depth: mean scroll depth of engagement events, percent.
-//   - events: custom events (not pageviews or engagements).
-//   - current_visitors: distinct visitor hashes with a non-bot site event in
-//     the last 5 minutes, exact, from the raw events.
+//   - visitors: distinct visitor ids with an event in the range (for a
+//     site, the id of the visit's first event, so a visit past midnight UTC
+//     counts once); exact up to 128, then a HyperLogLog estimate (p = 14,
+//     0.81 % standard error).
+//   - visit: a visitor's events with no gap over 30 minutes of activity,
+//     with at least one pageview or custom event (engagement events keep a
+//     visit alive but never start one). A range counts every visit it
+//     overlaps.
+//   - visits, bounce_rate, visit_duration, views_per_visit: over those
+//     visits. Bounce: at most one pageview and no interactive custom event.
+//     Duration: from the first event to the last that is not an
+//     engagement, in whole seconds.
+//   - pageviews, events: pageview and custom events in the range.
+//   - time_on_page, scroll_depth: engaged time over the visits that engaged
+//     on the page, and the mean of each visit's deepest scroll there.
+//   - current_visitors: distinct visitors with a non-bot site event in the
+//     last 5 minutes, exact, from the raw events.
 //
-// Dimensions of a visit (source, referrer, UTM, country, device, browser,
-// OS, entry and exit page) come from its first event or first and last
-// pageview; page and event name are the event's own.
+// Visit dimensions (source, channel, referrer, UTM, country, device,
+// browser, OS, visitor type, entry and exit page) come from the visit's
+// first event, first pageview and last pageview; page, event name and
+// custom properties are the event's own.
 package rollup

@@ -11,6 +11,8 @@ type stateSource interface {
 	state(k visitorKey) (*visitorState, error)
 	siteID(site string) uint32
 	intern(s string) string
+	// crossed records that events of hash count under r's id.
+	crossed(site uint32, hash uint64, r *run)
 }
 
 // visitorState is a visitor's recent visits, oldest first, and its links
@@ -95,11 +97,17 @@ func (f *folder) foldSite(ev *ingest.Event) (uint64, error) {
 		d.add(ent, dimTotal, total, t, fBots, 1)
 		return ev.VisitorHash, nil
 	}
-	r, err := f.joinVisit(ent, ev)
+	r, fresh, err := f.joinVisit(ent, ev)
 	if err != nil || r == nil {
 		return ev.VisitorHash, err // r == nil: an engagement without a visit, which Plausible drops
 	}
 	h, hash := hourOf(t), r.hash
+	switch fresh {
+	case freshHour:
+		f.visitDimVisitors(ent, r, h, h)
+	case freshValues:
+		f.visitDimVisitors(ent, r, 0, ^uint32(0))
+	}
 	switch ev.Kind {
 	case ingest.KindPageview:
 		page := d.val(ev.Path)
@@ -126,29 +134,7 @@ func (f *folder) foldSite(ev *ingest.Event) (uint64, error) {
 		f.markEvent(ent, r, dimCode(dimEventName), ev.Name, h)
 		f.foldProps(ent, r, ev, fEvents, h)
 	}
-	f.visitDimVisitors(ent, r, h)
-	switch ev.Kind {
-	case ingest.KindPageview:
-		f.visitDimEvents(ent, r, h, fCount)
-	case ingest.KindCustom:
-		f.visitDimEvents(ent, r, h, fEvents)
-	}
 	return hash, nil
-}
-
-// visitDimEvents counts a pageview or custom event under the visit's
-// values, in its own hour: Plausible counts events by visit dimension
-// from the events table, where each event carries its session's values.
-// Entry and exit page are session-only dimensions and take no event
-// counts.
-func (f *folder) visitDimEvents(ent uint32, r *run, h uint32, field int) {
-	d := f.d
-	vals, _ := r.visitDims()
-	for i, dim := range visitDimIDs {
-		if dim != dimEntryPage && dim != dimExitPage {
-			d.cell(cellKey{ent, uint32(dim), d.val(vals[i]), h})[field]++
-		}
-	}
 }
 
 // foldProps counts the event under each of its custom properties.
@@ -163,26 +149,11 @@ func (f *folder) foldProps(ent uint32, r *run, ev *ingest.Event, field int, h ui
 	}
 }
 
-// visitDimVisitors adds the visitor to the rows of the visit's values in
-// hour h, once per hour while the values stay.
-func (f *folder) visitDimVisitors(ent uint32, r *run, h uint32) {
-	if !r.counted() || r.visHour == h {
-		return
-	}
-	r.visHour = h
-	d := f.d
-	vals, ok := r.visitDims()
-	for i, dim := range visitDimIDs {
-		if ok[i] && dim != dimExitPage {
-			d.visitorAt(ent, uint32(dim), d.val(vals[i]), h, r.hash)
-		}
-	}
-}
-
 // joinVisit puts ev into its visitor's visits: every visit within the gap
 // of it joins it, and the rows move from what the joined visits counted to
 // what the merged visit counts. It returns the merged visit, or nil for an
-// engagement event that joins none.
+// engagement event that joins none, and what is new about its visitor
+// under its visit dimensions.
 //
 // Across midnight UTC the visitor has two hashes. An event carrying
 // PrevVisitorHash also takes the joining visits under that hash, moves the
@@ -193,13 +164,13 @@ func (f *folder) visitDimVisitors(ent uint32, r *run, h uint32) {
 // carries the previous hash: whichever arrives first, the second finds the
 // first, and the visit is the same in any arrival order. The merged visit
 // keeps the hash of its first event as its visitor id.
-func (f *folder) joinVisit(ent uint32, ev *ingest.Event) (*run, error) {
+func (f *folder) joinVisit(ent uint32, ev *ingest.Event) (*run, freshness, error) {
 	t := ev.Time
 	site := f.src.siteID(ev.SiteID)
 	hday := uint32(dayOf(t))
 	home, err := f.src.state(visitorKey{site, hday, ev.VisitorHash})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	engagement := ev.Kind == ingest.KindEngagement
 	var merged run
@@ -212,7 +183,7 @@ func (f *folder) joinVisit(ent uint32, ev *ingest.Event) (*run, error) {
 	var ps *visitorState
 	if prev := ev.PrevVisitorHash; prev != 0 && prev != ev.VisitorHash && hday > 0 {
 		if ps, err = f.src.state(visitorKey{site, hday - 1, prev}); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		joined = f.takeJoining(ps, t, &merged, joined, engagement)
 	} else {
@@ -226,7 +197,7 @@ func (f *folder) joinVisit(ent uint32, ev *ingest.Event) (*run, error) {
 		for _, n := range links {
 			ns, err := f.src.state(visitorKey{site, hday + 1, n})
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			before := len(joined)
 			if joined = f.takeJoining(ns, t, &merged, joined, engagement); len(joined) > before {
@@ -235,19 +206,35 @@ func (f *folder) joinVisit(ent uint32, ev *ingest.Event) (*run, error) {
 		}
 	}
 	if engagement && len(joined) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if ps != nil {
 		ps.link(ev.VisitorHash, t)
 	}
 	merged.alive = max(merged.alive, t)
+	if engagement {
+		merged.evHours = addEvHour(merged.evHours, hourOf(t), 0, 0)
+	}
 	merged.returning = hasEarlierVisit(target, merged.start)
+	fresh := freshnessOf(joined, &merged, hourOf(t))
 	f.change(ent, joined, &merged)
 	f.markReturning(ent, target, merged.start)
 	i := insertRun(target, merged)
 	target.lastMS = max(target.lastMS, merged.alive)
 	target.dirty = true
-	return &target.runs[i], nil
+	// The raw engine counts a stored event under its visit's id: every
+	// hash of the visit other than its first event's maps to that id,
+	// including the hash of a part that arrived first and has just been
+	// joined by an earlier event of the day before.
+	if merged.hash != ev.VisitorHash {
+		f.src.crossed(site, ev.VisitorHash, &merged)
+	}
+	for i := range joined {
+		if h := joined[i].hash; h != merged.hash && h != ev.VisitorHash {
+			f.src.crossed(site, h, &merged)
+		}
+	}
+	return &target.runs[i], fresh, nil
 }
 
 // hasEarlierVisit reports whether st holds a visit that started before t.
@@ -271,7 +258,7 @@ func (f *folder) markReturning(ent uint32, st *visitorState, t int64) {
 		old := *r
 		r.returning = true
 		f.change(ent, []run{old}, r)
-		f.visitDimVisitors(ent, r, hourOf(r.end)) // the visitor under its new value
+		f.visitDimVisitors(ent, r, 0, ^uint32(0))
 		st.dirty = true
 	}
 }
@@ -338,121 +325,4 @@ func insertRun(st *visitorState, r run) int {
 	runs[i] = r
 	st.runs = runs
 	return i
-}
-
-// change moves the visit rows from what the joined visits counted to what
-// merged counts. A visit's numbers are counted in the hour of its last
-// event (Plausible buckets a session by its last event), and again in a
-// crossing row at every hour boundary it spans, so that an aggregate over
-// a range can add the visits still going at its end (Plausible counts a
-// session in every range it overlaps). For the common case, one visit
-// growing by one event within the same hours, only the differences are
-// added; otherwise the old visits are taken back whole and the merged one
-// added whole.
-func (f *folder) change(ent uint32, joined []run, merged *run) {
-	if len(joined) == 1 && joined[0].counted() &&
-		hourOf(joined[0].start) == hourOf(merged.start) && hourOf(joined[0].end) == hourOf(merged.end) {
-		f.grow(ent, &joined[0], merged)
-		return
-	}
-	for i := range joined {
-		f.contribute(ent, &joined[i], -1)
-	}
-	f.contribute(ent, merged, 1)
-	merged.visHour = noHour
-	if len(joined) > 1 {
-		merged.marks = f.mergeMarks(ent, joined)
-	}
-}
-
-// maxCrossings bounds the crossing rows of one visit: a visit of more than
-// a day counts in aggregates that end within its first day only.
-const maxCrossings = 24
-
-// place adds sign times c to a value's row in r's last hour and its
-// crossing rows.
-func (f *folder) place(ent uint32, r *run, dim, val uint32, c *counters, sign int64) {
-	d := f.d
-	sh, eh := hourOf(r.start), hourOf(r.end)
-	d.addVec(ent, dim, val, eh, c, sign)
-	lo := sh + 1
-	if eh >= maxCrossings && eh-maxCrossings+1 > lo {
-		lo = eh - maxCrossings + 1
-	}
-	for h := lo; h <= eh; h++ {
-		d.addVec(ent, dim, val, h|crossingBit, c, sign)
-	}
-}
-
-// contribute adds sign times what r counts to every row it counts under.
-func (f *folder) contribute(ent uint32, r *run, sign int64) {
-	if !r.counted() {
-		return
-	}
-	d := f.d
-	c := r.visitVec()
-	f.place(ent, r, dimTotal, d.val(""), &c, sign)
-	vals, ok := r.visitDims()
-	for i, dim := range visitDimIDs {
-		if ok[i] {
-			f.place(ent, r, uint32(dim), d.val(vals[i]), &c, sign)
-		}
-	}
-}
-
-// grow moves the rows of one visit from old to merged (same start and
-// last hours).
-func (f *folder) grow(ent uint32, old, merged *run) {
-	d := f.d
-	oc, nc := old.visitVec(), merged.visitVec()
-	var diff counters
-	for i := range diff {
-		diff[i] = nc[i] - oc[i]
-	}
-	if !diff.isZero() {
-		f.place(ent, merged, dimTotal, d.val(""), &diff, 1)
-	}
-	ov, oo := old.visitDims()
-	nv, no := merged.visitDims()
-	for i, dim := range visitDimIDs {
-		switch {
-		case oo[i] && no[i] && ov[i] == nv[i]:
-			if !diff.isZero() {
-				f.place(ent, merged, uint32(dim), d.val(nv[i]), &diff, 1)
-			}
-		default:
-			if oo[i] {
-				f.place(ent, old, uint32(dim), d.val(ov[i]), &oc, -1)
-			}
-			if no[i] {
-				f.place(ent, merged, uint32(dim), d.val(nv[i]), &nc, 1)
-			}
-			if dim != dimExitPage {
-				merged.visHour = noHour // a value changed: count the visitor under the new one
-			}
-		}
-	}
-}
-
-// closeRun counts an ended visit's visitor under its exit page, in every
-// hour the visit spans, and marks it closed. Exit pages are counted at the
-// end because they change with every pageview, and a sketch cannot take a
-// visitor back.
-func (f *folder) closeRun(ent uint32, r *run) {
-	if r.closed || r.isLink() {
-		return
-	}
-	r.closed = true
-	if !r.counted() || r.pageviews == 0 {
-		return
-	}
-	d := f.d
-	v := d.val(r.exit)
-	sh, eh := hourOf(r.start), hourOf(r.end)
-	if eh-sh >= maxCrossings {
-		sh = eh - maxCrossings + 1
-	}
-	for h := sh; h <= eh; h++ {
-		d.visitorAt(ent, dimExitPage, v, h, r.hash)
-	}
 }

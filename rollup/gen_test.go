@@ -2,6 +2,7 @@ package rollup
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -167,6 +168,24 @@ func generate(seed uint64) *genWorld {
 	}
 	w.events = append(append(rest, engagements...), late...)
 	return w
+}
+
+// inTimeOrder is the world as a healthy deployment delivers it: events in
+// time order (each edge ships its segments in order, and the aggregator
+// interleaves the edges' batches), the late visitor's events still last.
+func (w *genWorld) inTimeOrder() *genWorld {
+	out := &genWorld{late: w.late}
+	var late []ingest.Event
+	for _, ev := range w.events {
+		if w.late[ev.ID] {
+			late = append(late, ev)
+			continue
+		}
+		out.events = append(out.events, ev)
+	}
+	slices.SortStableFunc(out.events, func(x, y ingest.Event) int { return cmp.Compare(x.Time, y.Time) })
+	out.events = append(out.events, late...)
+	return out
 }
 
 // genHash is visitor v's hash on UTC day d.

@@ -5,10 +5,13 @@ package rollup
 // dimension: distinct sessions with such an event), and, for pages and the
 // total, fEngVisits and fScrollSum (time on page and scroll depth are per
 // session: engaged time over the sessions that engaged, and the mean of
-// each session's deepest scroll). A mark is counted in the hour of the
-// visit's earliest event of the value, and its engagement in the hour of
-// the earliest engagement, and moves when an earlier one arrives, so the
-// rows do not depend on the order events arrive in.
+// each session's deepest scroll). As a visit is (contrib.go), a mark is
+// counted in the hour of the visit's latest event of the value and in a
+// crossing row at every hour boundary between its earliest and latest, so
+// a range counts every visit with an event of the value inside it
+// (Plausible's uniq(session_id) over the events in range). Its engagement
+// counts in the hour of the earliest engagement. Both move when an event
+// outside them arrives, so the rows do not depend on arrival order.
 
 // maxMarks bounds the marks of one visit; past it a value counts the visit
 // again (an over-count only for visits of more than 64 distinct pages,
@@ -37,20 +40,34 @@ func (f *folder) markCell(ent uint32, m *mark, h uint32) *counters {
 	return d.cell(cellKey{ent, d.dimID(m.dim), d.val(m.val), h})
 }
 
+// putMarkVisits adds sign times the visit's count under m: at its last
+// hour, and in the crossing rows of the boundaries after its first.
+func (f *folder) putMarkVisits(ent uint32, m *mark, sign int64) {
+	f.markCell(ent, m, m.last)[fEventVisits] += sign
+	lo := m.hour + 1
+	if m.last >= maxCrossings && m.last-maxCrossings+1 > lo {
+		lo = m.last - maxCrossings + 1
+	}
+	for h := lo; h <= m.last; h++ {
+		f.markCell(ent, m, h|crossingBit)[fEventVisits] += sign
+	}
+}
+
 // markEvent counts the visit under an event value the first time the visit
-// has it, in the hour of its earliest event of the value.
+// has it, and moves the count when an event of it falls outside the hours
+// it spans.
 func (f *folder) markEvent(ent uint32, r *run, dim, val string, h uint32) *mark {
 	if i := findMark(r.marks, dim, val); i >= 0 {
 		m := &r.marks[i]
-		if h < m.hour {
-			f.markCell(ent, m, m.hour)[fEventVisits]--
-			f.markCell(ent, m, h)[fEventVisits]++
-			m.hour = h
+		if h < m.hour || h > m.last {
+			f.putMarkVisits(ent, m, -1)
+			m.hour, m.last = min(m.hour, h), max(m.last, h)
+			f.putMarkVisits(ent, m, 1)
 		}
 		return m
 	}
-	m := mark{dim: f.src.intern(dim), val: f.src.intern(val), hour: h}
-	f.markCell(ent, &m, h)[fEventVisits]++
+	m := mark{dim: f.src.intern(dim), val: f.src.intern(val), hour: h, last: h}
+	f.putMarkVisits(ent, &m, 1)
 	if len(r.marks) >= maxMarks {
 		return nil
 	}
@@ -93,8 +110,8 @@ func (f *folder) markEngagement(ent uint32, r *run, dim, val string, depth uint8
 }
 
 // mergeMarks unions the marks of visits that merge into one: a value two
-// of them had counted the visit twice, so the later count is taken back,
-// and so is the shallower scroll.
+// of them had counted the visit twice, so both counts are taken back and
+// the union's added, and the shallower scroll is taken back.
 func (f *folder) mergeMarks(ent uint32, runs []run) []mark {
 	var out []mark
 	for ri := range runs {
@@ -107,12 +124,10 @@ func (f *folder) mergeMarks(ent uint32, runs []run) []mark {
 				continue
 			}
 			k := &out[i]
-			late := m
-			if m.hour < k.hour {
-				late = *k
-				k.hour = m.hour
-			}
-			f.markCell(ent, &late, late.hour)[fEventVisits]--
+			f.putMarkVisits(ent, k, -1)
+			f.putMarkVisits(ent, &m, -1)
+			k.hour, k.last = min(k.hour, m.hour), max(k.last, m.last)
+			f.putMarkVisits(ent, k, 1)
 			switch {
 			case !m.engaged:
 			case !k.engaged:
@@ -156,7 +171,7 @@ func unionMarks(a, b []mark) []mark {
 			}
 		default:
 			k := &out[i]
-			k.hour = min(k.hour, m.hour)
+			k.hour, k.last = min(k.hour, m.hour), max(k.last, m.last)
 			if m.engaged && (!k.engaged || m.engHour < k.engHour) {
 				k.engHour = m.engHour
 			}

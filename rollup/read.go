@@ -57,12 +57,15 @@ func (a *Aggregator) tiers(now time.Time) bucketFilter {
 // from month rows.
 func (a *Aggregator) cover(h0, h1 uint32, now time.Time) coverage {
 	var cv coverage
-	if h1 <= h0 {
+	if h1 < h0 {
 		return cv
 	}
 	hcut, dcut := a.tierCutoffs(now)
 	if h1 >= hcut && h1 <= hourOf(now.UnixMilli())+1 {
 		cv.crossAt = h1
+	}
+	if h1 == h0 {
+		return cv // the crossing row alone
 	}
 	d0 := (h0 + 23) / 24 // first whole day
 	d1 := h1 / 24        // end of the whole days

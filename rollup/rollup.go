@@ -60,8 +60,8 @@ const (
 const (
 	fCount       = iota // clicks (links) or pageviews (sites, event rows)
 	fBots               // bot-flagged events, total rows only
-	fVisits             // visits starting in the bucket
-	fBounces            // of those, bounced visits
+	fVisits             // visits with an event in the bucket's time (events-table visits)
+	fBounces            // bounced sessions (of fSessions)
 	fVisitPV            // pageviews of those visits
 	fDurationMS         // summed visit durations of those visits
 	fEvents             // custom events
@@ -70,6 +70,7 @@ const (
 	fScrollSum          // summed deepest scroll of those visits on the value
 	fVisitEvents        // pageviews and custom events of the visits
 	fEventVisits        // visits with an event of the value (page, event name, property)
+	fSessions           // sessions whose last event is in the bucket (sessions-table visits)
 	nFields
 )
 

@@ -54,6 +54,7 @@ func (a *Aggregator) scrubLinks(now time.Time) error {
 		return fmt.Errorf("cannot scrub visitor links: %w", err)
 	}
 	a.scrubbed = today
+	a.visitors.forgetCross(int64(today-1) * msPerDay) // those events carry their visit's id now
 	if n > 0 || stripped > 0 {
 		a.log.Info("removed cross-day visitor links whose salts are gone", "states", n, "events", stripped)
 	}

@@ -45,11 +45,11 @@ func eventScoped(dim byte) bool { return dim == dimTotal || dim == dimPage || di
 // sessions that entered there); otherwise entry is c.
 func metricsOf(dim byte, c, entry *counters, visitors uint64) SiteMetrics {
 	m := SiteMetrics{
-		Visitors: visitors, Visits: c[fVisits], Pageviews: c[fCount], Events: c[fCount] + c[fEvents],
+		Visitors: visitors, Visits: c[fSessions], Pageviews: c[fCount], Events: c[fCount] + c[fEvents],
 		BotEvents:     c[fBots],
-		ViewsPerVisit: round2(ratio(c[fVisitPV], c[fVisits])),
-		BounceRate:    roundEven(100 * ratio(entry[fBounces], entry[fVisits])),
-		VisitDuration: roundEven(ratio(entry[fDurationMS], entry[fVisits]) / 1000),
+		ViewsPerVisit: round2(ratio(c[fVisitPV], c[fSessions])),
+		BounceRate:    roundEven(100 * ratio(entry[fBounces], entry[fSessions])),
+		VisitDuration: roundEven(ratio(entry[fDurationMS], entry[fSessions]) / 1000),
 		TimeOnPage:    roundEven(ratio(c[fEngagedMS], c[fEngVisits]) / 1000),
 		ScrollDepth:   roundEven(ratio(c[fScrollSum], c[fEngVisits])),
 	}
@@ -157,11 +157,11 @@ func (a *Aggregator) SiteAggregate(site string, r Range, filters []DimFilter) (S
 			return SiteMetrics{}, err
 		}
 		defer a.leave()
-		q, err := a.rawSite(site, []Range{r}, dimTotal, filters)
-		if err != nil {
+		rows, err := a.rawSite(site, r, "", "", filters)
+		if err != nil || len(rows) == 0 {
 			return SiteMetrics{}, err
 		}
-		return q.metrics(rawKey{0, ""}), nil
+		return rows[0].m, nil
 	}
 	dim, match, err := filterOn(filters)
 	if err != nil {
@@ -198,13 +198,17 @@ func (a *Aggregator) SiteTimeseries(site string, r Range, g Granularity, filters
 			return nil, err
 		}
 		defer a.leave()
-		q, err := a.rawSite(site, buckets, dimTotal, filters)
+		rows, err := a.rawSite(site, r, g, "", filters)
 		if err != nil {
 			return nil, err
 		}
+		byLabel := make(map[string]SiteMetrics, len(rows))
+		for _, row := range rows {
+			byLabel[row.key] = row.m
+		}
 		out := make([]SitePoint, 0, len(buckets))
-		for i, b := range buckets {
-			out = append(out, SitePoint{T: b.From, SiteMetrics: q.metrics(rawKey{i, ""})})
+		for _, b := range buckets {
+			out = append(out, SitePoint{T: b.From, SiteMetrics: byLabel[rawLabel(b.From.In(r.loc()), g)]})
 		}
 		return out, nil
 	}
@@ -256,7 +260,7 @@ func primary(dim byte, c *counters) int64 {
 	case dimEventName:
 		return c[fEvents]
 	}
-	return c[fVisits]
+	return c[fSessions]
 }
 
 // SiteBreakdown returns the top limit values of a dimension over r.
@@ -330,30 +334,33 @@ func (a *Aggregator) rawBreakdown(site, dimension string, dim byte, r Range, lim
 		return nil, err
 	}
 	defer a.leave()
-	q, err := a.rawSite(site, []Range{r}, dim, filters)
+	rows, err := a.rawSite(site, r, "", dimension, filters)
 	if err != nil {
 		return nil, err
 	}
 	out := &SiteBreakdown{Dimension: dimension, Results: []SiteBreakdownRow{}, Estimated: []string{}, FromRawEvents: true}
-	type valued struct {
-		value string
-		c     *counters
-	}
-	all := make([]valued, 0, len(q.out.rows))
-	for k, c := range q.out.rows {
-		all = append(all, valued{k.value, c})
-		out.Total += primary(dim, c)
-	}
-	sortByCount(all, func(x *valued) int64 { return primary(dim, x.c) }, func(x *valued) string { return x.value })
-	if len(all) > limit {
-		for _, x := range all[limit:] {
-			out.Other += primary(dim, x.c)
+	primaryOf := func(m *SiteMetrics) int64 {
+		switch dim {
+		case dimPage:
+			return m.Pageviews
+		case dimEventName:
+			return m.Events
 		}
-		all = all[:limit]
+		return m.Visits
 	}
-	for _, x := range all {
-		row := SiteBreakdownRow{Value: x.value, SiteMetrics: q.metrics(rawKey{0, x.value})}
-		row.Share = round4(ratio(primary(dim, x.c), out.Total))
+	for i := range rows {
+		out.Total += primaryOf(&rows[i].m)
+	}
+	sortByCount(rows, func(x *rawRow) int64 { return primaryOf(&x.m) }, func(x *rawRow) string { return x.key })
+	if len(rows) > limit {
+		for i := range rows[limit:] {
+			out.Other += primaryOf(&rows[limit+i].m)
+		}
+		rows = rows[:limit]
+	}
+	for _, x := range rows {
+		row := SiteBreakdownRow{Value: x.key, SiteMetrics: x.m}
+		row.Share = round4(ratio(primaryOf(&x.m), out.Total))
 		out.Results = append(out.Results, row)
 	}
 	return out, nil

@@ -235,33 +235,3 @@ func TestStatsHTTPAnswers(t *testing.T) {
 	}
 	wantEqual(t, "v2 daily pageviews sum", sum, want.Pageviews)
 }
-
-func FuzzV2QueryDecode(f *testing.F) {
-	for _, s := range []string{
-		`{"site_id":"a.example","metrics":["visitors"],"date_range":"7d"}`,
-		`{"site_id":"a.example","metrics":["pageviews"],"date_range":["2026-01-01","2026-01-31"],"dimensions":["event:page"],"filters":[["is","event:page",["/"]]]}`,
-		`{"site_id":"a.example","metrics":["visitors"],"date_range":"day","dimensions":["time:hour"],"pagination":{"limit":5,"offset":1}}`,
-		`{"site_id":"","metrics":[]}`,
-		`{"site_id":"a","metrics":["visitors"],"date_range":7}`,
-		`{"filters":[[1,2,3]]}`,
-		`[]`, `null`, `{`,
-	} {
-		f.Add([]byte(s))
-	}
-	now := base
-	f.Fuzz(func(t *testing.T, body []byte) {
-		q, err := decodeV2Query(body)
-		if err != nil {
-			return
-		}
-		if q.SiteID == "" || len(q.Metrics) == 0 || len(q.dateRange) == 0 {
-			t.Fatalf("accepted an incomplete query: %s", body)
-		}
-		for _, f := range q.filters {
-			if _, ok := siteDims[f.Dimension]; !ok {
-				t.Fatalf("accepted filter dimension %q", f.Dimension)
-			}
-		}
-		_, _ = v2Range(q.dateRange, now, time.UTC)
-	})
-}

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/waymark/waymark/ingest"
 )
 
 // visitorTable holds the visit state of active visitors in memory, so a
@@ -24,18 +27,31 @@ import (
 // or, past maxActive states, the least recently touched ones leave early
 // (counted in visitors_evicted_total{reason="capacity"}).
 type visitorTable struct {
-	db     *pebble.DB
-	active map[visitorKey]*visitorState
-	blooms map[uint32]*bloomSet // per hash day: which visitors have a V row
-	sites  siteTable
-	strs   map[string]string // interned strings of states in memory
-	// touchQ is the order states were touched in; an entry is stale when
-	// the state was touched again later (its lastMS moved on).
-	touchQ    []touch
-	touchHead int
-	touched   []visitorKey // states changed by the batch being applied
+	db        *pebble.DB
+	active    map[visitorKey]*visitorState
+	blooms    map[uint32]*bloomSet // per hash day: which visitors have a V row
+	sites     siteTable
+	strs      map[string]string // interned strings of states in memory
+	touches   touchHeap         // states in memory, least recently touched first
+	touched   []visitorKey      // states changed by the batch being applied
 	maxActive int
 	newestMS  int64 // the latest event time folded
+
+	// cross maps a hash seen in a visit that began under another (it went
+	// on past midnight UTC) to that visit's id, for the raw query engine:
+	// stored events keep their own hash until scrubLinks rewrites them.
+	crossMu sync.RWMutex
+	cross   map[crossKey][]crossRun
+}
+
+type crossKey struct {
+	site uint32
+	hash uint64
+}
+
+type crossRun struct {
+	from, to int64
+	id       uint64
 }
 
 type touch struct {
@@ -59,11 +75,14 @@ func newVisitorTable(db *pebble.DB, maxActive int) *visitorTable {
 	return &visitorTable{
 		db: db, active: make(map[visitorKey]*visitorState), blooms: make(map[uint32]*bloomSet),
 		sites: newSiteTable(), strs: make(map[string]string), maxActive: maxActive,
+		cross: make(map[crossKey][]crossRun),
 	}
 }
 
-// siteTable numbers site ids for the life of the process.
+// siteTable numbers site ids for the life of the process. Queries look
+// ids up concurrently with the writer adding them, hence the lock.
 type siteTable struct {
+	mu    sync.RWMutex
 	ids   map[string]uint32
 	names []string
 }
@@ -71,6 +90,11 @@ type siteTable struct {
 func newSiteTable() siteTable { return siteTable{ids: make(map[string]uint32)} }
 
 func (t *siteTable) id(s string) uint32 {
+	if id, ok := t.lookup(s); ok {
+		return id
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if id, ok := t.ids[s]; ok {
 		return id
 	}
@@ -81,7 +105,78 @@ func (t *siteTable) id(s string) uint32 {
 	return id
 }
 
+func (t *siteTable) lookup(s string) (uint32, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	id, ok := t.ids[s]
+	return id, ok
+}
+
+func (t *siteTable) name(id uint32) string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.names[id]
+}
+
 func (t *visitorTable) siteID(site string) uint32 { return t.sites.id(site) }
+
+// crossed records that events of hash count under r's id (r began under
+// another day's hash).
+func (t *visitorTable) crossed(site uint32, hash uint64, r *run) {
+	t.crossMu.Lock()
+	defer t.crossMu.Unlock()
+	k := crossKey{site, hash}
+	runs := t.cross[k]
+	for i := range runs {
+		if runs[i].id == r.hash && runs[i].from <= r.start {
+			runs[i].to = max(runs[i].to, r.alive+visitGapMS)
+			return
+		}
+	}
+	t.cross[k] = append(runs, crossRun{r.start, r.alive + visitGapMS, r.hash})
+}
+
+// visitID is the id a stored site event counts under: its visit's.
+func (t *visitorTable) visitID(ev *ingest.Event) uint64 {
+	if ev.SiteID == "" {
+		return ev.VisitorHash
+	}
+	t.crossMu.RLock()
+	defer t.crossMu.RUnlock()
+	if len(t.cross) == 0 {
+		return ev.VisitorHash
+	}
+	id, ok := t.sites.lookup(ev.SiteID)
+	if !ok {
+		return ev.VisitorHash
+	}
+	for _, r := range t.cross[crossKey{id, ev.VisitorHash}] {
+		if ev.Time >= r.from && ev.Time <= r.to {
+			return r.id
+		}
+	}
+	return ev.VisitorHash
+}
+
+// forgetCross drops the mappings of visits that began before ms (their
+// events have been rewritten with the visit id).
+func (t *visitorTable) forgetCross(ms int64) {
+	t.crossMu.Lock()
+	defer t.crossMu.Unlock()
+	for k, runs := range t.cross {
+		kept := runs[:0]
+		for _, r := range runs {
+			if r.from >= ms {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) == 0 {
+			delete(t.cross, k)
+		} else {
+			t.cross[k] = kept
+		}
+	}
+}
 
 func (t *visitorTable) intern(s string) string {
 	if s == "" {
@@ -129,7 +224,7 @@ func (t *visitorTable) load(k visitorKey) (*visitorState, error) {
 	if b == nil || !b.mayContain(k) {
 		return st, nil
 	}
-	key := appendVisitKey(nil, k.day, t.sites.names[k.site], k.hash)
+	key := appendVisitKey(nil, k.day, t.sites.name(k.site), k.hash)
 	v, closer, err := t.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return st, nil
@@ -148,7 +243,7 @@ func (t *visitorTable) decode(v []byte) (*visitorState, error) {
 	}
 	st := &visitorState{runs: runs, stored: true}
 	for i := range runs {
-		st.lastMS = max(st.lastMS, runs[i].end)
+		st.lastMS = max(st.lastMS, runs[i].alive)
 	}
 	return st, nil
 }
@@ -172,7 +267,7 @@ func (t *visitorTable) preload(keys []visitorKey) error {
 			continue
 		}
 		off := len(buf)
-		buf = appendVisitKey(buf, k.day, t.sites.names[k.site], k.hash)
+		buf = appendVisitKey(buf, k.day, t.sites.name(k.site), k.hash)
 		todo = append(todo, keyed{k, buf[off:len(buf):len(buf)]})
 	}
 	if len(todo) == 0 {
@@ -209,18 +304,14 @@ func (t *visitorTable) preload(keys []visitorKey) error {
 // folded so far, and marks the state for writing.
 func (t *visitorTable) closeIdle(f *folder, nowMS int64) {
 	cutoff := min(nowMS, t.newestMS) - visitGapMS - closeSlackMS
-	for t.touchHead < len(t.touchQ) {
-		e := t.touchQ[t.touchHead]
-		if e.ms >= cutoff {
-			break
-		}
-		t.touchHead++
+	for len(t.touches) > 0 && t.touches.peek().ms < cutoff {
+		e := t.touches.pop()
 		st := t.active[e.k]
 		if st == nil || st.lastMS != e.ms {
 			continue // gone, or touched again later (a newer entry exists)
 		}
 		closed := false
-		ent := f.d.ent(kindSite, t.sites.names[e.k.site])
+		ent := f.d.ent(kindSite, t.sites.name(e.k.site))
 		for i := range st.runs {
 			if r := &st.runs[i]; !r.closed && !r.isLink() && r.end < cutoff {
 				f.closeRun(ent, r)
@@ -238,10 +329,11 @@ func (t *visitorTable) closeIdle(f *folder, nowMS int64) {
 	t.compactQueue()
 }
 
+// compactQueue rebuilds the touch heap once stale entries outnumber the
+// live ones, so it stays proportional to the states in memory.
 func (t *visitorTable) compactQueue() {
-	if t.touchHead > 4096 && t.touchHead > len(t.touchQ)/2 {
-		t.touchQ = append(t.touchQ[:0], t.touchQ[t.touchHead:]...)
-		t.touchHead = 0
+	if len(t.touches) > 4096 && len(t.touches) > 2*len(t.active) {
+		t.touches.rebuild(t.active)
 	}
 }
 
@@ -262,7 +354,7 @@ func (t *visitorTable) stage(b *pebble.Batch, pruneBefore int64) error {
 			}
 		}
 		st.runs = kept
-		kb = appendVisitKey(kb[:0], k.day, t.sites.names[k.site], k.hash)
+		kb = appendVisitKey(kb[:0], k.day, t.sites.name(k.site), k.hash)
 		var err error
 		switch {
 		case len(kept) > 0:
@@ -299,7 +391,7 @@ func (t *visitorTable) committed() {
 			delete(t.active, k)
 			continue
 		}
-		t.touchQ = append(t.touchQ, touch{k, st.lastMS})
+		t.touches.push(touch{k, st.lastMS})
 	}
 	t.touched = t.touched[:0]
 	t.trim()
@@ -319,9 +411,8 @@ func done(st *visitorState) bool {
 // hold them, and a later event reads them back.
 func (t *visitorTable) trim() int {
 	n := 0
-	for len(t.active) > t.maxActive && t.touchHead < len(t.touchQ) {
-		e := t.touchQ[t.touchHead]
-		t.touchHead++
+	for len(t.active) > t.maxActive && len(t.touches) > 0 {
+		e := t.touches.pop()
 		if st := t.active[e.k]; st != nil && st.lastMS == e.ms {
 			delete(t.active, e.k)
 			n++
@@ -381,13 +472,17 @@ func (t *visitorTable) loadFrom(d0 uint32) (rows, open int, err error) {
 		if err != nil {
 			return rows, open, err
 		}
+		for i := range st.runs {
+			if r := &st.runs[i]; !r.isLink() && r.hash != hash && r.hash != 0 {
+				t.crossed(k.site, hash, r)
+			}
+		}
 		if !done(st) {
 			t.active[k] = st
-			t.touchQ = append(t.touchQ, touch{k, st.lastMS})
 			open++
 		}
 	}
-	slices.SortFunc(t.touchQ, func(x, y touch) int { return int(x.ms - y.ms) })
+	t.touches.rebuild(t.active)
 	return rows, open, it.Error()
 }
 
@@ -415,5 +510,6 @@ func (s *freshStates) state(k visitorKey) (*visitorState, error) {
 	return st, nil
 }
 
-func (s *freshStates) siteID(site string) uint32 { return s.sites.id(site) }
-func (s *freshStates) intern(v string) string    { return v }
+func (s *freshStates) siteID(site string) uint32    { return s.sites.id(site) }
+func (s *freshStates) crossed(uint32, uint64, *run) {}
+func (s *freshStates) intern(v string) string       { return v }

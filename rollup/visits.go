@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strings"
 
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/rollup/sources"
@@ -48,9 +49,10 @@ type run struct {
 	// marks are the event values (pages, event names, properties) the
 	// visit has had, for visits and engagement per value (see mark).
 	marks []mark
-	// visHour is the last hour whose visit-dimension sketches hold the
-	// visitor with the visit's current values (dims dedup per hour).
-	visHour uint32
+	// evHours are the hours the visit has events in, with its pageviews
+	// and custom events there: what it counts under its visit dimensions
+	// by the hour (contrib.go), and where its visitor goes when it ends.
+	evHours []hourCount
 
 	// closed is set once the visit has been idle past the gap and its exit
 	// page has been counted (see closeRun).
@@ -71,6 +73,7 @@ type run struct {
 type mark struct {
 	dim, val string // the value's dimension code and value
 	hour     uint32 // the earliest event of the value in the visit
+	last     uint32 // the latest
 	engaged  bool   // an engagement event on the value (pages)
 	engHour  uint32 // the earliest engagement
 	maxDepth uint8  // the deepest scroll of those engagements
@@ -109,7 +112,7 @@ func before(t1 int64, id1 *[16]byte, t2 int64, id2 *[16]byte) bool {
 
 // runOf is the visit of one event that is not an engagement.
 func runOf(ev *ingest.Event, hash uint64) run {
-	r := run{start: ev.Time, startID: ev.ID, end: ev.Time, alive: ev.Time, hash: hash, visHour: noHour, attrs: visitAttrs{
+	r := run{start: ev.Time, startID: ev.ID, end: ev.Time, alive: ev.Time, hash: hash, attrs: visitAttrs{
 		referrer: ev.ReferrerHost, utmSource: ev.UTMSource, utmMedium: ev.UTMMedium,
 		utmCampaign: ev.UTMCampaign, utmTerm: ev.UTMTerm, utmContent: ev.UTMContent,
 		country: ev.Country, device: ev.Device, browser: ev.Browser, os: ev.OS,
@@ -119,11 +122,13 @@ func runOf(ev *ingest.Event, hash uint64) run {
 		r.pageviews = 1
 		r.entryT, r.entryID, r.entry = ev.Time, ev.ID, ev.Path
 		r.exitT, r.exitID, r.exit = ev.Time, ev.ID, ev.Path
+		r.evHours = []hourCount{{hourOf(ev.Time), 1, 0}}
 	case ingest.KindCustom:
 		r.customs = 1
 		if ev.Flags&ingest.FlagNonInteractive == 0 {
 			r.interactive = 1
 		}
+		r.evHours = []hourCount{{hourOf(ev.Time), 0, 1}}
 	}
 	return r
 }
@@ -137,9 +142,7 @@ func merge(a, b run) run {
 	out.end = max(a.end, b.end)
 	out.alive = max(a.alive, b.alive)
 	out.marks = unionMarks(a.marks, b.marks)
-	if a.visHour != b.visHour {
-		out.visHour = noHour
-	}
+	out.evHours = mergeEvHours(a.evHours, b.evHours)
 	if b.pageviews > 0 && (a.pageviews == 0 || before(b.entryT, &b.entryID, a.entryT, &a.entryID)) {
 		out.entryT, out.entryID, out.entry = b.entryT, b.entryID, b.entry
 	}
@@ -152,9 +155,6 @@ func merge(a, b run) run {
 	out.closed = a.closed && b.closed
 	return out
 }
-
-// noHour marks visHour as unset.
-const noHour = ^uint32(0)
 
 // counted reports whether the run is a visit: it has a pageview or a
 // custom event (a visit is never made of engagement events alone).
@@ -170,12 +170,13 @@ func (r *run) visitVec() counters {
 	if !r.counted() {
 		return c
 	}
-	c[fVisits] = 1
+	c[fSessions] = 1
 	if r.bounced() {
 		c[fBounces] = 1
 	}
 	c[fVisitPV] = int64(r.pageviews)
-	c[fDurationMS] = r.end - r.start
+	// Plausible keeps event times in whole seconds.
+	c[fDurationMS] = (r.end/1000 - r.start/1000) * 1000
 	c[fVisitEvents] = int64(r.pageviews + r.customs)
 	return c
 }
@@ -204,7 +205,7 @@ func (r *run) visitDims() (vals [nVisitDims]string, ok [nVisitDims]bool) {
 	if r.returning {
 		vt = visitorReturning
 	}
-	vals = [nVisitDims]string{a.referrer, src, ch, a.utmSource, a.utmMedium, a.utmCampaign,
+	vals = [nVisitDims]string{strings.TrimPrefix(a.referrer, "www."), src, ch, a.utmSource, a.utmMedium, a.utmCampaign,
 		a.utmTerm, a.utmContent, a.country, a.device, a.browser, a.os, vt, r.entry, r.exit}
 	for i := range ok {
 		ok[i] = true
@@ -279,7 +280,12 @@ func appendVisitorState(dst []byte, runs []run) []byte {
 		dst = binary.AppendVarint(dst, r.end-r.start)
 		dst = binary.AppendVarint(dst, r.alive-r.start)
 		dst = binary.LittleEndian.AppendUint64(dst, r.hash)
-		dst = binary.AppendUvarint(dst, uint64(r.visHour)+1)
+		dst = binary.AppendUvarint(dst, uint64(len(r.evHours)))
+		for _, e := range r.evHours {
+			dst = binary.AppendUvarint(dst, uint64(e.h))
+			dst = binary.AppendUvarint(dst, uint64(e.pv))
+			dst = binary.AppendUvarint(dst, uint64(e.cu))
+		}
 		for _, f := range r.attrs.fields() {
 			dst = appendStr(dst, *f)
 		}
@@ -297,6 +303,7 @@ func appendVisitorState(dst []byte, runs []run) []byte {
 			dst = appendStr(dst, m.dim)
 			dst = appendStr(dst, m.val)
 			dst = binary.AppendUvarint(dst, uint64(m.hour))
+			dst = binary.AppendUvarint(dst, uint64(m.last-m.hour))
 			e := byte(0)
 			if m.engaged {
 				e = 1
@@ -420,7 +427,13 @@ func decodeVisitorState(b []byte, intern func([]byte) string) ([]run, error) {
 		v.end = v.start + r.varint()
 		v.alive = v.start + r.varint()
 		v.hash = r.uint64()
-		v.visHour = uint32(r.uvarint() - 1)
+		nh := r.uvarint()
+		if nh > maxEvHours {
+			r.bad, nh = true, 0
+		}
+		for range nh {
+			v.evHours = append(v.evHours, hourCount{uint32(r.uvarint()), uint32(r.uvarint()), uint32(r.uvarint())})
+		}
 		for _, f := range v.attrs.fields() {
 			*f = r.str()
 		}
@@ -440,6 +453,7 @@ func decodeVisitorState(b []byte, intern func([]byte) string) ([]run, error) {
 		}
 		for range nm {
 			m := mark{dim: r.str(), val: r.str(), hour: uint32(r.uvarint())}
+			m.last = m.hour + uint32(r.uvarint())
 			e, d := r.byte(), r.byte()
 			m.engaged, m.maxDepth = e == 1, d
 			m.engHour = uint32(r.uvarint())

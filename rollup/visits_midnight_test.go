@@ -138,7 +138,7 @@ func TestVisitAcrossMidnightStaysApart(t *testing.T) {
 // links survive encoding; damaged encodings are refused.
 func TestVisitorStateLinksRoundTrip(t *testing.T) {
 	visit := run{start: 1000, end: 2000, alive: 2500, hash: 77, pageviews: 2, entry: "/", exit: "/b",
-		entryT: 1000, exitT: 2000, closed: true, visHour: 3,
+		entryT: 1000, exitT: 2000, closed: true, evHours: []hourCount{{h: 3, pv: 2}},
 		marks: []mark{{dim: "p", val: "/b", hour: 5, engaged: true, engHour: 6, maxDepth: 40}}}
 	plain := appendVisitorState(nil, []run{visit})
 	withLink := appendVisitorState(nil, []run{visit, {start: 3000, end: 3000, alive: 3000, next: 99}})
@@ -154,7 +154,7 @@ func TestVisitorStateLinksRoundTrip(t *testing.T) {
 	}
 	got := runs[0]
 	if got.start != visit.start || got.end != visit.end || got.alive != visit.alive || got.hash != visit.hash ||
-		got.entry != visit.entry || got.exit != visit.exit || !got.closed || got.visHour != 3 ||
+		got.entry != visit.entry || got.exit != visit.exit || !got.closed || len(got.evHours) != 1 || got.evHours[0] != visit.evHours[0] ||
 		len(got.marks) != 1 || got.marks[0] != visit.marks[0] {
 		t.Errorf("visit: got %+v; want %+v", got, visit)
 	}

@@ -59,6 +59,10 @@ type Result struct {
 	TotalRows int
 	// TimeLabels are every time bucket of the range (include.time_labels).
 	TimeLabels []string
+	// Estimated, when not nil, is written as meta.estimated_metrics: the
+	// metrics of the answer that are estimates (Waymark's addition; its
+	// rollups count unique visitors with HyperLogLog sketches).
+	Estimated []string
 
 	q *Query
 }
@@ -93,7 +97,21 @@ func (r *Result) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `],"meta":{`...)
 	// Keys sorted by name, present only when asked for.
 	sep := ""
+	if r.Estimated != nil {
+		// Waymark's own key: which metrics of the answer are estimates
+		// (an empty list when every number is exact).
+		dst = append(dst, `"estimated_metrics":[`...)
+		for i, m := range r.Estimated {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, m)
+		}
+		dst = append(dst, ']')
+		sep = ","
+	}
 	if r.q.Include.Imports {
+		dst = append(dst, sep...)
 		dst = append(dst, `"imports_included":false,"imports_skip_reason":"no_imported_data"`...)
 		sep = ","
 	}

@@ -1,0 +1,195 @@
+package rollup
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/waymark/waymark/rollup/plausible"
+)
+
+// The native site endpoints answer filters the rollups cannot (several
+// dimensions, or a breakdown filtered on another one) from the raw events,
+// through the same engine as /api/v2/query: the v1 request is written as a
+// v2 query, evaluated, and the rows mapped back. One definition of every
+// metric, wherever it is asked.
+
+// needsRaw reports whether a site query must be answered from the raw
+// events: its filters are all valid but name more than one dimension, or
+// a breakdown (dimension, "" for none) is filtered on another dimension.
+// Rows are kept per dimension, not per combination.
+func needsRaw(dimension string, filters []DimFilter) bool {
+	if len(filters) == 0 {
+		return false
+	}
+	dims := make(map[string]bool)
+	for _, f := range filters {
+		if _, ok := siteDims[f.Dimension]; !ok || (f.Op != "is" && f.Op != "is_not" && f.Op != "contains") {
+			return false // filterOn reports it
+		}
+		dims[f.Dimension] = true
+	}
+	return len(dims) > 1 || (dimension != "" && !dims[dimension])
+}
+
+// v1ToV2Dims maps the native API's dimension names to Plausible's.
+var v1ToV2Dims = map[string]string{
+	"page": "event:page", "entry_page": "visit:entry_page", "exit_page": "visit:exit_page",
+	"referrer": "visit:referrer", "source": "visit:source", "channel": "visit:channel",
+	"utm_source": "visit:utm_source", "utm_medium": "visit:utm_medium", "utm_campaign": "visit:utm_campaign",
+	"utm_term": "visit:utm_term", "utm_content": "visit:utm_content",
+	"country": "visit:country", "device": "visit:device", "browser": "visit:browser", "os": "visit:os",
+	"event": "event:name",
+}
+
+// rawRow is one row of a raw answer: a time bucket's start (as Plausible
+// labels it) or a breakdown value, and its metrics.
+type rawRow struct {
+	key string
+	m   SiteMetrics
+}
+
+// rawSite answers a site query from the raw events: over r, by g (""
+// for no series) or by dimension ("" for none), narrowed by filters.
+func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension string, filters []DimFilter) ([]rawRow, error) {
+	loc := r.loc()
+	body := map[string]any{
+		"site_id":    site,
+		"date_range": []string{r.From.In(loc).Format(time.RFC3339), r.To.Add(-time.Second).In(loc).Format(time.RFC3339)},
+		"pagination": map[string]int{"limit": 10000},
+	}
+	var dims []string
+	if g != "" {
+		dims = append(dims, "time:"+string(g))
+	}
+	pageScoped := dimension == "page"
+	if dimension != "" {
+		d, ok := v1ToV2Dims[dimension]
+		if !ok {
+			return nil, fmt.Errorf("%w: dimension %q", ErrUnsupportedQuery, dimension)
+		}
+		dims = append(dims, d)
+	}
+	var fs [][]any
+	for _, f := range filters {
+		d, ok := v1ToV2Dims[f.Dimension]
+		if !ok {
+			return nil, fmt.Errorf("%w: filter dimension %q", ErrUnsupportedQuery, f.Dimension)
+		}
+		pageScoped = pageScoped || f.Dimension == "page"
+		vals := make([]string, len(f.Values))
+		for i, v := range f.Values {
+			vals[i] = v1ToV2Value(d, v)
+		}
+		fs = append(fs, []any{f.Op, d, vals, map[string]bool{"case_sensitive": f.Op != "contains"}})
+	}
+	metrics := []string{"visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "events"}
+	if dimension == "entry_page" || dimension == "exit_page" {
+		metrics = []string{"visitors", "visits", "bounce_rate", "visit_duration"}
+	}
+	if len(dims) == 0 && !pageScoped {
+		metrics = append(metrics, "views_per_visit")
+	}
+	if pageScoped {
+		metrics = append(metrics, "time_on_page", "scroll_depth")
+	}
+	body["metrics"] = metrics
+	if len(dims) > 0 {
+		body["dimensions"] = dims
+	}
+	if len(fs) > 0 {
+		body["filters"] = fs
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build a raw query: %w", err)
+	}
+	q, err := plausible.Parse(raw, plausible.Site{ID: site, Domain: site, Timezone: loc.String()}, a.cfg.Now())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupportedQuery, err)
+	}
+	res, err := plausible.Evaluate(q, rawSource{a}, a.v2Config())
+	var qe *plausible.QueryError
+	var se *plausible.ScanLimitError
+	if errors.As(err, &qe) || errors.As(err, &se) {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupportedQuery, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rawRow, 0, len(res.Rows))
+	for _, row := range res.Rows {
+		rr := rawRow{}
+		if len(row.Dimensions) > 0 {
+			rr.key = v2ToV1Value(dims[len(dims)-1], row.Dimensions[len(row.Dimensions)-1].Str)
+			if g != "" {
+				rr.key = row.Dimensions[0].Str
+			}
+		}
+		for i, name := range metrics {
+			v := row.Metrics[i]
+			n, f := v.Int, float64(v.Int)
+			if v.Kind == plausible.Float {
+				f = v.Float
+			}
+			switch name {
+			case "visitors":
+				rr.m.Visitors = uint64(n)
+			case "visits":
+				rr.m.Visits = n
+			case "pageviews":
+				rr.m.Pageviews = n
+			case "bounce_rate":
+				rr.m.BounceRate = f
+			case "visit_duration":
+				rr.m.VisitDuration = f
+			case "events":
+				rr.m.Events = n
+			case "views_per_visit":
+				rr.m.ViewsPerVisit = f
+			case "time_on_page":
+				rr.m.TimeOnPage = f
+			case "scroll_depth":
+				rr.m.ScrollDepth = f
+			}
+		}
+		out = append(out, rr)
+	}
+	return out, nil
+}
+
+// rawLabel is how Plausible labels the bucket starting at t by g.
+func rawLabel(t time.Time, g Granularity) string {
+	if g == Hour {
+		return t.Format(time.DateTime)
+	}
+	return t.Format(time.DateOnly)
+}
+
+// v1ToV2Value turns a native filter value (a stored value) into the value
+// Plausible shows and filters by.
+func v1ToV2Value(dim, v string) string {
+	if dim == "visit:device" {
+		return v2Label(dim, v)
+	}
+	if v == "" {
+		return v2Label(dim, "")
+	}
+	return v
+}
+
+// v2ToV1Value turns a Plausible label back into the stored value the
+// native API answers with ("" for none).
+func v2ToV1Value(dim, v string) string {
+	switch {
+	case dim == "visit:device":
+		return strings.ToLower(v)
+	case dim == "visit:country" && v == "\x00\x00":
+		return ""
+	case v == "Direct / None" || v == "(not set)":
+		return ""
+	}
+	return v
+}
