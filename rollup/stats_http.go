@@ -25,7 +25,7 @@ type Authorizer interface {
 // StatsHandler serves the stats API, scoped to the owner of the API key:
 //
 //	GET  /v1/links/{code}/stats[/breakdown|/realtime|/overview]
-//	GET  /v1/sites/{id}/stats/aggregate|timeseries|breakdown|realtime|heatmap
+//	GET  /v1/sites/{id}/stats/aggregate|timeseries|breakdown|realtime|heatmap|goals
 //	POST /api/v2/query (Plausible Stats API v2)
 //
 // Another owner's link or site answers 404, exactly as a missing one.
@@ -288,6 +288,9 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 	switch what {
 	case "heatmap":
 		a.serveSiteHeatmap(ctx, s) // heatmap.go
+		return
+	case "goals":
+		a.serveSiteGoals(ctx, s) // goalstats.go
 		return
 	}
 	if what == "realtime" {
