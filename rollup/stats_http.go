@@ -24,8 +24,8 @@ type Authorizer interface {
 
 // StatsHandler serves the stats API, scoped to the owner of the API key:
 //
-//	GET  /v1/links/{code}/stats[/breakdown|/realtime]
-//	GET  /v1/sites/{id}/stats/aggregate|timeseries|breakdown|realtime
+//	GET  /v1/links/{code}/stats[/breakdown|/realtime|/overview]
+//	GET  /v1/sites/{id}/stats/aggregate|timeseries|breakdown|realtime|heatmap|goals
 //	POST /api/v2/query (Plausible Stats API v2)
 //
 // Another owner's link or site answers 404, exactly as a missing one.
@@ -195,6 +195,10 @@ func limitArg(args *fasthttp.Args) (int, error) {
 
 func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []string) {
 	args := ctx.QueryArgs()
+	if len(rest) == 1 && rest[0] == "overview" {
+		a.serveLinkOverview(ctx, code) // overview.go
+		return
+	}
 	if len(rest) == 1 && rest[0] == "realtime" {
 		n, err := limitArg(args)
 		if err != nil {
@@ -281,6 +285,14 @@ type SiteAggregateAnswer struct {
 
 func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what string) {
 	args := ctx.QueryArgs()
+	switch what {
+	case "heatmap":
+		a.serveSiteHeatmap(ctx, s) // heatmap.go
+		return
+	case "goals":
+		a.serveSiteGoals(ctx, s) // goalstats.go
+		return
+	}
 	if what == "realtime" {
 		out, err := a.SiteRealtime(s.ID)
 		if err != nil {

@@ -19,11 +19,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/valyala/fasthttp"
@@ -153,6 +155,94 @@ func (p *dashPage) noExceptions() {
 	}
 }
 
+// ovItem is one item of a link's overview: its text and data-value.
+type ovItem struct {
+	Text  string `json:"text"`
+	Value string `json:"value"`
+}
+
+// waitOverview waits for the link overview and reads it by key.
+func (p *dashPage) waitOverview() map[string]ovItem {
+	p.t.Helper()
+	p.waitFor("the link overview", `document.querySelector('#overview').dataset.state === 'ready'`)
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[map[string]ovItem](`(() => { const o = {};
+	  for (const it of document.querySelectorAll('#overview [data-overview]')) {
+	    const v = it.querySelector('.ov-value'); o[it.dataset.overview] = {text: v.textContent, value: v.dataset.value ?? ''}; }
+	  return o; })()`))
+	if err != nil {
+		p.t.Fatalf("read the overview: %v", err)
+	}
+	return v
+}
+
+// barRow is one row of a breakdown card.
+type barRow struct {
+	Label string `json:"label"`
+	Count string `json:"count"`
+}
+
+// showTab clicks the tab of a breakdown dimension (or finds the card that
+// shows it first) and reads its rows once loaded.
+func (p *dashPage) showTab(dim string) []barRow {
+	p.t.Helper()
+	p.do("show "+dim, evaluate(fmt.Sprintf(`(() => { const b = document.querySelector('.tab[data-dim=%q]'); if (b) b.click(); })()`, dim)))
+	sel := fmt.Sprintf(`.breakdown[data-dimension=%q][data-state=ready]`, dim)
+	p.waitFor(dim+" rows", fmt.Sprintf(`!!document.querySelector(%q)`, sel))
+	rows, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]barRow](fmt.Sprintf(`[...document.querySelectorAll(%q)].map((r) =>
+	  ({label: r.querySelector('.bar-text').textContent, count: r.querySelector('.bar-num').dataset.value}))`, sel+" .bar-row:not(.skeleton)")))
+	if err != nil {
+		p.t.Fatalf("read %s rows: %v", dim, err)
+	}
+	return rows
+}
+
+// goalRow is one row of the goals card.
+type goalRow struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Uniques string `json:"uniques"`
+	Total   string `json:"total"`
+	CR      string `json:"cr"`
+	CRText  string `json:"crText"`
+}
+
+func (p *dashPage) waitGoals() []goalRow {
+	p.t.Helper()
+	p.waitFor("the goals", `document.querySelector('#goals-card').dataset.state === 'ready'`)
+	rows, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]goalRow](`[...document.querySelectorAll('#goals .goal-row')].map((r) => ({
+	  id: r.dataset.goal, name: r.querySelector('.bar-text').textContent, uniques: r.querySelector('.goal-uniques').dataset.value,
+	  total: r.querySelector('.goal-total').dataset.value, cr: r.querySelector('.goal-cr').dataset.value,
+	  crText: r.querySelector('.goal-cr').textContent}))`))
+	if err != nil {
+		p.t.Fatalf("read the goals: %v", err)
+	}
+	return rows
+}
+
+// heatView is what the test reads of the heatmap: every cell that is not
+// zero, keyed "day hour", and the note under it.
+type heatView struct {
+	Metric string           `json:"metric"`
+	Cells  int              `json:"cells"`
+	Max    int64            `json:"max"`
+	Values map[string]int64 `json:"values"`
+	Note   string           `json:"note"`
+}
+
+func (p *dashPage) waitHeatmap() heatView {
+	p.t.Helper()
+	p.waitFor("the heatmap", `document.querySelector('#heatmap-card').dataset.state === 'ready'`)
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[heatView](`(() => { const v = {metric: document.querySelector('#heatmap table')?.dataset.metric || '',
+	  cells: 0, max: 0, values: {}, note: document.querySelector('#heatmap-note').textContent};
+	  for (const c of document.querySelectorAll('#heatmap td.hm-cell')) { v.cells++; const n = +c.dataset.value;
+	    if (n) { v.values[c.dataset.day + ' ' + c.dataset.hour] = n; v.max = Math.max(v.max, n); } }
+	  return v; })()`))
+	if err != nil {
+		p.t.Fatalf("read the heatmap: %v", err)
+	}
+	return v
+}
+
 func openDashboard(t *testing.T, br *headlessBrowser, url string) *dashPage {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(br.ctx, 45*time.Second)
@@ -211,6 +301,22 @@ func TestE2EDashboardStub(t *testing.T) {
 	  s.value = %q; s.dispatchEvent(new Event('change', {bubbles: true})); })()`, chosen.Code)))
 	v := p.waitReady("/v1/links/" + chosen.Code + "/stats")
 	checkLinkView(t, v, chosen, 7)
+	ov := p.waitOverview()
+	wantOv := stubOverview(chosen)
+	for k, field := range map[string]string{"today": "today", "yesterday": "yesterday", "last7": "last_7_days", "last30": "last_30_days"} {
+		if want := fmt.Sprint(wantOv[field].(map[string]any)["clicks"]); ov[k].Value != want {
+			t.Errorf("overview %s: got %q; want %s", k, ov[k].Value, want)
+		}
+	}
+	if want := fmt.Sprint(wantOv["all_time_clicks"]); ov["all_time"].Value != want {
+		t.Errorf("overview all time: got %q; want %s", ov["all_time"].Value, want)
+	}
+	if g := wantOv["daily_growth"].(float64); ov["daily_growth"].Value != fmt.Sprint(g) || !strings.HasSuffix(ov["daily_growth"].Text, "%") {
+		t.Errorf("overview daily growth: got %+v; want %v as a percent", ov["daily_growth"], g)
+	}
+	if ov["peak_hour"].Text != "14:00–15:00" || !strings.Contains(ov["last_click"].Text, "ago") && ov["last_click"].Text != "just now" {
+		t.Errorf("overview peak hour %+v, last click %+v; want 14:00–15:00 and seconds ago", ov["peak_hour"], ov["last_click"])
+	}
 	if v.Live != "9" {
 		p.waitFor("the live counter", `document.querySelector('.stat-live .stat-value').dataset.value === '9'`)
 	}
@@ -218,7 +324,7 @@ func TestE2EDashboardStub(t *testing.T) {
 
 	p.do("show today", chromedp.Click(chromedp.CSS(`#range button[data-range="today"]`)))
 	p.waitFor("today by the hour", `(document.querySelector('#totals').dataset.source || '').includes('granularity=hour') &&
-	  document.querySelector('#totals').dataset.state === 'ready'`)
+	  document.querySelector('#totals').dataset.state === 'ready' && !document.querySelector('.breakdown[data-state=loading]')`)
 	checkLinkView(t, p.view(), chosen, 1)
 
 	p.do("show 30 days", chromedp.Click(chromedp.CSS(`#range button[data-range="30d"]`)))
@@ -230,9 +336,8 @@ func TestE2EDashboardStub(t *testing.T) {
 		t.Errorf("hover: %v", err)
 	}
 
-	shot := p.screenshot(dir, "dashboard.png")
-	copyFile(t, shot, dashShotPath)
-	t.Logf("dashboard screenshot (link, 30 days): %s (copied to %s)", shot, dashShotPath)
+	shot := p.screenshot(dir, "dashboard-link.png")
+	t.Logf("dashboard screenshot (link, 30 days): %s", shot)
 
 	// A site: aggregate numbers with their own formats.
 	p.do("switch to sites", chromedp.Click(chromedp.CSS(`#kind button[data-kind="site"]`)),
@@ -257,9 +362,29 @@ func TestE2EDashboardStub(t *testing.T) {
 	if sv.Rows["page"] != 6 {
 		t.Errorf("top pages: got %d rows; want 5 pages and the other row (%v)", sv.Rows["page"], sv.Rows)
 	}
+	// Entry and exit pages, channels: tabs of their cards, by dimension=.
+	for dim, want := range map[string]int{"entry_page": 5, "exit_page": 5, "channel": 5} {
+		rows := p.showTab(dim)
+		if len(rows) != want {
+			t.Errorf("%s: got %d rows %v; want %d with the other row", dim, len(rows), rows, want)
+		}
+	}
+	if rows := p.showTab("source"); len(rows) == 0 || rows[0].Label != "Direct / None" {
+		t.Errorf("sources: got %v; want Direct / None first (the empty source)", rows)
+	}
+	goals := p.waitGoals()
+	if len(goals) != 4 || goals[0].Name != "Signup" || goals[0].Uniques != "412" || goals[0].CRText != "11.83%" || goals[3].Uniques != "0" {
+		t.Errorf("goals: got %+v; want the stub's four, Signup first with 412 uniques at 11.83%%", goals)
+	}
+	hm := p.waitHeatmap()
+	if hm.Cells != 168 || hm.Max != 64 || !strings.HasPrefix(hm.Note, "Busiest: Monday 14:00 (64 pageviews)") {
+		t.Errorf("heatmap: got %+v; want 168 cells, Monday 14 h busiest with 64", hm)
+	}
 	p.waitFor("current visitors", `document.querySelector('.stat-live .stat-value').dataset.value === '17'`)
-	siteShot := p.screenshot(dir, "dashboard-site.png")
-	t.Logf("dashboard screenshot (site): %s", siteShot)
+	p.showTab("page")
+	siteShot := p.screenshot(dir, "dashboard.png")
+	copyFile(t, siteShot, dashShotPath)
+	t.Logf("dashboard screenshot (site): %s (copied to %s)", siteShot, dashShotPath)
 
 	// An unknown site: a clear message, no numbers, no exception.
 	p.do("ask for another owner's site", evaluate(`document.querySelector('#site-id').value = 'site_other'`),
@@ -390,7 +515,8 @@ func TestE2EDashboardRealNode(t *testing.T) {
 	})
 
 	br := startBrowser(t)
-	p := openDashboard(t, br, n.base+rollup.DashboardPath)
+	// Today: the clicks were just made, and 7 days end yesterday.
+	p := openDashboard(t, br, n.base+rollup.DashboardPath+"#range=today")
 	p.connect(n.key)
 	v := p.waitReady("/v1/links/" + code + "/stats")
 	if v.State != "ready" {
@@ -420,6 +546,175 @@ func TestE2EDashboardRealNode(t *testing.T) {
 	}
 	shot := p.screenshot(dir, "dashboard-node.png")
 	t.Logf("dashboard on a real node: totals %v; screenshot %s", v.Totals, shot)
+	p.noExceptions()
+	br.close(t)
+}
+
+// TestE2EDashboardPanels seeds a real `waymark node --dev` with a small
+// scenario and checks the panels the page draws against numbers worked
+// out by hand from Plausible's definitions: entry and exit pages, sources
+// and channels, goal conversions, the weekday x hour heatmap, and a link's
+// overview. The browser runs in Tokyo time (UTC+9, no DST), so days and
+// hours are the page's zone, not the server's.
+//
+// Visitors (one client address each, all now):
+//
+//	V1 10.9.0.1  / (from www.google.com)  /pricing  event Signup
+//	V2 10.9.0.2  /blog/post-1?utm_source=newsletter&utm_medium=email  /blog/post-2
+//	V3 10.9.0.3  /
+//	V4 10.9.0.4  /pricing (from news.ycombinator.com)
+//
+// Goals: event Signup, page /blog/**, page /pricing. Link: 3 clicks from
+// two addresses.
+func TestE2EDashboardPanels(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		requireTool(t, "headless Chromium is not installed (%v); on Debian: apt-get install chromium", err)
+	}
+	const zone = "Asia/Tokyo"
+	tokyo, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startTrackedNode(t)
+	r := do(t, "POST", n.base+"/v1/sites", n.key, `{"domain":"shop.example","timezone":"UTC"}`)
+	if r.status != 201 {
+		t.Fatalf("create site: got %d %s", r.status, r.body)
+	}
+	site, _ := r.json(t)["id"].(string)
+	for _, g := range []string{`{"event_name":"Signup"}`, `{"page_path":"/blog/**"}`, `{"page_path":"/pricing"}`} {
+		if r := do(t, "POST", n.base+"/v1/sites/"+site+"/goals", n.key, g); r.status != 201 {
+			t.Fatalf("create goal %s: got %d %s", g, r.status, r.body)
+		}
+	}
+	r = do(t, "POST", n.base+"/v1/links", n.key, `{"url":"https://example.com/panels"}`)
+	if r.status != 201 {
+		t.Fatalf("create link: got %d %s", r.status, r.body)
+	}
+	code, _ := r.json(t)["code"].(string)
+
+	// Every event in one hour: the heatmap cell and "today" are then known
+	// exactly. Events are stamped on arrival and sent within a second; the
+	// page must still see the same Tokyo day a minute or two later.
+	waitFor(t, "20 s before the next hour and 2 min before Tokyo's midnight", 150*time.Second, func() bool {
+		now := time.Now()
+		local := now.In(tokyo)
+		midnight := time.Date(local.Year(), local.Month(), local.Day()+1, 0, 0, 0, 0, tokyo)
+		return now.Truncate(time.Hour).Add(time.Hour).Sub(now) > 20*time.Second && midnight.Sub(now) > 2*time.Minute
+	})
+	t0 := time.Now()
+	event := func(ip, body string) {
+		t.Helper()
+		r := do(t, "POST", n.base+"/api/event", "", body, "Content-Type", "text/plain", "Origin", "https://shop.example",
+			"User-Agent", dashHumanUA, "X-Forwarded-For", ip)
+		if r.status != 202 || r.header.Get("X-Waymark-Dropped") != "" {
+			t.Fatalf("event %s: got %d dropped %q: %s", body, r.status, r.header.Get("X-Waymark-Dropped"), r.body)
+		}
+	}
+	pv := func(ip, path, ref string) {
+		event(ip, fmt.Sprintf(`{"n":"pageview","u":"https://shop.example%s","d":"shop.example","r":%q}`, path, ref))
+	}
+	pv("10.9.0.1", "/", "https://www.google.com/search?q=shop")
+	pv("10.9.0.2", "/blog/post-1?utm_source=newsletter&utm_medium=email", "")
+	pv("10.9.0.3", "/", "")
+	pv("10.9.0.4", "/pricing", "https://news.ycombinator.com/item?id=1")
+	pv("10.9.0.1", "/pricing", "")
+	pv("10.9.0.2", "/blog/post-2", "")
+	event("10.9.0.1", `{"n":"Signup","u":"https://shop.example/pricing","d":"shop.example"}`)
+	for i, ip := range []string{"10.9.1.1", "10.9.1.2", "10.9.1.1"} {
+		if r := do(t, "GET", n.base+"/"+code, "", "", "User-Agent", dashHumanUA, "X-Forwarded-For", ip); r.status != 302 {
+			t.Fatalf("click %d: got %d; want 302", i, r.status)
+		}
+	}
+	t1 := time.Now()
+	if t0.Truncate(time.Hour) != t1.Truncate(time.Hour) {
+		t.Fatalf("BUG: seeding took from %v to %v, across an hour", t0, t1)
+	}
+	today := t0.In(tokyo).Format(time.DateOnly)
+	agg := n.base + "/v1/sites/" + site + "/stats/aggregate?from=" + today + "&to=" + today + "&tz=" + zone
+	waitFor(t, "the rollups to hold the 6 pageviews and the event", 30*time.Second, func() bool {
+		r := do(t, "GET", agg, n.key, "")
+		m := r.json(t)
+		return r.status == 200 && m["pageviews"] == 6.0 && m["events"] == 7.0
+	})
+	waitFor(t, "the rollups to hold the 3 clicks", 30*time.Second, func() bool {
+		r := do(t, "GET", n.base+"/v1/links/"+code+"/stats/overview", n.key, "")
+		return r.status == 200 && r.json(t)["all_time_clicks"] == 3.0
+	})
+
+	br := startBrowser(t)
+	if _, err := chromedp.Call(br.ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: zone}); err != nil {
+		t.Fatalf("set the browser's time zone: %v", err)
+	}
+	p := openDashboard(t, br, n.base+rollup.DashboardPath+"#site="+site+"&range=today")
+	p.connect(n.key)
+	v := p.waitReady("/v1/sites/" + site + "/stats/aggregate")
+	if v.State != "ready" || v.Banner != "" || !strings.Contains(v.Source, "tz="+strings.ReplaceAll(zone, "/", "%2F")) {
+		t.Fatalf("site report: state %q banner %q source %q; want ready, in %s\n%s", v.State, v.Banner, v.Source, zone, br.diagnostics())
+	}
+	wantRows := func(dim string, want ...barRow) {
+		t.Helper()
+		if got := p.showTab(dim); !slices.Equal(got, want) {
+			t.Errorf("%s: got %v; want %v", dim, got, want)
+		}
+	}
+	// Visits by the visit's first and last pageview; sources and channels
+	// by its first event; ties by value.
+	wantRows("entry_page", barRow{"/", "2"}, barRow{"/blog/post-1", "1"}, barRow{"/pricing", "1"})
+	wantRows("exit_page", barRow{"/pricing", "2"}, barRow{"/", "1"}, barRow{"/blog/post-2", "1"})
+	wantRows("source", barRow{"Direct / None", "1"}, barRow{"Google", "1"}, barRow{"Hacker News", "1"}, barRow{"newsletter", "1"})
+	wantRows("channel", barRow{"Direct", "1"}, barRow{"Email", "1"}, barRow{"Organic Search", "1"}, barRow{"Organic Social", "1"})
+	wantRows("page", barRow{"/", "2"}, barRow{"/pricing", "2"}, barRow{"/blog/post-1", "1"}, barRow{"/blog/post-2", "1"})
+
+	// Conversions over the 4 visitors: /pricing 2 (50 %), Signup 1 and
+	// /blog/** 1 with 2 completions (25 % each).
+	goals := p.waitGoals()
+	type g struct{ name, uniques, total, cr string }
+	var got []g
+	for _, r := range goals {
+		got = append(got, g{r.Name, r.Uniques, r.Total, r.CRText})
+	}
+	if want := []g{{"Visit /pricing", "2", "2", "50%"}, {"Signup", "1", "1", "25%"}, {"Visit /blog/**", "1", "2", "25%"}}; !slices.Equal(got, want) {
+		t.Errorf("goals: got %v; want %v", got, want)
+	}
+
+	// The heatmap: everything in today's cell, Tokyo time.
+	local := t0.In(tokyo)
+	cell := fmt.Sprintf("%d %d", (int(local.Weekday())+6)%7, local.Hour())
+	hm := p.waitHeatmap()
+	if hm.Metric != "pageviews" || hm.Cells != 168 || len(hm.Values) != 1 || hm.Values[cell] != 6 {
+		t.Errorf("heatmap pageviews: got %+v; want 6 in cell %s only", hm, cell)
+	}
+	p.do("show visits", chromedp.Click(chromedp.CSS(`#heatmap-metric button[data-metric="visits"]`)))
+	p.waitFor("the visits heatmap", `document.querySelector('#heatmap table').dataset.metric === 'visits'`)
+	if hm = p.waitHeatmap(); len(hm.Values) != 1 || hm.Values[cell] != 4 {
+		t.Errorf("heatmap visits: got %+v; want 4 in cell %s only", hm, cell)
+	}
+	dir := t.TempDir()
+	if d := os.Getenv("WAYMARK_E2E_ARTIFACTS"); d != "" {
+		dir = d
+	}
+	t.Logf("dashboard on a real node (site): %s", p.screenshot(dir, "dashboard-node-site.png"))
+
+	// The link's overview: today only; nothing before, so no growth.
+	p.do("switch to the link", chromedp.Click(chromedp.CSS(`#kind button[data-kind="link"]`)))
+	p.do("choose the link", evaluate(fmt.Sprintf(`(() => { const s = document.querySelector('#link-select');
+	  s.value = %q; s.dispatchEvent(new Event('change', {bubbles: true})); })()`, code)))
+	p.waitReady("/v1/links/" + code + "/stats")
+	ov := p.waitOverview()
+	for k, want := range map[string]string{"today": "3", "yesterday": "0", "last7": "0", "last30": "0", "all_time": "3", "peak_hour": fmt.Sprint(local.Hour())} {
+		if ov[k].Value != want {
+			t.Errorf("overview %s: got %+v; want %s", k, ov[k], want)
+		}
+	}
+	for _, k := range []string{"daily_growth", "weekly_growth"} {
+		if ov[k].Text != "–" || ov[k].Value != "" {
+			t.Errorf("overview %s: got %+v; want – (no clicks before)", k, ov[k])
+		}
+	}
+	if lc, err := time.Parse(time.RFC3339, ov["last_click"].Value); err != nil || lc.Before(t0.Add(-time.Second)) || lc.After(t1.Add(time.Second)) {
+		t.Errorf("last click: got %+v; want between %v and %v", ov["last_click"], t0, t1)
+	}
+	t.Logf("dashboard on a real node (link): %s", p.screenshot(dir, "dashboard-node-link.png"))
 	p.noExceptions()
 	br.close(t)
 }
@@ -570,6 +865,9 @@ func (s *dashStub) serveAPI(ctx *fasthttp.RequestCtx) {
 			stubJSON(ctx, stubBreakdown(string(q.Peek("dimension")), stubTotals(*link, days)["clicks"], "clicks"))
 		case "/realtime":
 			stubJSON(ctx, stubRealtime())
+		case "/overview":
+			s.needQuery(ctx, "tz")
+			stubJSON(ctx, stubOverview(*link))
 		default:
 			stubProblem(ctx, 404, "not-found", "there is no API endpoint at "+path)
 		}
@@ -593,7 +891,14 @@ func (s *dashStub) serveAPI(ctx *fasthttp.RequestCtx) {
 			}
 			stubJSON(ctx, map[string]any{"series": series})
 		case "breakdown":
-			stubJSON(ctx, stubBreakdown(string(q.Peek("property")), 3482, "site"))
+			s.needQuery(ctx, "from", "to", "tz", "dimension")
+			stubJSON(ctx, stubBreakdown(string(q.Peek("dimension")), 3482, "site"))
+		case "goals":
+			s.needQuery(ctx, "from", "to", "tz")
+			stubJSON(ctx, stubGoals)
+		case "heatmap":
+			s.needQuery(ctx, "from", "to", "tz")
+			stubJSON(ctx, stubHeatmap())
 		case "realtime":
 			stubJSON(ctx, map[string]any{"current_visitors": 17, "pageviews_last_5_minutes": 41})
 		default:
@@ -670,7 +975,58 @@ var stubValues = map[string][]struct {
 	"browser":      {{"Chrome", .49}, {"Safari", .27}, {"Firefox", .13}, {"Edge", .08}, {"Samsung Internet", .03}},
 	"os":           {{"Windows", .31}, {"macOS", .26}, {"iOS", .21}, {"Android", .15}, {"Linux", .07}},
 	"page":         {{"/", .41}, {"/pricing", .19}, {"/docs/getting-started", .15}, {"/blog/why-short-links", .11}, {"/about", .05}},
+	"entry_page":   {{"/", .52}, {"/blog/why-short-links", .21}, {"/pricing", .12}, {"/docs/getting-started", .09}},
+	"exit_page":    {{"/pricing", .31}, {"/", .27}, {"/docs/getting-started", .22}, {"/blog/why-short-links", .1}},
 	"source":       {{"", .38}, {"Google", .27}, {"Hacker News", .14}, {"Twitter", .08}, {"DuckDuckGo", .05}},
+	"channel":      {{"Direct", .38}, {"Organic Search", .32}, {"Organic Social", .22}, {"Email", .06}},
+}
+
+// stubOverview is a link's overview, made of its seeded days (index 0 is
+// today, counted up to about 3 p.m.).
+func stubOverview(l stubLink) map[string]any {
+	day := func(k int) int { return int(math.Round(stubDaily[k] * l.Scale)) }
+	sum := func(a, b int) (n int) {
+		for k := a; k <= b; k++ {
+			n += day(k)
+		}
+		return n
+	}
+	win := func(n int) map[string]any { return map[string]any{"clicks": n, "unique_visitors": n * 7 / 10} }
+	today := day(0) * 3 / 5
+	last7, prev7 := sum(1, 7), sum(8, 14)
+	growth := func(now, before int) float64 { return math.Round(float64(now-before)/float64(before)*1000) / 10 }
+	return map[string]any{
+		"today": win(today), "yesterday": win(day(1)), "last_7_days": win(last7), "previous_7_days": win(prev7),
+		"last_30_days": win(sum(1, 29)), "all_time_clicks": 3*sum(1, 29) + today,
+		"daily_growth": growth(today, day(1)), "weekly_growth": growth(last7, prev7),
+		"last_click": time.Now().Add(-4 * time.Second).UTC().Format(time.RFC3339),
+		"peak_hour":  map[string]any{"hour": 14, "clicks": int(float64(sum(1, 29)) * 0.09)},
+		"estimated":  []string{"today.unique_visitors"},
+	}
+}
+
+// stubGoals are the site's goals, most converting first.
+var stubGoals = map[string]any{"total_visitors": 3482, "estimated": []string{"visitors"}, "goals": []map[string]any{
+	{"id": "g1", "display_name": "Signup", "goal_type": "event", "event_name": "Signup", "page_path": nil, "visitors": 412, "events": 455, "conversion_rate": 11.83},
+	{"id": "g2", "display_name": "Visit /pricing", "goal_type": "page", "event_name": nil, "page_path": "/pricing", "visitors": 388, "events": 604, "conversion_rate": 11.14},
+	{"id": "g3", "display_name": "Download", "goal_type": "event", "event_name": "Download", "page_path": nil, "visitors": 97, "events": 131, "conversion_rate": 2.79},
+	{"id": "g4", "display_name": "Visit /docs/**", "goal_type": "page", "event_name": nil, "page_path": "/docs/**", "visitors": 0, "events": 0, "conversion_rate": 0.0},
+}}
+
+// stubHeatmap is a working-week pattern: busy weekday afternoons.
+func stubHeatmap() map[string]any {
+	var pv, visits [7][24]int
+	for d := range 7 {
+		for h := range 24 {
+			v := 4 + 60*math.Exp(-math.Pow(float64(h)-14, 2)/10)
+			if d >= 5 {
+				v *= 0.45
+			}
+			pv[d][h] = int(math.Round(v))
+			visits[d][h] = int(math.Round(v * 0.6))
+		}
+	}
+	return map[string]any{"pageviews": pv, "visits": visits, "clipped": false, "hours_from": time.Now().AddDate(0, 0, -30).Format(time.RFC3339)}
 }
 
 // stubBreakdown answers a breakdown whose primary count is total: a link's

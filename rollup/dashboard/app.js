@@ -1,5 +1,6 @@
 // Waymark dashboard: reads the stats API with the owner's API key and draws
-// totals, a time series (inline SVG), breakdowns and a live counter.
+// totals, a time series (inline SVG), breakdowns, a live counter, a link's
+// overview, a site's goal conversions and its weekday x hour heatmap.
 // No build step, no dependencies, no cookies; the key lives in
 // sessionStorage only. Every answer goes through READ, so a renamed field
 // is a one-line change there.
@@ -16,8 +17,11 @@
     linkRealtime: (code) => `/v1/links/${enc(code)}/stats/realtime`,
     siteAggregate: (id, q) => `/v1/sites/${enc(id)}/stats/aggregate?${q.range}`,
     siteTimeseries: (id, q) => `/v1/sites/${enc(id)}/stats/timeseries?${q.series}`,
-    siteBreakdown: (id, prop, q) => `/v1/sites/${enc(id)}/stats/breakdown?property=${enc(prop)}&limit=${BREAKDOWN_LIMIT}&${q.range}`,
+    siteBreakdown: (id, dim, q) => `/v1/sites/${enc(id)}/stats/breakdown?dimension=${enc(dim)}&limit=${BREAKDOWN_LIMIT}&${q.range}`,
     siteRealtime: (id) => `/v1/sites/${enc(id)}/stats/realtime`,
+    linkOverview: (code) => `/v1/links/${enc(code)}/stats/overview?tz=${enc(TZ)}`,
+    siteGoals: (id, q) => `/v1/sites/${enc(id)}/stats/goals?${q.range}`,
+    siteHeatmap: (id, q) => `/v1/sites/${enc(id)}/stats/heatmap?${q.range}`,
   };
 
   // READ turns each answer into the page's model. Shares are fractions
@@ -61,6 +65,31 @@
       recent: arr(j.recent).map((r) => ({ t: parseTime(obj(r).time ?? r.t), country: str(r.country), device: str(r.device), referrer: str(r.referrer) })),
     }),
     siteRealtime: (j) => ({ now: num(j.current_visitors), pageviews: j.pageviews_last_5_minutes == null ? null : num(j.pageviews_last_5_minutes) }),
+    // Windows are {clicks, uniques}; growth is a percent or null.
+    linkOverview: (j) => {
+      const w = (v) => ({ clicks: num(obj(v).clicks), uniques: num(obj(v).unique_visitors) });
+      const peak = j.peak_hour && typeof j.peak_hour === 'object' ? { hour: num(j.peak_hour.hour), clicks: num(j.peak_hour.clicks) } : null;
+      return {
+        today: w(j.today), yesterday: w(j.yesterday), last7: w(j.last_7_days), last30: w(j.last_30_days),
+        allTime: num(j.all_time_clicks),
+        daily: j.daily_growth == null ? null : num(j.daily_growth),
+        weekly: j.weekly_growth == null ? null : num(j.weekly_growth),
+        lastClick: j.last_click ? parseTime(j.last_click) : null,
+        peak,
+      };
+    },
+    siteGoals: (j) => ({
+      total: num(j.total_visitors),
+      goals: arr(j.goals).map((g) => ({
+        id: str(obj(g).id), name: str(g.display_name) || str(g.event_name) || str(g.page_path),
+        type: str(g.goal_type), visitors: num(g.visitors), events: num(g.events), cr: num(g.conversion_rate),
+      })),
+    }),
+    // pageviews and visits: 7 rows (Monday first) of 24 hours.
+    siteHeatmap: (j) => {
+      const grid = (m) => Array.from({ length: 7 }, (_, d) => Array.from({ length: 24 }, (_, h) => num(arr(arr(m)[d])[h])));
+      return { pageviews: grid(j.pageviews), visits: grid(j.visits), clipped: !!j.clipped, hoursFrom: parseTime(j.hours_from) };
+    },
     problem: (j) => ({ type: str(obj(j).type), detail: str(obj(j).detail) || str(obj(j).title) }),
   };
 
@@ -95,8 +124,8 @@
       lines: [{ key: 'visitors', label: 'Visitors' }, { key: 'pageviews', label: 'Pageviews' }],
       live: 'Visitors now',
       breakdowns: [
-        { title: 'Top pages', dims: [['page', 'Page']] },
-        { title: 'Sources', dims: [['source', 'Source']] },
+        { title: 'Top pages', dims: [['page', 'Page'], ['entry_page', 'Entry page'], ['exit_page', 'Exit page']] },
+        { title: 'Top sources', dims: [['source', 'Source'], ['channel', 'Channel'], ['referrer', 'Referrer'], ['utm_campaign', 'Campaign']] },
         { title: 'Countries', dims: [['country', 'Country']] },
         { title: 'Technology', dims: [['device', 'Device'], ['browser', 'Browser'], ['os', 'OS']] },
       ],
@@ -104,9 +133,13 @@
   };
 
   const LABELS = { clicks: 'Clicks', visits: 'Visits', pageviews: 'Pageviews', visitors: 'Visitors' };
+  // A breakdown's count column, where Plausible names it for the dimension.
+  const COUNT_LABELS = { entry_page: 'Entrances', exit_page: 'Exits' };
+  const WEEKDAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
 
+  // 7 and 30 days end yesterday, as Plausible's 7d and 30d do.
   const RANGES = {
-    today: { days: 1, granularity: 'hour', label: 'Today' },
+    today: { days: 1, granularity: 'hour', label: 'Today', endsToday: true },
     '7d': { days: 7, granularity: 'day', label: 'Last 7 days' },
     '30d': { days: 30, granularity: 'day', label: 'Last 30 days' },
   };
@@ -117,6 +150,7 @@
   const state = {
     key: '', kind: 'link', link: '', site: '', range: '7d', links: [], moreLinks: false,
     gen: 0, liveGen: 0, liveTimer: 0, liveFails: 0, chart: null, resizeTimer: 0,
+    heatmap: null, heatMetric: 'pageviews',
   };
   const TZ = safe(() => Intl.DateTimeFormat().resolvedOptions().timeZone, '') || 'UTC';
   const $ = (id) => document.getElementById(id);
@@ -139,11 +173,15 @@
     for (const b of $('range').querySelectorAll('button')) {
       on(b, 'click', () => { state.range = b.dataset.range; writeHash(); syncControls(); return load(); });
     }
+    for (const b of $('heatmap-metric').querySelectorAll('button')) {
+      on(b, 'click', () => { state.heatMetric = b.dataset.metric; syncHeatMetric(); return state.heatmap && renderHeatmap(state.heatmap); });
+    }
     on(document, 'visibilitychange', () => { if (!document.hidden) scheduleLive(0); });
     window.addEventListener('resize', () => {
       clearTimeout(state.resizeTimer);
       state.resizeTimer = setTimeout(guard(() => state.chart && drawChart(state.chart)), 120);
     });
+    syncHeatMetric();
     const saved = safe(() => sessionStorage.getItem(KEY_STORE), '');
     return saved ? connect(saved) : showConnect('');
   }
@@ -296,10 +334,19 @@
     $('recent-card').hidden = state.kind !== 'link';
     clear($('recent'));
     $('chart').classList.add('is-loading');
+    $('overview-card').hidden = state.kind !== 'link';
+    $('extras').hidden = state.kind !== 'site';
+    $('goals-card').hidden = state.kind !== 'site';
+    $('heatmap-card').hidden = state.kind !== 'site';
 
     const q = rangeQuery(RANGES[state.range]);
     const stats = state.kind === 'link' ? loadLinkStats(id(), q) : loadSiteStats(id(), q);
     kind.breakdowns.forEach((card, i) => loadBreakdown(gen, i, card.dims[0][0]));
+    if (state.kind === 'link') loadOverview(gen, id());
+    else {
+      loadGoals(gen, id(), q);
+      loadHeatmap(gen, id(), q);
+    }
     const s = await stats;
     if (gen !== state.gen) return undefined;
     $('chart').classList.remove('is-loading');
@@ -361,11 +408,207 @@
     card.dataset.state = r.ok ? 'ready' : 'error';
   }
 
+  // rangeQuery: dates in the browser's zone, both included.
   function rangeQuery(r) {
-    const to = new Date();
+    const now = new Date();
+    const to = r.endsToday ? now : new Date(now.getFullYear(), now.getMonth(), now.getDate() - 1);
     const from = new Date(to.getFullYear(), to.getMonth(), to.getDate() - (r.days - 1));
     const range = `from=${ymd(from)}&to=${ymd(to)}&tz=${enc(TZ)}`;
     return { range, series: `${range}&granularity=${r.granularity}` };
+  }
+
+  // ---- A link's overview: range-independent numbers ----
+  const OVERVIEW = [
+    { key: 'today', label: 'Today' },
+    { key: 'yesterday', label: 'Yesterday' },
+    { key: 'last7', label: 'Last 7 days' },
+    { key: 'last30', label: 'Last 30 days' },
+    { key: 'all_time', label: 'All time' },
+    { key: 'daily_growth', label: 'Daily growth' },
+    { key: 'weekly_growth', label: 'Weekly growth' },
+    { key: 'last_click', label: 'Last click' },
+    { key: 'peak_hour', label: 'Peak hour' },
+  ];
+
+  async function loadOverview(gen, code) {
+    const box = $('overview');
+    box.dataset.state = 'loading';
+    clear(box);
+    for (const o of OVERVIEW) box.appendChild(overviewItem(o.key, o.label, '\u00a0', '\u00a0', null, 'is-loading'));
+    const r = await api(PATHS.linkOverview(code));
+    if (gen !== state.gen) return;
+    clear(box);
+    if (!r.ok) {
+      for (const o of OVERVIEW) box.appendChild(overviewItem(o.key, o.label, '–', r.status === 404 ? 'Not found' : 'Unavailable', null, ''));
+      box.dataset.state = 'error';
+      return;
+    }
+    const m = READ.linkOverview(r.data);
+    const win = (k, w, sub) => overviewItem(k, OVERVIEW.find((o) => o.key === k).label, fmtInt(w.clicks), sub, w.clicks, '');
+    const uniq = (w) => (w.clicks ? `≈ ${fmtInt(w.uniques)} unique visitors` : 'No clicks');
+    box.append(
+      win('today', m.today, uniq(m.today)),
+      win('yesterday', m.yesterday, uniq(m.yesterday)),
+      win('last7', m.last7, uniq(m.last7)),
+      win('last30', m.last30, uniq(m.last30)),
+      overviewItem('all_time', 'All time', fmtInt(m.allTime), 'Exact, every click ever', m.allTime, ''),
+      growthItem('daily_growth', 'Daily growth', m.daily, 'Today so far vs yesterday'),
+      growthItem('weekly_growth', 'Weekly growth', m.weekly, 'Last 7 days vs the 7 before'),
+      lastClickItem(m),
+      peakItem(m.peak),
+    );
+    box.dataset.state = 'ready';
+  }
+
+  function overviewItem(key, label, value, sub, raw, cls) {
+    const item = el('div', `ov ${cls}`.trim());
+    item.dataset.overview = key;
+    const v = el('dd', 'ov-value', value);
+    if (raw != null) v.dataset.value = String(raw);
+    item.append(el('dt', 'ov-label', label), v, el('dd', 'ov-sub', sub));
+    return item;
+  }
+
+  function growthItem(key, label, g, sub) {
+    if (g == null) return overviewItem(key, label, '–', `${sub}: no clicks before`, null, '');
+    const text = `${g > 0 ? '+' : g < 0 ? '−' : ''}${fmtExact(Math.abs(g))}%`;
+    const item = overviewItem(key, label, text, sub, g, g > 0 ? 'is-up' : g < 0 ? 'is-down' : '');
+    item.querySelector('.ov-value').setAttribute('aria-label', `${g > 0 ? 'up' : g < 0 ? 'down' : 'unchanged'} ${fmtExact(Math.abs(g))} percent`);
+    return item;
+  }
+
+  function lastClickItem(m) {
+    if (!m.lastClick) {
+      const text = m.allTime > 0 ? 'Over 30 days ago' : 'Never';
+      return overviewItem('last_click', 'Last click', text, m.allTime > 0 ? 'None in the last 30 days' : 'No clicks yet', '', '');
+    }
+    const item = overviewItem('last_click', 'Last click', timeAgo(m.lastClick), dateFmt(m.lastClick, { dateStyle: 'medium', timeStyle: 'short' }), m.lastClick.toISOString(), '');
+    item.querySelector('.ov-value').title = m.lastClick.toISOString();
+    return item;
+  }
+
+  function peakItem(p) {
+    if (!p) return overviewItem('peak_hour', 'Peak hour', '–', 'No clicks in the last 30 days', null, '');
+    return overviewItem('peak_hour', 'Peak hour', `${pad2(p.hour)}:00–${pad2((p.hour + 1) % 24)}:00`,
+      `${fmtInt(p.clicks)} clicks · last 30 days`, p.hour, '');
+  }
+
+  // ---- A site's goals: converting visitors and conversion rate ----
+  async function loadGoals(gen, site, q) {
+    const card = $('goals-card');
+    const list = $('goals');
+    card.dataset.state = 'loading';
+    removeMessage(card);
+    clear(list);
+    for (let i = 0; i < 3; i++) list.appendChild(el('li', 'bar-row skeleton'));
+    const r = await api(PATHS.siteGoals(site, q));
+    if (gen !== state.gen) return;
+    clear(list);
+    if (!r.ok) {
+      renderCardMessage(card, r.status === 404 ? 'No data' : 'Could not load', r.detail);
+      card.dataset.state = 'error';
+      return;
+    }
+    const m = READ.siteGoals(r.data);
+    if (!m.goals.length) {
+      renderCardMessage(card, 'No goals yet', `Add one: POST /v1/sites/${site}/goals with {"event_name": "Signup"} or {"page_path": "/thanks"}.`);
+    } else {
+      const top = Math.max(...m.goals.map((g) => g.visitors)) || 1;
+      for (const g of m.goals) list.appendChild(goalRow(g, g.visitors / top));
+    }
+    card.dataset.state = 'ready';
+  }
+
+  function goalRow(g, width) {
+    const li = el('li', 'bar-row goal-row');
+    li.dataset.goal = g.id;
+    const bar = el('span', 'bar');
+    bar.style.width = `${(Math.max(0, Math.min(1, width)) * 100).toFixed(1)}%`;
+    const label = el('span', 'bar-label');
+    label.append(el('span', `goal-kind goal-${g.type}`, g.type === 'page' ? 'Page' : 'Event'), el('span', 'bar-text', g.name));
+    label.title = g.name;
+    const uniques = el('span', 'bar-num goal-uniques', fmtInt(g.visitors));
+    uniques.dataset.value = String(g.visitors);
+    const total = el('span', 'bar-num goal-total', fmtInt(g.events));
+    total.dataset.value = String(g.events);
+    const cr = el('span', 'bar-pct goal-cr', `${fmtExact(g.cr)}%`);
+    cr.dataset.value = String(g.cr);
+    li.append(bar, label, uniques, total, cr);
+    return li;
+  }
+
+  // ---- A site's heatmap: weekday x hour in the site's zone ----
+  async function loadHeatmap(gen, site, q) {
+    const card = $('heatmap-card');
+    card.dataset.state = 'loading';
+    state.heatmap = null;
+    $('heatmap').classList.add('is-loading');
+    const r = await api(PATHS.siteHeatmap(site, q));
+    if (gen !== state.gen) return;
+    $('heatmap').classList.remove('is-loading');
+    if (!r.ok) {
+      clear($('heatmap'));
+      $('heatmap-note').textContent = r.status === 404 ? 'No data' : `Could not load: ${r.detail}`;
+      card.dataset.state = 'error';
+      return;
+    }
+    state.heatmap = READ.siteHeatmap(r.data);
+    renderHeatmap(state.heatmap);
+    card.dataset.state = 'ready';
+  }
+
+  function syncHeatMetric() {
+    for (const b of $('heatmap-metric').querySelectorAll('button')) b.setAttribute('aria-pressed', String(b.dataset.metric === state.heatMetric));
+  }
+
+  // renderHeatmap draws a table: screen readers read it as one, the
+  // numbers are in every cell, colour is four steps of the busiest cell.
+  function renderHeatmap(h) {
+    const metric = state.heatMetric;
+    const grid = h[metric];
+    const noun = metric === 'visits' ? 'visits' : 'pageviews';
+    const box = $('heatmap');
+    clear(box);
+    let max = 0, best = null;
+    grid.forEach((row, d) => row.forEach((v, hr) => { if (v > max) { max = v; best = [d, hr]; } }));
+    const table = el('table', 'heatmap');
+    table.dataset.metric = metric;
+    table.appendChild(el('caption', 'sr-only', `${metric === 'visits' ? 'Visits' : 'Pageviews'} by weekday and hour`));
+    const head = el('tr');
+    head.appendChild(el('th', 'hm-corner'));
+    for (let hr = 0; hr < 24; hr++) {
+      const th = el('th', 'hm-hour', hr % 3 === 0 ? pad2(hr) : '');
+      th.scope = 'col';
+      th.setAttribute('aria-label', `${pad2(hr)}:00`);
+      head.appendChild(th);
+    }
+    table.appendChild(el('thead')).appendChild(head);
+    const body = table.appendChild(el('tbody'));
+    grid.forEach((row, d) => {
+      const tr = el('tr');
+      const th = el('th', 'hm-day', WEEKDAYS[d].slice(0, 3));
+      th.scope = 'row';
+      th.title = WEEKDAYS[d];
+      tr.appendChild(th);
+      row.forEach((v, hr) => {
+        const level = v > 0 && max > 0 ? Math.max(1, Math.ceil((v / max) * 4)) : 0;
+        const td = el('td', `hm-cell hm-${level}`, v > 0 ? fmtAxis(v) : '');
+        td.dataset.day = String(d);
+        td.dataset.hour = String(hr);
+        td.dataset.value = String(v);
+        td.title = `${WEEKDAYS[d]} ${pad2(hr)}:00–${pad2((hr + 1) % 24)}:00 · ${fmtExact(v)} ${noun}`;
+        if (!v) td.setAttribute('aria-label', `0 ${noun}`);
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+    box.appendChild(table);
+    const note = best
+      ? `Busiest: ${WEEKDAYS[best[0]]} ${pad2(best[1])}:00 (${fmtExact(max)} ${noun}).`
+      : `No ${noun} in this period.`;
+    const zone = ` Hours in ${TZ.replace(/_/g, ' ')}.`;
+    const clipped = h.clipped && h.hoursFrom ? ` Hourly numbers start ${dateFmt(h.hoursFrom, { month: 'short', day: 'numeric' })} (kept 30 days).` : '';
+    $('heatmap-note').textContent = note + zone + clipped;
   }
 
   // ---- Live counter: every few seconds while the tab is visible ----
@@ -492,6 +735,7 @@
         spec.dims.forEach(([dim, label], i) => {
           const b = el('button', 'tab', label);
           b.type = 'button';
+          b.dataset.dim = dim;
           b.setAttribute('aria-pressed', String(i === 0));
           on(b, 'click', () => {
             for (const t of tabs.children) t.setAttribute('aria-pressed', String(t === b));
@@ -515,7 +759,7 @@
     const dimSpec = spec && spec.dims.find((d) => d[0] === dim);
     const head = card.querySelector('.bars-head');
     if (dimSpec) head.firstChild.textContent = dimSpec[1];
-    head.lastChild.textContent = LABELS[READ.breakdownField(state.kind, dim)];
+    head.lastChild.textContent = COUNT_LABELS[dim] || LABELS[READ.breakdownField(state.kind, dim)];
     if (!b.rows.length) return renderCardMessage(card, `No ${KINDS[state.kind].noun} yet`, 'Nothing in this period.');
     const list = card.querySelector('.bars');
     clear(list);
@@ -558,7 +802,9 @@
     } else if (dim === 'other') {
       text = 'Other';
     } else if (!v) {
-      text = { referrer: 'Direct / none', source: 'Direct / none' }[dim] || (dim.startsWith('utm_') ? '(not set)' : 'Unknown');
+      // Plausible's labels for no value.
+      text = { referrer: 'Direct / None', source: 'Direct / None', page: '(none)', entry_page: '(none)', exit_page: '(none)' }[dim] ||
+        (dim.startsWith('utm_') || ['device', 'browser', 'os', 'channel'].includes(dim) ? '(not set)' : 'Unknown');
     } else if (dim === 'device') {
       text = v.charAt(0).toUpperCase() + v.slice(1);
     }

@@ -1,0 +1,372 @@
+package rollup
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/waymark/waymark/ingest"
+)
+
+// LinkOverview answers GET /v1/links/{code}/stats/overview: the numbers a
+// link's owner looks at first, in one request. Days are days of Timezone.
+// Last7Days and Last30Days end yesterday, as Plausible's 7d and 30d do;
+// Previous7Days is the week before Last7Days, for WeeklyGrowth.
+type LinkOverview struct {
+	Code          string         `json:"code"`
+	Timezone      string         `json:"timezone"`
+	Now           time.Time      `json:"now"`
+	Today         OverviewWindow `json:"today"` // midnight to now
+	Yesterday     OverviewWindow `json:"yesterday"`
+	Last7Days     OverviewWindow `json:"last_7_days"`
+	Previous7Days OverviewWindow `json:"previous_7_days"`
+	Last30Days    OverviewWindow `json:"last_30_days"`
+	// AllTimeClicks is exact: the counter the click limit is checked
+	// against, kept whatever the retention of the other tiers.
+	AllTimeClicks int64 `json:"all_time_clicks"`
+	// DailyGrowth is today's clicks so far against yesterday's, and
+	// WeeklyGrowth the last 7 days against the 7 before, in percent with
+	// one decimal (+25.0 is a quarter more); null when the earlier
+	// period had no click.
+	DailyGrowth  *float64 `json:"daily_growth"`
+	WeeklyGrowth *float64 `json:"weekly_growth"`
+	// LastClick is the newest non-bot click of the last 30 days, from the
+	// raw events; null when there is none that recent (AllTimeClicks then
+	// tells whether the link was ever clicked).
+	LastClick *time.Time `json:"last_click"`
+	// PeakHour is the hour of the day with the most clicks over the last
+	// 30 days; null without clicks.
+	PeakHour  *PeakHour `json:"peak_hour"`
+	Estimated []string  `json:"estimated"`
+}
+
+// OverviewWindow is a link's numbers over [From, To).
+type OverviewWindow struct {
+	From           time.Time `json:"from"`
+	To             time.Time `json:"to"`
+	Clicks         int64     `json:"clicks"`
+	UniqueVisitors uint64    `json:"unique_visitors"` // estimate
+	// Coarse is set when part of the window is older than the hour tier
+	// and was counted at whole days (rollup/DESIGN.md, "Tiers").
+	Coarse bool `json:"coarse,omitempty"`
+}
+
+// PeakHour is an hour of the day (0-23 in the answer's zone) and the
+// clicks in it over [From, To): the 720 hours of the hour tier up to now.
+type PeakHour struct {
+	Hour   int       `json:"hour"`
+	Clicks int64     `json:"clicks"`
+	From   time.Time `json:"from"`
+	To     time.Time `json:"to"`
+}
+
+// overviewEstimated names the estimates of a LinkOverview.
+var overviewEstimated = []string{"today.unique_visitors", "yesterday.unique_visitors", "last_7_days.unique_visitors",
+	"previous_7_days.unique_visitors", "last_30_days.unique_visitors"}
+
+// peakHours is how far back the peak hour looks: 30 days of hours, all of
+// them held by the hour tier at its default retention.
+const peakHours = 30 * 24
+
+// LinkOverview computes a link's overview at the aggregator's now, with
+// days in loc.
+func (a *Aggregator) LinkOverview(code string, loc *time.Location) (*LinkOverview, error) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	if err := a.enter(); err != nil {
+		return nil, err
+	}
+	defer a.leave()
+	now := a.cfg.Now()
+	local := now.In(loc)
+	midnight := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, loc)
+	daysBack := func(n int) time.Time { return midnight.AddDate(0, 0, -n) }
+	out := &LinkOverview{Code: code, Timezone: loc.String(), Now: now, Estimated: overviewEstimated}
+	for _, w := range []struct {
+		dst      *OverviewWindow
+		from, to time.Time
+	}{
+		{&out.Today, midnight, now},
+		{&out.Yesterday, daysBack(1), midnight},
+		{&out.Last7Days, daysBack(7), midnight},
+		{&out.Previous7Days, daysBack(14), daysBack(7)},
+		{&out.Last30Days, daysBack(30), midnight},
+	} {
+		if err := a.overviewWindow(code, w.from, w.to, loc, w.dst); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if out.AllTimeClicks, err = a.linkClicks(code); err != nil {
+		return nil, err
+	}
+	out.DailyGrowth = growth(out.Today.Clicks, out.Yesterday.Clicks)
+	out.WeeklyGrowth = growth(out.Last7Days.Clicks, out.Previous7Days.Clicks)
+
+	// Peak hour and last click both come from the hour rows of the last
+	// 30 days: one row per hour, read with one iterator.
+	h1 := hourOf(now.UnixMilli()) + 1
+	h0 := h1 - min(h1, peakHours)
+	clicks := make([]int64, h1-h0)
+	err = a.hourTotals(kindLink, code, granHour, h0, h1, func(h uint32, c *counters) {
+		clicks[h-h0] += c[fCount]
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.PeakHour = peakHour(clicks, h0, loc)
+	if out.LastClick, err = a.lastClick(code, clicks, h0, now); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// overviewWindow fills w with the link's clicks and unique visitors over
+// [from, to).
+func (a *Aggregator) overviewWindow(code string, from, to time.Time, loc *time.Location, w *OverviewWindow) error {
+	w.From, w.To = from, to
+	if !to.After(from) {
+		return nil // the first instant of the day
+	}
+	r := Range{From: from, To: to, Loc: loc}
+	h0, h1 := r.hours()
+	rows, coarse, err := a.sumRows(kindLink, code, dimCode(dimTotal), h0, h1, false, nil)
+	if err != nil {
+		return err
+	}
+	w.Coarse = coarse
+	if c := rows[""]; c != nil {
+		w.Clicks = c[fCount]
+	}
+	if w.Clicks == 0 {
+		return nil
+	}
+	sks, err := a.setsOf(kindLink, code, dimTotal, r, []string{""})
+	if err != nil {
+		return err
+	}
+	w.UniqueVisitors = estimateOf(sks[""])
+	return nil
+}
+
+// growth is the change from before to now in percent, one decimal (half
+// to even); nil when before is 0.
+func growth(now, before int64) *float64 {
+	if before == 0 {
+		return nil
+	}
+	g := math.RoundToEven(float64(now-before)/float64(before)*1000) / 10
+	return &g
+}
+
+// peakHour adds clicks (per UTC hour from h0) up by the hour of the day
+// in loc and returns the busiest (the earliest on a tie), or nil when
+// there are none. In a zone whose offset is not a whole number of hours,
+// a UTC hour counts for the local hour it starts in.
+func peakHour(clicks []int64, h0 uint32, loc *time.Location) *PeakHour {
+	var byHour [24]int64
+	var total int64
+	for i, n := range clicks {
+		if n == 0 {
+			continue
+		}
+		byHour[hourStart(h0+uint32(i)).In(loc).Hour()] += n
+		total += n
+	}
+	if total == 0 {
+		return nil
+	}
+	best := 0
+	for h := 1; h < 24; h++ {
+		if byHour[h] > byHour[best] {
+			best = h
+		}
+	}
+	return &PeakHour{Hour: best, Clicks: byHour[best], From: hourStart(h0).In(loc),
+		To: hourStart(h0 + uint32(len(clicks))).In(loc)}
+}
+
+func hourStart(h uint32) time.Time { return time.UnixMilli(int64(h) * msPerHour).UTC() }
+
+// lastClickTries bounds the hours lastClick reads raw events of: an hour
+// whose row has clicks may hold none before now (an edge clock ahead).
+const lastClickTries = 3
+
+// lastClick finds the newest non-bot click no later than now: the newest
+// hour with clicks in the hour rows, then that hour's raw events.
+func (a *Aggregator) lastClick(code string, clicks []int64, h0 uint32, now time.Time) (*time.Time, error) {
+	tries := 0
+	for i := len(clicks) - 1; i >= 0 && tries < lastClickTries; i-- {
+		if clicks[i] == 0 {
+			continue
+		}
+		tries++
+		t, err := a.lastClickIn(code, h0+uint32(i), now.UnixMilli())
+		if err != nil {
+			return nil, err
+		}
+		if t >= 0 {
+			v := time.UnixMilli(t).UTC()
+			return &v, nil
+		}
+	}
+	return nil, nil
+}
+
+// lastClickIn returns the time of the newest non-bot click of code in hour
+// h no later than limit, or -1. Blocks are kept per UTC day in order of
+// their first event and span at most maxBlockSpan, so the scan reads the
+// blocks that begin from that long before the hour to its end, newest
+// first, skips those whose last event is not newer than the best found,
+// and stops once no older block can hold a newer one. Within a block only
+// records holding the code's bytes are decoded.
+func (a *Aggregator) lastClickIn(code string, h uint32, limit int64) (int64, error) {
+	lo := int64(h) * msPerHour
+	hi := min(lo+msPerHour, limit+1)
+	d := dayOf(lo)
+	lower := binary.BigEndian.AppendUint64(dayPrefix(tabEvent, d), uint64(max(lo-maxBlockSpan, 0)))
+	upper := binary.BigEndian.AppendUint64(dayPrefix(tabEvent, d), uint64(hi))
+	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return -1, fmt.Errorf("cannot read raw events: %w", err)
+	}
+	defer it.Close()
+	newest := int64(-1)
+	needle := []byte(code)
+	var ev ingest.Event
+	for ok := it.Last(); ok; ok = it.Prev() {
+		_, first, last, err := blockSpan(it.Key(), it.Value())
+		if err != nil {
+			return -1, err
+		}
+		if newest >= 0 && first+maxBlockSpan <= newest {
+			break // every older block ends before the newest found
+		}
+		if last < lo || last <= newest {
+			continue
+		}
+		err = forEachRecord(it.Key(), it.Value(), func(rec []byte) error {
+			if !bytes.Contains(rec, needle) {
+				return nil
+			}
+			if err := ingest.DecodeEvent(rec, &ev); err != nil {
+				return fmt.Errorf("cannot read raw block %x: %w", it.Key(), err)
+			}
+			if ev.Kind == ingest.KindClick && ev.Time >= lo && ev.Time < hi && ev.Time > newest && ev.Code == code && !ev.Bot() {
+				newest = ev.Time
+			}
+			return nil
+		})
+		if err != nil {
+			return -1, err
+		}
+	}
+	return newest, it.Error()
+}
+
+// forEachRecord calls fn with each encoded event of a block (the framing
+// forEachInBlock decodes), so a caller can skip records before decoding.
+func forEachRecord(key, v []byte, fn func(rec []byte) error) error {
+	count, _, _, err := blockSpan(key, v)
+	if err != nil {
+		return err
+	}
+	_, k := binary.Uvarint(v[1:])
+	_, k2 := binary.Varint(v[1+k:])
+	b := v[1+k+k2:]
+	for range count {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return fmt.Errorf("cannot read raw block %x: bad record", key)
+		}
+		if err := fn(b[k : k+int(n)]); err != nil {
+			return err
+		}
+		b = b[k+int(n):]
+	}
+	return nil
+}
+
+// hourTotals calls fn with the total row (dimTotal) of an entity for every
+// hour in [h0, h1) of an hour-sized tier (granHour, or granCross for the
+// crossing rows at each boundary) that has one. Hours older than the hour
+// tier are skipped: their rows are gone, or about to be. An entity's
+// rowset of a bucket holds every dimension under composite keys; the
+// total is the composite of dimTotal and "".
+func (a *Aggregator) hourTotals(kind byte, entity string, gran byte, h0, h1 uint32, fn func(h uint32, c *counters)) error {
+	hcut, _ := a.tierCutoffs(a.cfg.Now())
+	h0 = max(h0, hcut)
+	if h1 <= h0 {
+		return nil
+	}
+	total := dimCode(dimTotal)
+	lower := rowPrefix(nil, tabRows, gran, h0, kind, entity, "")
+	upper := rowPrefix(nil, tabRows, gran, h1, kind, entity, "")
+	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("cannot read rollups: %w", err)
+	}
+	defer it.Close()
+	kb := make([]byte, 0, len(lower))
+	for h := h0; h < h1; h++ {
+		kb = rowPrefix(kb[:0], tabRows, gran, h, kind, entity, "")
+		if !it.SeekGE(kb) || !bytes.Equal(it.Key(), kb) {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("cannot read rollup %x: %w", kb, err)
+		}
+		// Composites sort by dimension code, so the total, dimTotal's
+		// composite, is the rowset's first entry when it has one: the
+		// rest of a busy site's hour (every page, source, country) is not
+		// decoded.
+		err = forEachRow(v, func(comp []byte, c *counters) error {
+			if string(comp) == total {
+				fn(h, c)
+			}
+			return errStopScan
+		})
+		if err != nil && err != errStopScan {
+			return fmt.Errorf("cannot read rollup %x: %w", kb, err)
+		}
+	}
+	return it.Error()
+}
+
+// serveLinkOverview answers GET /v1/links/{code}/stats/overview?tz=ZONE.
+func (a *Aggregator) serveLinkOverview(ctx *fasthttp.RequestCtx, code string) {
+	loc, err := tzArg(ctx.QueryArgs(), "UTC")
+	if err != nil {
+		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+		return
+	}
+	out, err := a.LinkOverview(code, loc)
+	if err != nil {
+		a.queryError(ctx, err)
+		return
+	}
+	writeJSON(ctx, out)
+}
+
+// tzArg reads the tz parameter, def when it is absent.
+func tzArg(args *fasthttp.Args, def string) (*time.Location, error) {
+	tz := string(args.Peek("tz"))
+	if tz == "" {
+		tz = def
+	}
+	if tz == "" {
+		tz = "UTC"
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q", tz)
+	}
+	return loc, nil
+}
