@@ -55,6 +55,10 @@ type Aggregator struct {
 	// Reads do not take it.
 	mu       sync.Mutex
 	visitors *visitorTable
+	// spareDelta is the last batch's delta, emptied, for the next one
+	// (apply holds mu).
+	spareDelta *delta
+	blocks     blockBuilder // raw blocks of the batch's segments (apply holds mu)
 	days     map[day]dayStat // mirror of the Y table
 	// gens counts, per day, the batches that stored events of it, so a
 	// rebuild computed outside the lock can tell whether it is stale.

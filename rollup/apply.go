@@ -130,7 +130,8 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 
 	b := a.db.NewBatch()
 	defer b.Close()
-	f := newFolder(a.visitors)
+	f := &folder{d: a.takeDelta(), src: a.visitors}
+	defer a.keepDelta(f.d)
 	if err := a.preloadVisitors(fresh, nowMS); err != nil {
 		return applyResult{}, err
 	}
@@ -140,7 +141,7 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 	maxMS := now.Add(futureSlack).UnixMilli()
 	lateMS := nowMS - a.cfg.LateWindow.Milliseconds()
 	recvDay := dayOf(nowMS)
-	var blocks blockBuilder
+	blocks := &a.blocks
 	for _, seg := range fresh {
 		blocks.reset()
 		stored := uint32(0)
@@ -379,4 +380,21 @@ func (a *Aggregator) countApply(res *applyResult) {
 	a.m.eventsExpired.Add(res.expired)
 	a.m.eventsFuture.Add(res.future)
 	a.rm.eventsLate.Add(res.late)
+}
+
+// takeDelta returns the delta kept from the last batch, or a new one.
+// Callers hold a.mu.
+func (a *Aggregator) takeDelta() *delta {
+	if d := a.spareDelta; d != nil {
+		a.spareDelta = nil
+		return d
+	}
+	return newDelta()
+}
+
+// keepDelta keeps d, emptied, for the next batch.
+func (a *Aggregator) keepDelta(d *delta) {
+	if d.reset() {
+		a.spareDelta = d
+	}
 }

@@ -24,15 +24,24 @@ const blockVersion = 1
 // blockBuilder collects one segment's events per day.
 type blockBuilder struct {
 	days map[day]*block
+	free []*block // emptied blocks, reused: a batch builds one per segment
 }
 
 type block struct {
 	first, last int64
 	count       int
-	recs        []byte
+	// recs is the value being built: headerRoom bytes left free for the
+	// header, then the records.
+	recs []byte
 }
 
+// headerRoom fits the largest header: the version byte and two varints.
+const headerRoom = 1 + 2*binary.MaxVarintLen64
+
 func (bb *blockBuilder) reset() {
+	for _, b := range bb.days {
+		bb.free = append(bb.free, b)
+	}
 	clear(bb.days)
 }
 
@@ -42,7 +51,13 @@ func (bb *blockBuilder) add(d day, ms int64, payload []byte) {
 	}
 	b := bb.days[d]
 	if b == nil {
-		b = &block{first: ms, last: ms}
+		if n := len(bb.free); n > 0 {
+			b, bb.free = bb.free[n-1], bb.free[:n-1]
+		} else {
+			b = new(block)
+		}
+		b.first, b.last, b.count = ms, ms, 0
+		b.recs = append(b.recs[:0], make([]byte, headerRoom)...)
 		bb.days[d] = b
 	}
 	b.first, b.last = min(b.first, ms), max(b.last, ms)
@@ -54,13 +69,18 @@ func (bb *blockBuilder) add(d day, ms int64, payload []byte) {
 // stage writes the blocks to wb under ref and returns the bytes staged per
 // day, for the day records.
 func (bb *blockBuilder) stage(wb *pebble.Batch, ref ingest.SegmentRef, sizes map[day]dayStat) error {
-	var kb, vb []byte
+	var kb []byte
+	var hdr [headerRoom]byte
 	for d, b := range bb.days {
+		if b.count == 0 {
+			continue
+		}
 		kb = appendEventBlockKey(kb[:0], d, b.first, ref)
-		vb = append(vb[:0], blockVersion)
-		vb = binary.AppendUvarint(vb, uint64(b.count))
-		vb = binary.AppendVarint(vb, b.last-b.first)
-		vb = append(vb, b.recs...)
+		h := append(hdr[:0], blockVersion)
+		h = binary.AppendUvarint(h, uint64(b.count))
+		h = binary.AppendVarint(h, b.last-b.first)
+		vb := b.recs[headerRoom-len(h):]
+		copy(vb, h)
 		if err := wb.Set(kb, vb, nil); err != nil {
 			return fmt.Errorf("cannot stage raw events: %w", err)
 		}
@@ -68,7 +88,7 @@ func (bb *blockBuilder) stage(wb *pebble.Batch, ref ingest.SegmentRef, sizes map
 		st.events += uint64(b.count)
 		st.bytes += uint64(len(kb) + len(vb))
 		sizes[d] = st
-		b.recs, b.count = b.recs[:0], 0
+		b.recs, b.count = b.recs[:headerRoom], 0
 	}
 	return nil
 }

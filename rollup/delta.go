@@ -12,19 +12,26 @@ import (
 // delta collects, in memory, what one apply (or one rebuilt day) changes:
 // counter deltas per (entity, dimension, value, hour) and the visitor
 // hashes seen per the same cell. Strings are interned into small ids, so a
-// cell is a 16-byte key and adding to it is one map lookup. flush adds the
-// hours up into days and months, encodes one rowset per (entity, dimension,
-// bucket) and one visitor set per (entity, dimension, value, bucket), and
+// cell is a 16-byte key and adding to it is one map lookup; a visitor is
+// one append of (cell, hash) to a flat list, sorted out per cell at flush
+// (no slice per cell to grow). flush adds the hours up into the buckets
+// written, encodes one rowset and one sketch set per (entity, bucket), and
 // writes them as merge operands: nothing stored is read.
 type delta struct {
 	ents    strTable // kind byte, length byte, entity: the entity part of a key
 	vals    strTable // dimension values, and property dimensions' key bytes
 	cells   map[cellKey]int32
+	keys    []cellKey // by cell index
 	counts  []counters
-	hashIdx map[cellKey]int32
-	hashes  [][]uint64
+	visits  []cellHash
 	allTime map[uint32]*counters // link entity id -> all-time delta
 	scratch []byte
+}
+
+// cellHash is one visitor seen in one cell (by index).
+type cellHash struct {
+	cell int32
+	hash uint64
 }
 
 // cellKey is one value of one dimension of one entity in one hour. dim is
@@ -39,10 +46,28 @@ const propDimBase = 1 << 8
 func newDelta() *delta {
 	return &delta{
 		ents: newStrTable(), vals: newStrTable(),
-		cells: make(map[cellKey]int32), hashIdx: make(map[cellKey]int32),
+		cells:   make(map[cellKey]int32),
 		allTime: make(map[uint32]*counters),
 	}
 }
+
+// reset empties d for the next batch, keeping its maps' and slices'
+// memory: a batch's delta holds a few hundred thousand cells, and growing
+// them again every batch was a sixth of apply's time. A delta that grew
+// past maxKeptCells is not kept.
+func (d *delta) reset() bool {
+	if cap(d.counts) > maxKeptCells {
+		return false
+	}
+	clear(d.cells)
+	clear(d.allTime)
+	d.keys, d.counts, d.visits = d.keys[:0], d.counts[:0], d.visits[:0]
+	d.ents.reset()
+	d.vals.reset()
+	return true
+}
+
+const maxKeptCells = 1 << 20
 
 // strTable interns strings. Lookups of a []byte key do not allocate.
 type strTable struct {
@@ -51,6 +76,12 @@ type strTable struct {
 }
 
 func newStrTable() strTable { return strTable{ids: make(map[string]uint32)} }
+
+func (t *strTable) reset() {
+	clear(t.ids)
+	clear(t.strs) // drop the strings for the collector
+	t.strs = t.strs[:0]
+}
 
 func (t *strTable) id(s string) uint32 {
 	if id, ok := t.ids[s]; ok {
@@ -85,14 +116,25 @@ func (d *delta) propDim(name string) uint32 {
 
 func (d *delta) val(v string) uint32 { return d.vals.id(v) }
 
-func (d *delta) cell(k cellKey) *counters {
+func (d *delta) cell(k cellKey) *counters { return &d.counts[d.cellIndex(k)] }
+
+func (d *delta) cellIndex(k cellKey) int32 {
 	i, ok := d.cells[k]
 	if !ok {
 		i = int32(len(d.counts))
 		d.cells[k] = i
+		d.keys = append(d.keys, k)
 		d.counts = append(d.counts, counters{})
 	}
-	return &d.counts[i]
+	return i
+}
+
+// countAndVisitor adds one to field f of a cell and its visitor to it: one
+// lookup for the two.
+func (d *delta) countAndVisitor(k cellKey, f int, hash uint64) {
+	i := d.cellIndex(k)
+	d.counts[i][f]++
+	d.visits = append(d.visits, cellHash{i, mix64(hash)})
 }
 
 // add moves field f of a cell in the hour of ms by n.
@@ -127,19 +169,13 @@ func (d *delta) visitor(ent, dim, val uint32, ms int64, hash uint64) {
 }
 
 func (d *delta) visitorAt(ent, dim, val, h uint32, hash uint64) {
-	k := cellKey{ent, dim, val, h}
-	i, ok := d.hashIdx[k]
-	if !ok {
-		i = int32(len(d.hashes))
-		d.hashIdx[k] = i
-		d.hashes = append(d.hashes, nil)
-	}
-	d.hashes[i] = append(d.hashes[i], mix64(hash))
+	i := d.cellIndex(cellKey{ent, dim, val, h})
+	d.visits = append(d.visits, cellHash{i, mix64(hash)})
 }
 
 // empty reports whether the delta holds nothing to write.
 func (d *delta) empty() bool {
-	return len(d.cells) == 0 && len(d.hashIdx) == 0 && len(d.allTime) == 0
+	return len(d.cells) == 0 && len(d.allTime) == 0
 }
 
 // dimBytes is the key encoding of a dimension id.
@@ -199,119 +235,183 @@ func (d *delta) composite(dim, val uint32) string {
 	return d.dimBytes(dim) + d.vals.strs[val]
 }
 
+// flushRef places one cell in one bucket: the bucket's index and the rank
+// of the cell's composite among the batch's composites.
+type flushRef struct {
+	group, rank, cell int32
+}
+
 // flush writes the delta to b as merge operands: per entity and bucket
 // one rowset and one sketch set. touched is called with the key of every
 // sketch set written (the query cache drops its copies).
+//
+// Every live cell is placed in the buckets it is written to (its hour, and
+// its day and month where keep accepts them); the places are sorted by
+// bucket and by composite rank (integers: the composites are sorted once),
+// and each bucket's run of places becomes one rowset and one sketch set.
+// The visitors are bucketed by cell with a counting sort, so a cell's
+// hashes are one contiguous slice.
 func (d *delta) flush(b *pebble.Batch, keep bucketFilter, touched func(key []byte)) error {
-	months := make(map[day]uint32)
-	type cellRef struct {
-		key string
-		c   *counters
+	if err := d.flushAllTime(b, keep); err != nil {
+		return err
 	}
-	comps := make(map[[2]uint32]string)
-	comp := func(dim, val uint32) string {
-		k := [2]uint32{dim, val}
-		c, ok := comps[k]
-		if !ok {
-			c = d.composite(dim, val)
-			comps[k] = c
+	n := len(d.keys)
+	live := make([]bool, n)
+	for _, i := range d.cells {
+		live[i] = true
+	}
+	// The composites, ranked.
+	type compRef struct {
+		dim, val uint32
+		key      string
+	}
+	compIdx := make(map[[2]uint32]int32)
+	var comps []compRef
+	cellComp := make([]int32, n)
+	for i, k := range d.keys {
+		if !live[i] {
+			continue
 		}
-		return c
+		ck := [2]uint32{k.dim, k.val}
+		c, ok := compIdx[ck]
+		if !ok {
+			c = int32(len(comps))
+			compIdx[ck] = c
+			comps = append(comps, compRef{k.dim, k.val, d.composite(k.dim, k.val)})
+		}
+		cellComp[i] = c
 	}
-	groups := make(map[bucketKey][]cellRef)
-	for k, i := range d.cells {
-		c := &d.counts[i]
-		if c.isZero() {
-			continue // retracted and re-added within the batch
+	order := make([]int32, len(comps))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int { return strings.Compare(comps[x].key, comps[y].key) })
+	rank := make([]int32, len(comps))
+	for r, c := range order {
+		rank[c] = int32(r)
+	}
+	// Visitors by cell.
+	start := make([]int32, n+1)
+	for _, v := range d.visits {
+		start[v.cell+1]++
+	}
+	for i := 1; i <= n; i++ {
+		start[i] += start[i-1]
+	}
+	flat := make([]uint64, len(d.visits))
+	fill := slices.Clone(start[:n])
+	for _, v := range d.visits {
+		flat[fill[v.cell]] = v.hash
+		fill[v.cell]++
+	}
+	hashesOf := func(i int32) []uint64 { return flat[start[i]:start[i+1]] }
+	// Places.
+	months := make(map[day]uint32)
+	groupIdx := make(map[bucketKey]int32)
+	var groups []bucketKey
+	refs := make([]flushRef, 0, n)
+	for i, k := range d.keys {
+		if !live[i] || (d.counts[i].isZero() && start[i] == start[i+1]) {
+			continue // nothing left: retracted and re-added within the batch
 		}
 		for _, p := range periodsOf(k.hour, months) {
 			if keep != nil && !keep(p.gran, p.period) {
 				continue
 			}
 			g := bucketKey{k.ent, p.gran, p.period}
-			groups[g] = append(groups[g], cellRef{comp(k.dim, k.val), c})
-		}
-	}
-	var kb, vb []byte
-	var entries []rowEntry
-	for g, refs := range groups {
-		slices.SortFunc(refs, func(x, y cellRef) int { return strings.Compare(x.key, y.key) })
-		entries = entries[:0]
-		for _, r := range refs {
-			if n := len(entries); n > 0 && string(entries[n-1].value) == r.key {
-				entries[n-1].c.add(r.c)
-				continue
+			gi, ok := groupIdx[g]
+			if !ok {
+				gi = int32(len(groups))
+				groupIdx[g] = gi
+				groups = append(groups, g)
 			}
-			entries = append(entries, rowEntry{value: []byte(r.key), c: *r.c})
-		}
-		kb = d.appendBucketKey(kb[:0], tabRows, g)
-		vb = appendRowset(vb[:0], entries)
-		if err := b.Merge(kb, vb, nil); err != nil {
-			return fmt.Errorf("cannot stage rollup row: %w", err)
+			refs = append(refs, flushRef{gi, rank[cellComp[i]], int32(i)})
 		}
 	}
-	total := comp(dimTotal, d.vals.id(""))
-	for ent, c := range d.allTime {
-		if keep != nil && !keep(granAll, 0) {
-			break
+	slices.SortFunc(refs, func(x, y flushRef) int {
+		if x.group != y.group {
+			return int(x.group - y.group)
 		}
+		return int(x.rank - y.rank)
+	})
+	var kb, vb []byte
+	var rows []rowEntry
+	var entries []sketchEntry
+	var sets []visitorSet
+	var merged []uint64
+	for lo := 0; lo < len(refs); {
+		hi := lo + 1
+		for hi < len(refs) && refs[hi].group == refs[lo].group {
+			hi++
+		}
+		g := groups[refs[lo].group]
+		rows, entries, sets = rows[:0], entries[:0], sets[:0]
+		merged = merged[:0]
+		for i := lo; i < hi; {
+			j := i + 1
+			for j < hi && refs[j].rank == refs[i].rank {
+				j++
+			}
+			key := []byte(comps[order[refs[i].rank]].key)
+			var c counters
+			from := len(merged)
+			for _, r := range refs[i:j] {
+				c.add(&d.counts[r.cell])
+				merged = append(merged, hashesOf(r.cell)...)
+			}
+			if !c.isZero() {
+				rows = append(rows, rowEntry{value: key, c: c})
+			}
+			if len(merged) > from {
+				hs := merged[from:]
+				slices.Sort(hs)
+				hs = slices.Compact(hs)
+				merged = merged[:from+len(hs)]
+				sets = append(sets, visitorSet{hashes: hs})
+				entries = append(entries, sketchEntry{key: key, decoded: true})
+			}
+			i = j
+		}
+		if len(rows) > 0 {
+			kb = d.appendBucketKey(kb[:0], tabRows, g)
+			vb = appendRowset(vb[:0], rows)
+			if err := b.Merge(kb, vb, nil); err != nil {
+				return fmt.Errorf("cannot stage rollup row: %w", err)
+			}
+		}
+		if len(entries) > 0 {
+			for i := range entries {
+				entries[i].set = &sets[i]
+			}
+			var err error
+			if vb, err = appendSketchSet(vb[:0], entries); err != nil {
+				return fmt.Errorf("cannot encode sketches: %w", err)
+			}
+			kb = d.appendBucketKey(kb[:0], tabSketch, g)
+			if err := b.Merge(kb, vb, nil); err != nil {
+				return fmt.Errorf("cannot stage sketches: %w", err)
+			}
+			if touched != nil {
+				touched(kb)
+			}
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// flushAllTime writes the links' all-time deltas.
+func (d *delta) flushAllTime(b *pebble.Batch, keep bucketFilter) error {
+	if keep != nil && !keep(granAll, 0) {
+		return nil
+	}
+	total := d.composite(dimTotal, d.vals.id(""))
+	var kb, vb []byte
+	for ent, c := range d.allTime {
 		kb = d.appendBucketKey(kb[:0], tabRows, bucketKey{ent, granAll, 0})
 		vb = appendRowset(vb[:0], []rowEntry{{value: []byte(total), c: *c}})
 		if err := b.Merge(kb, vb, nil); err != nil {
 			return fmt.Errorf("cannot stage all-time row: %w", err)
-		}
-	}
-	return d.flushSketches(b, months, keep, touched, comp)
-}
-
-func (d *delta) flushSketches(b *pebble.Batch, months map[day]uint32, keep bucketFilter, touched func([]byte), comp func(dim, val uint32) string) error {
-	type setRef struct {
-		key    string
-		hashes []uint64
-	}
-	groups := make(map[bucketKey]map[string][]uint64)
-	for k, i := range d.hashIdx {
-		hs := d.hashes[i]
-		for _, p := range periodsOf(k.hour, months) {
-			if keep != nil && !keep(p.gran, p.period) {
-				continue
-			}
-			g := bucketKey{k.ent, p.gran, p.period}
-			m := groups[g]
-			if m == nil {
-				m = make(map[string][]uint64)
-				groups[g] = m
-			}
-			c := comp(k.dim, k.val)
-			m[c] = append(m[c], hs...)
-		}
-	}
-	var kb, vb []byte
-	var refs []setRef
-	var entries []sketchEntry
-	var sets []visitorSet
-	for g, m := range groups {
-		refs = refs[:0]
-		for k, hs := range m {
-			refs = append(refs, setRef{k, hs})
-		}
-		slices.SortFunc(refs, func(x, y setRef) int { return strings.Compare(x.key, y.key) })
-		entries = entries[:0]
-		sets = slices.Grow(sets[:0], len(refs))[:len(refs)]
-		for i, r := range refs {
-			sets[i] = visitorSet{hashes: r.hashes}
-			entries = append(entries, sketchEntry{key: []byte(r.key), set: &sets[i], decoded: true})
-		}
-		var err error
-		if vb, err = appendSketchSet(vb[:0], entries); err != nil {
-			return fmt.Errorf("cannot encode sketches: %w", err)
-		}
-		kb = d.appendBucketKey(kb[:0], tabSketch, g)
-		if err := b.Merge(kb, vb, nil); err != nil {
-			return fmt.Errorf("cannot stage sketches: %w", err)
-		}
-		if touched != nil {
-			touched(kb)
 		}
 	}
 	return nil
@@ -331,12 +431,7 @@ func (d *delta) keepHours(h0, h1 uint32) {
 	in := func(h uint32) bool { h &^= crossingBit; return h >= h0 && h < h1 }
 	for k := range d.cells {
 		if !in(k.hour) {
-			delete(d.cells, k)
-		}
-	}
-	for k := range d.hashIdx {
-		if !in(k.hour) {
-			delete(d.hashIdx, k)
+			delete(d.cells, k) // its visitors go with it: flush skips dead cells
 		}
 	}
 	clear(d.allTime)

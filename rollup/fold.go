@@ -83,9 +83,7 @@ func (f *folder) foldClick(ev *ingest.Event) {
 	d.addAllTime(ent, fCount, 1)
 	h := hourOf(t)
 	for _, dv := range linkDimsOf(ev) {
-		v := d.val(dv.value)
-		d.cell(cellKey{ent, uint32(dv.dim), v, h})[fCount]++
-		d.visitorAt(ent, uint32(dv.dim), v, h, ev.VisitorHash)
+		d.countAndVisitor(cellKey{ent, uint32(dv.dim), d.val(dv.value), h}, fCount, ev.VisitorHash)
 	}
 }
 
@@ -110,11 +108,8 @@ func (f *folder) foldSite(ev *ingest.Event) (uint64, error) {
 	}
 	switch ev.Kind {
 	case ingest.KindPageview:
-		page := d.val(ev.Path)
-		d.cell(cellKey{ent, dimTotal, total, h})[fCount]++
-		d.cell(cellKey{ent, dimPage, page, h})[fCount]++
-		d.visitorAt(ent, dimTotal, total, h, hash)
-		d.visitorAt(ent, dimPage, page, h, hash)
+		d.countAndVisitor(cellKey{ent, dimTotal, total, h}, fCount, hash)
+		d.countAndVisitor(cellKey{ent, dimPage, d.val(ev.Path), h}, fCount, hash)
 		f.markEvent(ent, r, dimCode(dimPage), ev.Path, h)
 		f.foldProps(ent, r, ev, fCount, h)
 	case ingest.KindEngagement:
@@ -126,11 +121,8 @@ func (f *folder) foldSite(ev *ingest.Event) (uint64, error) {
 		f.markEngagement(ent, r, dimCode(dimPage), ev.Path, ev.ScrollDepth, h)
 		f.markEngagement(ent, r, dimCode(dimTotal), "", ev.ScrollDepth, h)
 	case ingest.KindCustom:
-		name := d.val(ev.Name)
-		d.cell(cellKey{ent, dimTotal, total, h})[fEvents]++
-		d.cell(cellKey{ent, dimEventName, name, h})[fEvents]++
-		d.visitorAt(ent, dimTotal, total, h, hash)
-		d.visitorAt(ent, dimEventName, name, h, hash)
+		d.countAndVisitor(cellKey{ent, dimTotal, total, h}, fEvents, hash)
+		d.countAndVisitor(cellKey{ent, dimEventName, d.val(ev.Name), h}, fEvents, hash)
 		f.markEvent(ent, r, dimCode(dimEventName), ev.Name, h)
 		f.foldProps(ent, r, ev, fEvents, h)
 	}
@@ -142,9 +134,8 @@ func (f *folder) foldProps(ent uint32, r *run, ev *ingest.Event, field int, h ui
 	d := f.d
 	for i := range ev.Props {
 		p := &ev.Props[i]
-		dim, v := d.propDim(p.Key), d.val(p.Value)
-		d.cell(cellKey{ent, dim, v, h})[field]++
-		d.visitorAt(ent, dim, v, h, r.hash)
+		dim := d.propDim(p.Key)
+		d.countAndVisitor(cellKey{ent, dim, d.val(p.Value), h}, field, r.hash)
 		f.markEvent(ent, r, d.vals.strs[dim-propDimBase], p.Value, h)
 	}
 }

@@ -33,24 +33,71 @@ func newValueMerger(key, value []byte) (pebble.ValueMerger, error) {
 	if len(key) == 0 {
 		return nil, fmt.Errorf("%w: empty key", errBadOperand)
 	}
-	var m interface {
-		pebble.ValueMerger
-		add(op []byte) error
-	}
 	switch key[0] {
-	case tabRows:
-		m = new(rowsetMerger)
-	case tabSketch:
-		m = new(sketchSetMerger)
-	case tabDayCounter, tabTotal, tabDay:
-		m = new(vectorMerger)
+	case tabRows, tabSketch, tabDayCounter, tabTotal, tabDay:
 	default:
 		return nil, fmt.Errorf("%w: no merge for table %q", errBadOperand, key[0])
 	}
-	if err := m.add(value); err != nil {
-		return nil, err
+	return &lazyMerger{table: key[0], first: slices.Clone(value)}, nil
+}
+
+// operandMerger is a merger of one table's operands.
+type operandMerger interface {
+	pebble.ValueMerger
+	add(op []byte) error
+}
+
+// lazyMerger decodes nothing until a second operand arrives: most keys
+// reach a memtable flush with one operand (a batch writes each of its
+// buckets once), and that operand is already the merged value, so it is
+// written out as it came instead of being decoded and encoded again.
+type lazyMerger struct {
+	table byte
+	first []byte
+	m     operandMerger
+}
+
+func (l *lazyMerger) start() error {
+	switch l.table {
+	case tabRows:
+		l.m = new(rowsetMerger)
+	case tabSketch:
+		m := new(sketchSetMerger)
+		l.m = m
+		return m.addOwned(l.first) // first is the merger's own copy
+	default:
+		l.m = new(vectorMerger)
 	}
-	return m, nil
+	return l.m.add(l.first)
+}
+
+func (l *lazyMerger) MergeNewer(v []byte) error {
+	if l.m == nil {
+		if err := l.start(); err != nil {
+			return err
+		}
+	}
+	return l.m.add(v)
+}
+
+func (l *lazyMerger) MergeOlder(v []byte) error { return l.MergeNewer(v) }
+
+func (l *lazyMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
+	if l.m == nil {
+		return l.first, nil, nil
+	}
+	return l.m.Finish(includesBase)
+}
+
+// DeletableFinish drops a merged row that sums to zero (a retraction
+// that met what it retracts). A lone operand is kept: the writer never
+// writes a zero one.
+func (l *lazyMerger) DeletableFinish(includesBase bool) ([]byte, bool, io.Closer, error) {
+	if d, ok := l.m.(pebble.DeletableValueMerger); ok {
+		return d.DeletableFinish(includesBase)
+	}
+	v, c, err := l.Finish(includesBase)
+	return v, false, c, err
 }
 
 // counters is one row of numbers; what each field means is in rollup.go.

@@ -101,15 +101,20 @@ type sketchSetMerger struct {
 
 func (m *sketchSetMerger) own(b []byte) []byte {
 	if cap(m.arena)-len(m.arena) < len(b) {
-		m.arena = make([]byte, 0, max(64<<10, 2*len(b)))
+		// Grow geometrically from the first operand's size: most merges
+		// are of two or three small operands.
+		m.arena = make([]byte, 0, max(2*len(b), min(2*cap(m.arena), 1<<20)))
 	}
 	off := len(m.arena)
 	m.arena = append(m.arena, b...)
 	return m.arena[off:len(m.arena):len(m.arena)]
 }
 
-func (m *sketchSetMerger) add(op []byte) error {
-	op = m.own(op)
+func (m *sketchSetMerger) add(op []byte) error { return m.addOwned(m.own(op)) }
+
+// addOwned merges an operand whose bytes stay valid and unchanged for the
+// merger's life.
+func (m *sketchSetMerger) addOwned(op []byte) error {
 	var in []sketchEntry
 	err := forEachSketch(op, nil, func(key, set []byte) error {
 		in = append(in, sketchEntry{key: key, raw: set})
