@@ -58,8 +58,8 @@ type Aggregator struct {
 	// spareDelta is the last batch's delta, emptied, for the next one
 	// (apply holds mu).
 	spareDelta *delta
-	blocks     blockBuilder // raw blocks of the batch's segments (apply holds mu)
-	days     map[day]dayStat // mirror of the Y table
+	blocks     blockBuilder    // raw blocks of the batch's segments (apply holds mu)
+	days       map[day]dayStat // mirror of the Y table
 	// gens counts, per day, the batches that stored events of it, so a
 	// rebuild computed outside the lock can tell whether it is stale.
 	gens map[day]uint64
