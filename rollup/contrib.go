@@ -163,9 +163,31 @@ func diffPlacements(old, new []placement) []placement {
 	return kept
 }
 
-// eventDim reports whether a visit dimension takes event counts: the
-// session-only ones (entry and exit page) do not.
-func eventDim(dim byte) bool { return dim != dimEntryPage && dim != dimExitPage }
+// runTuple is the id of r's values under the event-scoped visit
+// dimensions in f's delta, computed once per run and batch (the values
+// take string work: source, channel, a lookup each).
+func (f *folder) runTuple(r *run) uint32 {
+	d := f.d
+	if r.tupEpoch == d.epoch && r.tupStart == r.startID && r.tupReturning == r.returning {
+		return r.tup
+	}
+	vals, _ := r.visitDims()
+	var t visitTuple
+	for i := range t {
+		t[i] = d.val(vals[i])
+	}
+	r.tup, r.tupEpoch, r.tupStart, r.tupReturning = d.tupleID(&t), d.epoch, r.startID, r.returning
+	return r.tup
+}
+
+// sessionDims are the visit dimensions outside the tuple: a run's entry
+// and exit page, when it has a pageview.
+func (f *folder) sessionDims(r *run) (entry, exit uint32, ok bool) {
+	if r.pageviews == 0 {
+		return 0, 0, false
+	}
+	return f.d.val(r.entry), f.d.val(r.exit), true
+}
 
 // contribute adds sign times what r counts to every row it counts under.
 func (f *folder) contribute(ent uint32, r *run, sign int64) {
@@ -175,16 +197,10 @@ func (f *folder) contribute(ent uint32, r *run, sign int64) {
 	d := f.d
 	plain, withEvents := r.placements(false), r.placements(true)
 	f.apply(ent, dimTotal, d.val(""), plain, sign)
-	vals, ok := r.visitDims()
-	for i, dim := range visitDimIDs {
-		if !ok[i] {
-			continue
-		}
-		ps := plain
-		if eventDim(dim) {
-			ps = withEvents
-		}
-		f.apply(ent, uint32(dim), d.val(vals[i]), ps, sign)
+	f.apply(ent, tupleDim, f.runTuple(r), withEvents, sign)
+	if entry, exit, ok := f.sessionDims(r); ok {
+		f.apply(ent, dimEntryPage, entry, plain, sign)
+		f.apply(ent, dimExitPage, exit, plain, sign)
 	}
 }
 
@@ -207,24 +223,25 @@ func (f *folder) change(ent uint32, joined []run, merged *run) {
 	oe, ne := old.placements(true), merged.placements(true)
 	dp, de := diffPlacements(op, np), diffPlacements(oe, ne)
 	f.apply(ent, dimTotal, d.val(""), dp, 1)
-	ov, oo := old.visitDims()
-	nv, no := merged.visitDims()
-	for i, dim := range visitDimIDs {
-		o, n, diff := op, np, dp
-		if eventDim(dim) {
-			o, n, diff = oe, ne, de
-		}
-		switch {
-		case oo[i] && no[i] && ov[i] == nv[i]:
-			f.apply(ent, uint32(dim), d.val(nv[i]), diff, 1)
-		default:
-			if oo[i] {
-				f.apply(ent, uint32(dim), d.val(ov[i]), o, -1)
-			}
-			if no[i] {
-				f.apply(ent, uint32(dim), d.val(nv[i]), n, 1)
-			}
-		}
+	f.move(ent, tupleDim, f.runTuple(old), f.runTuple(merged), true, true, oe, ne, de)
+	oEntry, oExit, oOK := f.sessionDims(old)
+	nEntry, nExit, nOK := f.sessionDims(merged)
+	f.move(ent, dimEntryPage, oEntry, nEntry, oOK, nOK, op, np, dp)
+	f.move(ent, dimExitPage, oExit, nExit, oOK, nOK, op, np, dp)
+}
+
+// move takes a row's count from what old counted (o, under value ov) to
+// what new counts (n, under nv): by the difference when the value stays.
+func (f *folder) move(ent, dim, ov, nv uint32, oOK, nOK bool, o, n, diff []placement) {
+	if oOK && nOK && ov == nv {
+		f.apply(ent, dim, nv, diff, 1)
+		return
+	}
+	if oOK {
+		f.apply(ent, dim, ov, o, -1)
+	}
+	if nOK {
+		f.apply(ent, dim, nv, n, 1)
 	}
 }
 
@@ -268,15 +285,13 @@ func (f *folder) visitDimVisitors(ent uint32, r *run, lo, hi uint32) {
 		return
 	}
 	d := f.d
-	vals, ok := r.visitDims()
-	for i, dim := range visitDimIDs {
-		if !ok[i] || dim == dimExitPage {
-			continue
-		}
-		v := d.val(vals[i])
-		for _, e := range r.evHours {
-			if e.h >= lo && e.h <= hi {
-				d.visitorAt(ent, uint32(dim), v, e.h, r.hash)
+	tup := f.runTuple(r)
+	entry, _, hasEntry := f.sessionDims(r)
+	for _, e := range r.evHours {
+		if e.h >= lo && e.h <= hi {
+			d.visitorAt(ent, tupleDim, tup, e.h, r.hash)
+			if hasEntry {
+				d.visitorAt(ent, dimEntryPage, entry, e.h, r.hash)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -26,6 +27,41 @@ type delta struct {
 	visits  []cellHash
 	allTime map[uint32]*counters // link entity id -> all-time delta
 	scratch []byte
+
+	// A visit counts under every one of its event-scoped visit dimensions
+	// alike, so fold adds to one cell per visit and hour keyed by the tuple
+	// of its values (dim tupleDim, val the tuple's id) instead of thirteen,
+	// and flush spreads each tuple cell over its dimensions.
+	tupleIDs map[visitTuple]uint32
+	tuples   []visitTuple
+	// epoch names this delta's interned ids; a run caches its tuple id
+	// for the epoch it was made in (runTuple).
+	epoch uint32
+}
+
+// visitTuple is a visit's value ids under the event-scoped visit
+// dimensions, in visitDimIDs order.
+type visitTuple [nTupleDims]uint32
+
+// nTupleDims: every visit dimension but entry and exit page, which count
+// sessions only (contrib.go) and change within a visit.
+const nTupleDims = nVisitDims - 2
+
+// tupleDim marks a tuple cell; no dimension byte or property id is as large.
+const tupleDim = 1 << 31
+
+// deltaEpochs numbers deltas, so a run's cached tuple id is never taken
+// for another delta's.
+var deltaEpochs atomic.Uint32
+
+func (d *delta) tupleID(t *visitTuple) uint32 {
+	if id, ok := d.tupleIDs[*t]; ok {
+		return id
+	}
+	id := uint32(len(d.tuples))
+	d.tupleIDs[*t] = id
+	d.tuples = append(d.tuples, *t)
+	return id
 }
 
 // cellHash is one visitor seen in one cell (by index).
@@ -47,7 +83,8 @@ func newDelta() *delta {
 	return &delta{
 		ents: newStrTable(), vals: newStrTable(),
 		cells:   make(map[cellKey]int32),
-		allTime: make(map[uint32]*counters),
+		allTime: make(map[uint32]*counters), tupleIDs: make(map[visitTuple]uint32),
+		epoch: deltaEpochs.Add(1),
 	}
 }
 
@@ -61,6 +98,9 @@ func (d *delta) reset() bool {
 	}
 	clear(d.cells)
 	clear(d.allTime)
+	clear(d.tupleIDs)
+	d.tuples = d.tuples[:0]
+	d.epoch = deltaEpochs.Add(1)
 	d.keys, d.counts, d.visits = d.keys[:0], d.counts[:0], d.visits[:0]
 	d.ents.reset()
 	d.vals.reset()
@@ -255,6 +295,7 @@ func (d *delta) flush(b *pebble.Batch, keep bucketFilter, touched func(key []byt
 	if err := d.flushAllTime(b, keep); err != nil {
 		return err
 	}
+	d.spreadTuples()
 	n := len(d.keys)
 	live := make([]bool, n)
 	for _, i := range d.cells {
@@ -398,6 +439,42 @@ func (d *delta) flush(b *pebble.Batch, keep bucketFilter, touched func(key []byt
 		lo = hi
 	}
 	return nil
+}
+
+// spreadTuples moves every tuple cell's counters and visitors to the
+// cells of its dimensions' values, and drops the tuple cell.
+func (d *delta) spreadTuples() {
+	n := len(d.keys)
+	var targets []int32 // per tuple cell, nTupleDims target cells
+	at := make(map[int32]int32)
+	for i := range n {
+		k := d.keys[i]
+		if k.dim != tupleDim {
+			continue
+		}
+		if _, live := d.cells[k]; !live {
+			continue
+		}
+		delete(d.cells, k)
+		at[int32(i)] = int32(len(targets))
+		c := d.counts[i]
+		t := &d.tuples[k.val]
+		for j := range nTupleDims {
+			ti := d.cellIndex(cellKey{k.ent, uint32(visitDimIDs[j]), t[j], k.hour})
+			d.counts[ti].add(&c)
+			targets = append(targets, ti)
+		}
+	}
+	if len(at) == 0 {
+		return
+	}
+	for _, v := range d.visits[:len(d.visits)] {
+		if off, ok := at[v.cell]; ok {
+			for _, ti := range targets[off : off+int32(nTupleDims)] {
+				d.visits = append(d.visits, cellHash{ti, v.hash})
+			}
+		}
+	}
 }
 
 // flushAllTime writes the links' all-time deltas.

@@ -61,6 +61,13 @@ type run struct {
 	// (the same daily hash): the seed's new versus returning visitors.
 	returning bool
 
+	// tup caches the run's tuple id (delta.tupleID) in the delta of epoch
+	// tupEpoch, for the first event tupStart and visitor type
+	// tupReturning it was made from; never stored.
+	tup, tupEpoch uint32
+	tupStart      [16]byte
+	tupReturning  bool
+
 	// next, when not 0, makes this entry a link rather than a visit: the
 	// visitor continued under hash next after midnight UTC (an event
 	// carried this visitor's hash as its PrevVisitorHash). end is the
