@@ -100,6 +100,12 @@ func (p *Pipeline) CaptureClick(ctx *fasthttp.RequestCtx, code []byte) {
 		return
 	}
 	pe := p.pool.Get().(*pending)
+	p.captureInto(pe, ctx, code)
+	p.enqueue(pe)
+}
+
+// captureInto copies a click from a redirect request into pe.
+func (p *Pipeline) captureInto(pe *pending, ctx *fasthttp.RequestCtx, code []byte) {
 	if pe.buf == nil {
 		pe.buf = make([]byte, 0, 512)
 	}
@@ -115,7 +121,6 @@ func (p *Pipeline) CaptureClick(ctx *fasthttp.RequestCtx, code []byte) {
 	ua := h.UserAgent()
 	pe.ua = append(pe.ua[:0], ua[:min(len(ua), maxUALen)]...)
 	pe.ip, pe.country = p.clientOf(ctx)
-	p.enqueue(pe)
 }
 
 // hdrXForwardedFor is in fasthttp's canonical form, so a lookup need not

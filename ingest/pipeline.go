@@ -153,6 +153,20 @@ type Pipeline struct {
 // Open recovers the segment folder (cutting any torn tail), then starts the
 // writer and shipper goroutines.
 func Open(cfg Config) (*Pipeline, error) {
+	p, err := newPipeline(cfg)
+	if err != nil {
+		return nil, err
+	}
+	go p.runWriter()
+	p.ship.start()
+	p.log.Info("ingest pipeline open", "dir", p.cfg.Dir, "node", p.cfg.NodeID,
+		"pending_bytes", p.pendingBytes.Load(), "next_seq", p.seg.nextSeq)
+	return p, nil
+}
+
+// newPipeline builds a pipeline and recovers its folder without starting
+// any goroutine (benchmarks drive the writer directly).
+func newPipeline(cfg Config) (*Pipeline, error) {
 	if cfg.Dir == "" || cfg.NodeID == "" {
 		return nil, errors.New("cannot open ingest pipeline: Dir and NodeID are required")
 	}
@@ -199,10 +213,6 @@ func Open(cfg Config) (*Pipeline, error) {
 		p.openCreatedMs.Store(0)
 		p.ship.wake()
 	}
-	go p.runWriter()
-	p.ship.start()
-	p.log.Info("ingest pipeline open", "dir", cfg.Dir, "node", cfg.NodeID,
-		"pending_bytes", p.pendingBytes.Load(), "next_seq", p.seg.nextSeq)
 	return p, nil
 }
 
