@@ -74,6 +74,9 @@ type segmentWriter struct {
 
 	pending *atomic.Int64           // bytes on disk not yet acknowledged by the aggregator
 	onSeal  func(seq uint64, n int) // tells the shipper a segment is ready
+	// syncer, when set, does every fsync and seal off this goroutine (see
+	// syncer.go); without one (tests) they happen inline.
+	syncer *segmentSyncer
 }
 
 // append encodes ev into the open segment, opening or rotating segments as
@@ -93,6 +96,9 @@ func (w *segmentWriter) append(ev *Event) error {
 	if w.f == nil {
 		if err := w.openSegment(); err != nil {
 			return err
+		}
+		if w.syncer != nil {
+			w.syncer.open.Store(w.f)
 		}
 	}
 	before := len(w.buf)
@@ -156,6 +162,9 @@ func (w *segmentWriter) flush() error {
 		return &writeError{dropped: w.abandon(), err: fmt.Errorf("cannot write segment %d: %w", w.seq, err)}
 	}
 	w.written, w.writtenRecords = w.size, w.records
+	if w.syncer != nil {
+		w.syncer.dirty.Store(true)
+	}
 	return nil
 }
 
@@ -168,7 +177,8 @@ type writeError struct {
 func (e *writeError) Error() string { return e.err.Error() }
 func (e *writeError) Unwrap() error { return e.err }
 
-// sync makes everything appended so far durable: the group commit.
+// sync makes everything appended so far durable: the group commit, inline
+// (without a syncer, whose own ticker does it otherwise).
 func (w *segmentWriter) sync() error {
 	if err := w.flush(); err != nil {
 		return err
@@ -190,7 +200,8 @@ func (w *segmentWriter) dueForAge() bool {
 }
 
 // seal fsyncs and closes the open segment and renames it to <seq>.seg. Only
-// then may the shipper see it.
+// then may the shipper see it. With a syncer, the writer only writes the
+// footer and hands the file over; the rest happens there, in order.
 func (w *segmentWriter) seal() error {
 	if w.f == nil {
 		return nil
@@ -198,6 +209,16 @@ func (w *segmentWriter) seal() error {
 	w.buf = appendFooter(w.buf, w.records)
 	w.size += footerLen
 	w.pending.Add(footerLen)
+	if w.syncer != nil {
+		if err := w.flush(); err != nil {
+			return err // abandoned: the syncer cuts and seals what was written
+		}
+		f := w.f
+		w.f = nil
+		w.syncer.open.Store(nil)
+		w.syncer.jobs <- syncJob{f: f, seq: w.seq, records: w.records}
+		return nil
+	}
 	if err := w.sync(); err != nil {
 		return err
 	}
@@ -228,6 +249,11 @@ func (w *segmentWriter) abandon() int {
 	path := filepath.Join(w.dir, segmentName(w.seq, openSuffix))
 	f := w.f
 	w.f = nil
+	if w.syncer != nil {
+		w.syncer.open.Store(nil)
+		w.syncer.jobs <- syncJob{f: f, seq: w.seq, records: w.writtenRecords, abandoned: true, cut: w.written}
+		return dropped
+	}
 	err := f.Truncate(w.written)
 	if err == nil && w.writtenRecords > 0 {
 		_, err = f.Write(appendFooter(nil, w.writtenRecords))
@@ -260,6 +286,9 @@ func (w *segmentWriter) close() error {
 		return w.seal()
 	}
 	path := w.f.Name()
+	if w.syncer != nil {
+		w.syncer.open.Store(nil)
+	}
 	_ = w.f.Close()
 	w.f = nil
 	w.pending.Add(-w.size)

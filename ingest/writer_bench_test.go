@@ -22,8 +22,9 @@ func benchWriter(b *testing.B, visitors int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	p.seg.syncer.start()
 	defer p.enrich.close()
-	defer func() { _ = p.seg.close() }()
+	defer func() { _ = p.seg.close(); p.seg.syncer.stop() }()
 	uas := distinctUAs(visitors)
 	ctx := clickCtx("http://wm.example/aB3dE7x?utm_source=news", "127.0.0.1",
 		map[string]string{"Referer": "https://news.example.com/story"})
