@@ -88,6 +88,9 @@ func TestCrawlerMatcherAgreesWithLibrary(t *testing.T) {
 		file  string
 		every int
 	}{{"crawlers.txt", 1}, {"devices.txt", 25}} {
+		if raceEnabled {
+			tc.every *= 10 // the library is slow under the race detector
+		}
 		f, err := os.Open(filepath.Join(dir, "testdata", tc.file))
 		if err != nil {
 			t.Skipf("no crawlerdetect test corpus: %v", err)

@@ -18,7 +18,8 @@
 // # Privacy
 //
 // An Event holds no IP address, cookie, full URL, full referrer or query
-// string other than the five UTM parameters. The client IP lives only in
+// string other than the five UTM parameters, nor the client's clock or
+// exact screen width (only the width's device class). The client IP lives only in
 // memory, between the request and the writer goroutine, where it is hashed
 // with the daily salt and looked up for a country, then cleared.
 //

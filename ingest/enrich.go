@@ -84,13 +84,13 @@ func (e *enricher) classify(uaBytes []byte) uaInfo {
 func deviceClass(d agents.Device) string {
 	switch d {
 	case agents.DeviceDesktop:
-		return "desktop"
+		return DeviceDesktop
 	case agents.DeviceMobile:
-		return "mobile"
+		return DeviceMobile
 	case agents.DeviceTablet:
-		return "tablet"
+		return DeviceTablet
 	case agents.DeviceTV:
-		return "tv"
+		return DeviceTV
 	}
 	return ""
 }

@@ -169,8 +169,12 @@ func newPipeline(cfg Config) (*Pipeline, error) {
 	if cfg.Dir == "" || cfg.NodeID == "" {
 		return nil, errors.New("cannot open ingest pipeline: Dir and NodeID are required")
 	}
-	if len(cfg.NodeID) > maxNodeIDLen {
+	if len(cfg.NodeID) > maxNodeIDLen || len(cfg.NodeID) > MaxNodeLen {
 		return nil, errors.New("cannot open ingest pipeline: NodeID longer than 255 bytes")
+	}
+	if len(cfg.Region) > MaxShortLen {
+		// Every event carries the region: one too long could not be decoded.
+		return nil, fmt.Errorf("cannot open ingest pipeline: Region longer than %d bytes", MaxShortLen)
 	}
 	cfg.setDefaults()
 	p := &Pipeline{
@@ -345,6 +349,14 @@ func (p *Pipeline) write(pe *pending) {
 	pe.fillClick()
 	ev := &pe.ev
 	p.finish(pe)
+	if err := CheckEvent(ev); err != nil {
+		// The last guard: never write what the aggregator cannot decode
+		// (one such record would make it refuse the whole segment).
+		p.m.drop(DropInvalid)
+		p.log.Debug("dropping an event that would not decode", "err", err)
+		p.release(pe)
+		return
+	}
 	err := p.seg.append(ev)
 	p.noteOpenSegment()
 	switch {
@@ -383,7 +395,10 @@ func (p *Pipeline) finish(pe *pending) {
 	ev.Node, ev.Region = p.cfg.NodeID, p.cfg.Region
 	_, _ = p.rng.Read(ev.ID[:])
 	info := p.userAgent(pe.ua)
-	ev.Browser, ev.OS, ev.Device = info.browser, info.os, info.device
+	ev.Browser, ev.OS = info.browser, info.os
+	if ev.Device == "" { // a site event's comes from its screen width
+		ev.Device = info.device
+	}
 	if info.bot {
 		ev.Flags |= FlagBot
 	}
