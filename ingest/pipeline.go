@@ -519,3 +519,6 @@ func (p *Pipeline) dropQueued() {
 		}
 	}
 }
+
+// QueueLen is how many captured events wait for the writer.
+func (p *Pipeline) QueueLen() int { return len(p.queue) }
