@@ -30,10 +30,7 @@ type enricher struct {
 }
 
 func newEnricher(geoIPPath string) (*enricher, error) {
-	e := &enricher{
-		parser: useragent.NewParser(), // shared, read-only after first use
-		cache:  newUACache(uaCacheSets),
-	}
+	e := &enricher{cache: newUACache(uaCacheSets)}
 	if geoIPPath != "" {
 		db, err := maxminddb.Open(geoIPPath)
 		if err != nil {
@@ -68,6 +65,12 @@ func (e *enricher) classify(uaBytes []byte) uaInfo {
 		return uaInfo{bot: true}
 	}
 	ua := unsafe.String(unsafe.SliceData(uaBytes), len(uaBytes)) // not kept
+	if e.parser == nil {
+		// Built on the first miss, not at start: the parser's trie is
+		// about 166,000 heap objects that every garbage collection has to
+		// mark, and a node that captures nothing never needs it.
+		e.parser = useragent.NewParser() // shared, read-only after first use
+	}
 	parsed := e.parser.Parse(ua)
 	info := uaInfo{
 		browser: string(parsed.Browser()),
