@@ -77,6 +77,7 @@ type segmentWriter struct {
 	// syncer, when set, does every fsync and seal off this goroutine (see
 	// syncer.go); without one (tests) they happen inline.
 	syncer *segmentSyncer
+	hdrLen int64 // see headerLen
 }
 
 // append encodes ev into the open segment, opening or rotating segments as
@@ -90,7 +91,13 @@ func (w *segmentWriter) append(ev *Event) error {
 			return err
 		}
 	}
-	if w.pending.Load()+frame > w.capBytes {
+	// The cap counts what the event will cost on disk: its frame, the
+	// footer its segment will get, and the header of a segment it opens.
+	need := frame + footerLen
+	if w.f == nil {
+		need += w.headerLen()
+	}
+	if w.pending.Load()+need > w.capBytes {
 		return errDiskCap
 	}
 	if w.f == nil {
@@ -111,6 +118,15 @@ func (w *segmentWriter) append(ev *Event) error {
 		return w.flush()
 	}
 	return nil
+}
+
+// headerLen is the size of this writer's segment headers (fixed: the node
+// id and the format do not change while it runs).
+func (w *segmentWriter) headerLen() int64 {
+	if w.hdrLen == 0 {
+		w.hdrLen = int64(len(appendSegmentHeader(nil, w.nodeID, 0, time.Time{})))
+	}
+	return w.hdrLen
 }
 
 // openSegment creates <seq>.open and buffers its header.
