@@ -44,7 +44,7 @@ const (
 // (see eventStrings): the one table the encoder's check and the decoder
 // share.
 var stringLimits = [...]int{
-	MaxCodeLen, MaxSiteIDLen, MaxNameLen, MaxNodeLen, MaxShortLen,
+	MaxCodeLen, MaxSiteIDLen, MaxNameLen, MaxShortLen, MaxShortLen,
 	MaxPathLen, MaxHostLen,
 	MaxUTMLen, MaxUTMLen, MaxUTMLen, MaxUTMLen, MaxUTMLen,
 	MaxShortLen, MaxShortLen, MaxShortLen, MaxShortLen,

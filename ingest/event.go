@@ -50,8 +50,7 @@ const (
 	MaxUTMLen      = 300  // each UTM value
 	MaxCodeLen     = 64   // link code
 	MaxSiteIDLen   = 64   // site id
-	MaxNodeLen     = 255  // node name, as long as a segment header allows (a host name can be a long FQDN)
-	MaxShortLen    = 64   // region, country, device, browser, OS
+	MaxShortLen    = 64   // node, region, country, device, browser, OS
 	MaxProps       = 30   // custom properties per event, as Plausible
 	MaxPropKeyLen  = 300  // as Plausible
 	MaxPropValLen  = 2000 // as Plausible

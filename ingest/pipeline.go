@@ -169,12 +169,8 @@ func newPipeline(cfg Config) (*Pipeline, error) {
 	if cfg.Dir == "" || cfg.NodeID == "" {
 		return nil, errors.New("cannot open ingest pipeline: Dir and NodeID are required")
 	}
-	if len(cfg.NodeID) > maxNodeIDLen || len(cfg.NodeID) > MaxNodeLen {
-		return nil, errors.New("cannot open ingest pipeline: NodeID longer than 255 bytes")
-	}
-	if len(cfg.Region) > MaxShortLen {
-		// Every event carries the region: one too long could not be decoded.
-		return nil, fmt.Errorf("cannot open ingest pipeline: Region longer than %d bytes", MaxShortLen)
+	if len(cfg.NodeID) > MaxShortLen || len(cfg.Region) > MaxShortLen {
+		return nil, errors.New("cannot open ingest pipeline: NodeID and Region must be at most 64 bytes (the aggregator refuses longer)")
 	}
 	cfg.setDefaults()
 	p := &Pipeline{

@@ -49,22 +49,15 @@ func TestWriterDropsUndecodableEvent(t *testing.T) {
 	}
 }
 
-func TestOpenRefusesLongRegion(t *testing.T) {
-	_, err := Open(Config{Dir: t.TempDir(), NodeID: "n", Region: strings.Repeat("r", MaxShortLen+1)})
-	if err == nil {
-		t.Fatal("got no error for a region the event codec cannot hold")
-	}
-}
-
-// TestLongNodeNameEventsDecode: a node named by a long FQDN (over 64
-// bytes) poisoned every segment; now its events decode.
-func TestLongNodeNameEventsDecode(t *testing.T) {
-	node := strings.Repeat("edge-1.", 30) + "example" // 217 bytes
-	p := openTestPipeline(t, func(c *Config) { c.NodeID = node })
-	p.CaptureClick(clickCtx("http://wm.example/c", "203.0.113.7", nil), []byte("c"))
-	events := closeAndRead(t, p)
-	if len(events) != 1 || events[0].Node != node {
-		t.Fatalf("got %d events; want one from %q", len(events), node)
+// TestOpenRefusesIDsOverCodecLimit: a node id or region the aggregator
+// would refuse in every event is refused when the pipeline opens.
+func TestOpenRefusesIDsOverCodecLimit(t *testing.T) {
+	long := strings.Repeat("n", MaxShortLen+1)
+	for _, c := range []Config{{Dir: t.TempDir(), NodeID: long}, {Dir: t.TempDir(), NodeID: "n", Region: long}} {
+		if p, err := Open(c); err == nil {
+			p.Close(t.Context())
+			t.Errorf("Open with a %d-byte node id or region succeeded; want an error", len(long))
+		}
 	}
 }
 
