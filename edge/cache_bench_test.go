@@ -62,7 +62,7 @@ func BenchmarkRedirectCacheHit100k(b *testing.B) {
 	for i := range uint32(n) {
 		code := benchCode(&buf, i)
 		l := store.Link{Code: string(code), URL: "https://example.com/some/path/" + strconv.Itoa(int(i)) + "?utm_source=bench", Owner: "o", Redirect: 302}
-		srv.cache.add(srv.cache.generation(code), srv.buildEntry(string(code), &l))
+		srv.cache.add(srv.cache.generation(code), srv.buildEntry([]byte(code), &l))
 	}
 	h := srv.Handler()
 	ctx := requestCtx("GET", "/abc1234")

@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"strconv"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
@@ -102,11 +103,11 @@ func (s *Server) load(code []byte) *entry {
 	}
 	if !found {
 		if l, ok := s.askRemote(code); ok {
-			return s.buildEntry(string(code), &l)
+			return s.buildEntry(code, &l)
 		}
 		return &entry{code: string(code), kind: kindNotFound, status: fasthttp.StatusNotFound}
 	}
-	return s.buildEntry(string(code), &l)
+	return s.buildEntry(code, &l)
 }
 
 // askRemote is the read-your-writes fallback: only for codes that could be
@@ -132,7 +133,10 @@ func (s *Server) askRemote(code []byte) (store.Link, bool) {
 }
 
 // buildEntry pre-builds everything a later hit copies into the response.
-func (s *Server) buildEntry(code string, l *store.Link) *entry {
+// A redirect's code, destination and header value share the entry's own
+// allocation: one heap object per cached link, not two, for the garbage
+// collector to mark on every cycle.
+func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 	if l.Status == store.StatusActive {
 		public := l.Permanent()
 		maxAge := s.privateMaxAge
@@ -141,15 +145,16 @@ func (s *Server) buildEntry(code string, l *store.Link) *entry {
 		}
 		var cc [40]byte
 		cacheControl := appendCacheControl(cc[:0], public, maxAge)
-		e, b := newEntryWithBytes(len(l.URL) + len(cacheControl))
+		e, b := newEntryWithBytes(len(l.URL) + len(cacheControl) + len(code))
 		n := copy(b, l.URL)
-		copy(b[n:], cacheControl)
-		e.code, e.expiresAt = code, l.ExpiresAt
+		m := n + copy(b[n:], cacheControl)
+		copy(b[m:], code)
+		e.code, e.expiresAt = unsafe.String(unsafe.SliceData(b[m:]), len(code)), l.ExpiresAt // b never changes
 		e.kind, e.status, e.public, e.maxAge = kindRedirect, uint16(l.Redirect), public, maxAge
-		e.location, e.cacheControl = b[:n:n], b[n:]
+		e.location, e.cacheControl = b[:n:n], b[n:m:m]
 		return e
 	}
-	e := &entry{code: code, expiresAt: l.ExpiresAt}
+	e := &entry{code: string(code), expiresAt: l.ExpiresAt}
 	switch l.Status {
 	case store.StatusLegalBlock:
 		e.kind, e.status = kindLegal, fasthttp.StatusUnavailableForLegalReasons

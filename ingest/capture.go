@@ -25,7 +25,7 @@ type pending struct {
 	buf     []byte
 	ua      []byte
 	clickAt int64            // Unix ms
-	spans   [clickSpans]span // pieces of buf: code, referrer host, UTM values
+	spans   [clickSpans]span // pieces of buf: code, referrer host, raw query
 	country [2]byte          // from a trusted proxy header; zero if none
 	click   bool             // a click captured by CaptureClick; ev is filled by fillClick
 	ip      netip.Addr
@@ -37,9 +37,13 @@ type pending struct {
 const (
 	spanCode = iota
 	spanReferrer
-	spanUTM    // five: utm_source, utm_medium, utm_campaign, utm_term, utm_content
-	clickSpans = spanUTM + len(utmNames)
+	spanQuery // the raw query string; its UTM values are read on the writer
+	clickSpans
 )
+
+// maxClickQuery bounds the query string a click keeps until the writer
+// has read its UTM values.
+const maxClickQuery = 2048
 
 func (pe *pending) reset() {
 	props := pe.ev.Props[:0]
@@ -83,11 +87,13 @@ func (pe *pending) fillClick() {
 	ev.Time = pe.clickAt
 	ev.Code = pe.viewString(pe.spans[spanCode])
 	ev.ReferrerHost = pe.viewString(pe.spans[spanReferrer])
-	ev.UTMSource = pe.viewString(pe.spans[spanUTM])
-	ev.UTMMedium = pe.viewString(pe.spans[spanUTM+1])
-	ev.UTMCampaign = pe.viewString(pe.spans[spanUTM+2])
-	ev.UTMTerm = pe.viewString(pe.spans[spanUTM+3])
-	ev.UTMContent = pe.viewString(pe.spans[spanUTM+4])
+	if q := pe.viewString(pe.spans[spanQuery]); q != "" {
+		// Decoded values go after the raw bytes in pe.buf; should it grow,
+		// the views taken so far keep the old array alive.
+		var utm [len(utmNames)]string
+		queryUTM(q, &utm, &pe.buf)
+		ev.UTMSource, ev.UTMMedium, ev.UTMCampaign, ev.UTMTerm, ev.UTMContent = utm[0], utm[1], utm[2], utm[3], utm[4]
+	}
 }
 
 // CaptureClick records a click on code from a redirect request. It never
@@ -100,6 +106,12 @@ func (p *Pipeline) CaptureClick(ctx *fasthttp.RequestCtx, code []byte) {
 		return
 	}
 	pe := p.pool.Get().(*pending)
+	p.captureInto(pe, ctx, code)
+	p.enqueue(pe)
+}
+
+// captureInto copies a click from a redirect request into pe.
+func (p *Pipeline) captureInto(pe *pending, ctx *fasthttp.RequestCtx, code []byte) {
 	if pe.buf == nil {
 		pe.buf = make([]byte, 0, 512)
 	}
@@ -108,14 +120,10 @@ func (p *Pipeline) CaptureClick(ctx *fasthttp.RequestCtx, code []byte) {
 	h := &ctx.Request.Header
 	pe.spans[spanCode] = pe.add(code, MaxCodeLen)
 	pe.spans[spanReferrer] = pe.addHost(referrerHost(h.Referer()))
-	args := ctx.QueryArgs()
-	for i, name := range utmNames {
-		pe.spans[spanUTM+i] = pe.add(args.Peek(name), MaxUTMLen)
-	}
+	pe.spans[spanQuery] = pe.add(ctx.URI().QueryString(), maxClickQuery)
 	ua := h.UserAgent()
 	pe.ua = append(pe.ua[:0], ua[:min(len(ua), maxUALen)]...)
 	pe.ip, pe.country = p.clientOf(ctx)
-	p.enqueue(pe)
 }
 
 // hdrXForwardedFor is in fasthttp's canonical form, so a lookup need not

@@ -243,3 +243,22 @@ func BenchmarkCaptureClick(b *testing.B) {
 		p.CaptureClick(ctx, code)
 	}
 }
+
+// TestCaptureClickUTM: the writer reads the UTM values from the query
+// string as net/url's ParseQuery would (first value wins, '+' is a space,
+// pairs with a ';' or a bad escape are skipped), the same rules as for
+// /api/event page URLs.
+func TestCaptureClickUTM(t *testing.T) {
+	p := openTestPipeline(t, nil)
+	p.CaptureClick(clickCtx("http://wm.example/c?utm_term=a+b%20c&utm_term=second&utm_content=x;y&utm_content=ok&utm_medium=%zz&utm_medium=m&utm_source=s&other=1",
+		"203.0.113.7", nil), []byte("c"))
+	events := closeAndRead(t, p)
+	if len(events) != 1 {
+		t.Fatalf("got %d events; want 1", len(events))
+	}
+	ev := events[0]
+	if ev.UTMTerm != "a b c" || ev.UTMContent != "ok" || ev.UTMMedium != "m" || ev.UTMSource != "s" || ev.UTMCampaign != "" {
+		t.Errorf("got source %q medium %q campaign %q term %q content %q; want s m '' \"a b c\" ok",
+			ev.UTMSource, ev.UTMMedium, ev.UTMCampaign, ev.UTMTerm, ev.UTMContent)
+	}
+}

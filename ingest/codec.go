@@ -15,29 +15,34 @@ var ErrCorruptEvent = store.ErrCorrupt
 // a new version; DecodeEvent keeps reading the old ones (segments and the
 // aggregator's raw events outlive any one binary).
 const (
-	eventVersion1 = 1 // no previous-day visitor hash
+	eventVersion1 = 1 // with client time and screen width
 	eventVersion2 = 2 // version 1 plus the previous-day visitor hash
+	eventVersion3 = 3 // neither client time nor screen width; the previous hash optional
 )
 
-// Encoding, version 1 (all varints are Go's encoding/binary varints):
+// Encoding, version 3, the one AppendEvent writes (all varints are Go's
+// encoding/binary varints):
 //
 //	version byte | kind byte | flags byte | id [16]byte
-//	time varint | client time varint | visitor hash uint64 little endian
+//	time varint | visitor hash uint64 little endian
+//	previous-day hash present byte (0 or 1), then the hash (uint64 little
+//	  endian, never 0) when 1
 //	16 strings, each uvarint length + bytes: code, site id, name, node,
 //	  region, path, referrer host, utm source, medium, campaign, term,
 //	  content, country, device, browser, os
-//	screen width uvarint | engaged ms uvarint | scroll depth byte
+//	engaged ms uvarint | scroll depth byte
 //	prop count uvarint, then key and value strings per prop
 //
 // Empty strings cost one byte, so a click is typically under 100 bytes.
 //
-// Version 2 is version 1 with the previous-day visitor hash (uint64 little
-// endian, never 0) right after the visitor hash. AppendEvent writes it only
-// for events that carry that hash (site events in the first 30 minutes of
-// a UTC day), so every other event stays version 1, as small as before and
-// readable by older binaries.
+// Versions 1 and 2 (written before) also carry the client's clock (a
+// varint after the time) and the screen width (a uvarint before the
+// engaged ms); version 2 has the previous-day hash right after the visitor
+// hash, always. DecodeEvent reads them and discards both fields.
 
-// stringLimits is the maximum length of each string field, in wire order.
+// stringLimits is the maximum length of each string field, in wire order
+// (see eventStrings): the one table the encoder's check and the decoder
+// share.
 var stringLimits = [...]int{
 	MaxCodeLen, MaxSiteIDLen, MaxNameLen, MaxShortLen, MaxShortLen,
 	MaxPathLen, MaxHostLen,
@@ -45,30 +50,76 @@ var stringLimits = [...]int{
 	MaxShortLen, MaxShortLen, MaxShortLen, MaxShortLen,
 }
 
-// AppendEvent appends the binary encoding of ev to dst and returns the
-// extended slice. It allocates nothing when dst has room. It does not
-// validate; the writer only encodes events built by this package.
-func AppendEvent(dst []byte, ev *Event) []byte {
-	version := byte(eventVersion1)
-	if ev.PrevVisitorHash != 0 {
-		version = eventVersion2
+var stringNames = [...]string{
+	"code", "site id", "name", "node", "region", "path", "referrer host",
+	"utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content",
+	"country", "device", "browser", "os",
+}
+
+// eventStrings lists ev's string fields in wire order.
+func eventStrings(ev *Event) [16]*string {
+	return [...]*string{
+		&ev.Code, &ev.SiteID, &ev.Name, &ev.Node, &ev.Region, &ev.Path, &ev.ReferrerHost,
+		&ev.UTMSource, &ev.UTMMedium, &ev.UTMCampaign, &ev.UTMTerm, &ev.UTMContent,
+		&ev.Country, &ev.Device, &ev.Browser, &ev.OS,
 	}
-	dst = append(dst, version, byte(ev.Kind), ev.Flags)
+}
+
+// CheckEvent reports why DecodeEvent would refuse ev's encoding, or nil:
+// the rules the decoder applies, on an Event. The writer checks every
+// event with it before encoding, so a segment never holds a record the
+// aggregator cannot decode.
+func CheckEvent(ev *Event) error {
+	if msg := checkScalars(ev.Kind, ev.Flags, ev.EngagedMS, ev.ScrollDepth, len(ev.Props)); msg != "" {
+		return corruptEvent("%s", msg)
+	}
+	for i, f := range eventStrings(ev) {
+		if len(*f) > stringLimits[i] {
+			return corruptEvent("%s longer than %d bytes", stringNames[i], stringLimits[i])
+		}
+	}
+	for _, p := range ev.Props {
+		if len(p.Key) > MaxPropKeyLen || len(p.Value) > MaxPropValLen {
+			return corruptEvent("prop longer than the limits")
+		}
+	}
+	return nil
+}
+
+// checkScalars holds the rules on an event's non-string fields.
+func checkScalars(kind Kind, flags uint8, engagedMS uint64, scrollDepth uint8, props int) string {
+	switch {
+	case !kind.valid():
+		return "unknown kind"
+	case flags&^flagsKnown != 0:
+		return "unknown flags"
+	case engagedMS > maxEngagedMS:
+		return "engaged ms out of range"
+	case scrollDepth > maxScrollDepth:
+		return "scroll depth out of range"
+	case props > MaxProps:
+		return "too many props"
+	}
+	return ""
+}
+
+// AppendEvent appends the binary encoding of ev (version 3) to dst and
+// returns the extended slice. It allocates nothing when dst has room. It
+// does not validate; see CheckEvent.
+func AppendEvent(dst []byte, ev *Event) []byte {
+	dst = append(dst, eventVersion3, byte(ev.Kind), ev.Flags)
 	dst = append(dst, ev.ID[:]...)
 	dst = binary.AppendVarint(dst, ev.Time)
-	dst = binary.AppendVarint(dst, ev.ClientTime)
 	dst = binary.LittleEndian.AppendUint64(dst, ev.VisitorHash)
-	if version == eventVersion2 {
+	if ev.PrevVisitorHash != 0 {
+		dst = append(dst, 1)
 		dst = binary.LittleEndian.AppendUint64(dst, ev.PrevVisitorHash)
+	} else {
+		dst = append(dst, 0)
 	}
-	for _, s := range [...]string{
-		ev.Code, ev.SiteID, ev.Name, ev.Node, ev.Region, ev.Path, ev.ReferrerHost,
-		ev.UTMSource, ev.UTMMedium, ev.UTMCampaign, ev.UTMTerm, ev.UTMContent,
-		ev.Country, ev.Device, ev.Browser, ev.OS,
-	} {
-		dst = appendString(dst, s)
+	for _, s := range eventStrings(ev) {
+		dst = appendString(dst, *s)
 	}
-	dst = binary.AppendUvarint(dst, uint64(ev.ScreenWidth))
 	dst = binary.AppendUvarint(dst, ev.EngagedMS)
 	dst = append(dst, ev.ScrollDepth)
 	dst = binary.AppendUvarint(dst, uint64(len(ev.Props)))
@@ -84,10 +135,10 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
-// DecodeEvent decodes an encoding made by AppendEvent into ev, replacing
-// every field. Strings share one allocation per event; ev.Props reuses its
-// capacity. Malformed input returns an error wrapping ErrCorruptEvent and
-// leaves ev in an unspecified state.
+// DecodeEvent decodes an encoding made by AppendEvent (any version) into
+// ev, replacing every field. Strings share one allocation per event;
+// ev.Props reuses its capacity. Malformed input returns an error wrapping
+// ErrCorruptEvent and leaves ev in an unspecified state.
 func DecodeEvent(b []byte, ev *Event) error { return decodeEvent(b, ev, false) }
 
 // decodeEvent checks every field; with validateOnly it allocates nothing
@@ -97,18 +148,12 @@ func decodeEvent(b []byte, ev *Event, validateOnly bool) error {
 		return corruptEvent("short header")
 	}
 	version := b[0]
-	if version != eventVersion1 && version != eventVersion2 {
+	if version != eventVersion1 && version != eventVersion2 && version != eventVersion3 {
 		return corruptEvent("unknown version %d", b[0])
 	}
 	ev.Reset()
 	ev.Kind = Kind(b[1])
 	ev.Flags = b[2]
-	if !ev.Kind.valid() {
-		return corruptEvent("unknown kind %d", b[1])
-	}
-	if ev.Flags&^flagsKnown != 0 {
-		return corruptEvent("unknown flags %#x", b[2])
-	}
 	copy(ev.ID[:], b[3:19])
 	d := decoder{b: b, off: 19, validateOnly: validateOnly}
 	if !validateOnly {
@@ -116,44 +161,50 @@ func decodeEvent(b []byte, ev *Event, validateOnly bool) error {
 		d.s = string(b)
 	}
 	ev.Time = d.varint()
-	ev.ClientTime = d.varint()
+	if version != eventVersion3 {
+		d.varint() // client time: no longer kept
+	}
 	ev.VisitorHash = d.uint64()
-	if version == eventVersion2 {
-		ev.PrevVisitorHash = d.uint64()
-		if ev.PrevVisitorHash == 0 && d.err == "" {
-			d.fail("version 2 without a previous visitor hash")
+	hasPrev := version == eventVersion2
+	if version == eventVersion3 {
+		switch d.byte() {
+		case 0:
+		case 1:
+			hasPrev = true
+		default:
+			d.fail("bad previous-hash marker")
 		}
 	}
-	fields := [...]*string{
-		&ev.Code, &ev.SiteID, &ev.Name, &ev.Node, &ev.Region, &ev.Path, &ev.ReferrerHost,
-		&ev.UTMSource, &ev.UTMMedium, &ev.UTMCampaign, &ev.UTMTerm, &ev.UTMContent,
-		&ev.Country, &ev.Device, &ev.Browser, &ev.OS,
+	if hasPrev {
+		ev.PrevVisitorHash = d.uint64()
+		if ev.PrevVisitorHash == 0 && d.err == "" {
+			d.fail("previous visitor hash marked but 0")
+		}
 	}
-	for i, f := range fields {
+	for i, f := range eventStrings(ev) {
 		*f = d.string(stringLimits[i])
 	}
-	width := d.uvarint()
-	if width > 1<<31 {
-		d.fail("screen width out of range")
+	if version != eventVersion3 {
+		if d.uvarint() > 1<<31 { // screen width: no longer kept
+			d.fail("screen width out of range")
+		}
 	}
-	ev.ScreenWidth = uint32(width)
 	ev.EngagedMS = d.uvarint()
-	if ev.EngagedMS > maxEngagedMS {
-		d.fail("engaged ms out of range")
-	}
 	ev.ScrollDepth = d.byte()
-	if ev.ScrollDepth > maxScrollDepth {
-		d.fail("scroll depth out of range")
-	}
 	n := d.uvarint()
 	if n > MaxProps {
-		d.fail("too many props")
-		n = 0
+		n = MaxProps + 1 // reported by checkScalars; read none
+	} else {
+		for range n {
+			k := d.string(MaxPropKeyLen)
+			v := d.string(MaxPropValLen)
+			ev.Props = append(ev.Props, Prop{Key: k, Value: v})
+		}
 	}
-	for range n {
-		k := d.string(MaxPropKeyLen)
-		v := d.string(MaxPropValLen)
-		ev.Props = append(ev.Props, Prop{Key: k, Value: v})
+	if d.err == "" {
+		if msg := checkScalars(ev.Kind, ev.Flags, ev.EngagedMS, ev.ScrollDepth, int(n)); msg != "" {
+			d.fail(msg)
+		}
 	}
 	if d.err == "" && d.off != len(b) {
 		d.fail("trailing bytes")

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"errors"
 	"reflect"
 	"strings"
@@ -132,5 +133,96 @@ func BenchmarkDecodeEvent(b *testing.B) {
 		if err := DecodeEvent(buf, &out); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// appendLegacyEvent encodes ev in version 1 or 2, as binaries before
+// version 3 wrote them, with a client time and a screen width.
+func appendLegacyEvent(dst []byte, ev *Event, version byte, clientTime int64, width uint32) []byte {
+	dst = append(dst, version, byte(ev.Kind), ev.Flags)
+	dst = append(dst, ev.ID[:]...)
+	dst = binary.AppendVarint(dst, ev.Time)
+	dst = binary.AppendVarint(dst, clientTime)
+	dst = binary.LittleEndian.AppendUint64(dst, ev.VisitorHash)
+	if version == eventVersion2 {
+		dst = binary.LittleEndian.AppendUint64(dst, ev.PrevVisitorHash)
+	}
+	for _, s := range eventStrings(ev) {
+		dst = appendString(dst, *s)
+	}
+	dst = binary.AppendUvarint(dst, uint64(width))
+	dst = binary.AppendUvarint(dst, ev.EngagedMS)
+	dst = append(dst, ev.ScrollDepth)
+	dst = binary.AppendUvarint(dst, uint64(len(ev.Props)))
+	for _, p := range ev.Props {
+		dst = appendString(dst, p.Key)
+		dst = appendString(dst, p.Value)
+	}
+	return dst
+}
+
+// TestDecodeEventOldVersions: versions 1 and 2 carry the client clock and
+// the screen width; both are read past and dropped, everything else kept.
+func TestDecodeEventOldVersions(t *testing.T) {
+	ev := sampleSiteEvent()
+	for _, version := range []byte{eventVersion1, eventVersion2} {
+		in := ev
+		if version == eventVersion2 {
+			in.PrevVisitorHash = 77
+		}
+		b := appendLegacyEvent(nil, &in, version, 1_780_000_000_000, 1280)
+		var got Event
+		if err := DecodeEvent(b, &got); err != nil {
+			t.Fatalf("version %d: %v", version, err)
+		}
+		if !reflect.DeepEqual(got, in) {
+			t.Errorf("version %d: got %+v; want %+v", version, got, in)
+		}
+		if again := AppendEvent(nil, &got); again[0] != eventVersion3 || len(again) >= len(b) {
+			t.Errorf("version %d re-encoded: got version %d, %d bytes; want version 3, shorter than %d", version, again[0], len(again), len(b))
+		}
+	}
+}
+
+// TestCheckEventMatchesDecoder: CheckEvent refuses exactly what the
+// decoder would refuse, field by field.
+func TestCheckEventMatchesDecoder(t *testing.T) {
+	type mut struct {
+		name string
+		f    func(*Event)
+	}
+	muts := []mut{
+		{"kind 0", func(e *Event) { e.Kind = 0 }},
+		{"kind 5", func(e *Event) { e.Kind = 5 }},
+		{"flags", func(e *Event) { e.Flags = 0x80 }},
+		{"engaged", func(e *Event) { e.EngagedMS = maxEngagedMS + 1 }},
+		{"scroll", func(e *Event) { e.ScrollDepth = maxScrollDepth + 1 }},
+		{"props", func(e *Event) { e.Props = make([]Prop, MaxProps+1) }},
+		{"prop key", func(e *Event) { e.Props = []Prop{{strings.Repeat("k", MaxPropKeyLen+1), "v"}} }},
+		{"prop value", func(e *Event) { e.Props = []Prop{{"k", strings.Repeat("v", MaxPropValLen+1)}} }},
+	}
+	for i, limit := range stringLimits {
+		muts = append(muts, mut{stringNames[i], func(e *Event) { *eventStrings(e)[i] = strings.Repeat("x", limit+1) }})
+	}
+	for _, m := range muts {
+		ev := sampleSiteEvent()
+		m.f(&ev)
+		var back Event
+		decErr := DecodeEvent(AppendEvent(nil, &ev), &back)
+		if CheckEvent(&ev) == nil || decErr == nil {
+			t.Errorf("%s: CheckEvent %v, DecodeEvent %v; want both to refuse", m.name, CheckEvent(&ev), decErr)
+		}
+	}
+	ev := sampleSiteEvent()
+	for i, limit := range stringLimits {
+		*eventStrings(&ev)[i] = strings.Repeat("x", limit)
+	}
+	ev.EngagedMS, ev.ScrollDepth = maxEngagedMS, maxScrollDepth
+	var back Event
+	if err := CheckEvent(&ev); err != nil {
+		t.Errorf("every field at its limit: CheckEvent %v; want nil", err)
+	}
+	if err := DecodeEvent(AppendEvent(nil, &ev), &back); err != nil {
+		t.Errorf("every field at its limit: DecodeEvent %v; want nil", err)
 	}
 }

@@ -5,16 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"unsafe"
 
 	"github.com/medama-io/go-useragent"
 	"github.com/medama-io/go-useragent/agents"
 	"github.com/oschwald/maxminddb-golang"
-	"github.com/x-way/crawlerdetect"
 )
-
-// uaCacheSize bounds the user-agent cache. Real traffic has a few thousand
-// distinct user agents; when the cache fills it is simply cleared.
-const uaCacheSize = 8192
 
 // uaInfo is what a user agent tells us.
 type uaInfo struct {
@@ -23,19 +19,18 @@ type uaInfo struct {
 }
 
 // enricher turns raw request inputs into event fields. It is used only by
-// the writer goroutine, so its cache needs no lock.
+// the writer goroutine, so its cache and scratch buffers need no lock.
 type enricher struct {
-	parser *useragent.Parser
-	cache  map[string]uaInfo
-	geo    *maxminddb.Reader
-	ip16   [16]byte
+	parser  *useragent.Parser
+	cache   *uaCache
+	crawl   crawlerScratch
+	geo     *maxminddb.Reader
+	ip16    [16]byte
+	lowerUA []byte
 }
 
 func newEnricher(geoIPPath string) (*enricher, error) {
-	e := &enricher{
-		parser: useragent.NewParser(), // shared, read-only after first use
-		cache:  make(map[string]uaInfo, 256),
-	}
+	e := &enricher{cache: newUACache(uaCacheSets)}
 	if geoIPPath != "" {
 		db, err := maxminddb.Open(geoIPPath)
 		if err != nil {
@@ -54,20 +49,27 @@ func (e *enricher) close() {
 
 // userAgent classifies a user agent, from the cache when it can.
 func (e *enricher) userAgent(ua []byte) uaInfo {
-	if info, ok := e.cache[string(ua)]; ok { // no allocation for the lookup
+	h := e.cache.hash(ua)
+	if info, ok := e.cache.get(h); ok {
 		return info
 	}
-	info := e.classify(string(ua))
-	if len(e.cache) >= uaCacheSize {
-		clear(e.cache)
-	}
-	e.cache[string(ua)] = info
+	info := e.classify(ua)
+	e.cache.put(h, info)
 	return info
 }
 
-func (e *enricher) classify(ua string) uaInfo {
-	if ua == "" {
+// classify parses a user agent (a miss of the cache: a few microseconds,
+// most of it the exact crawler check).
+func (e *enricher) classify(uaBytes []byte) uaInfo {
+	if len(uaBytes) == 0 {
 		return uaInfo{bot: true}
+	}
+	ua := unsafe.String(unsafe.SliceData(uaBytes), len(uaBytes)) // not kept
+	if e.parser == nil {
+		// Built on the first miss, not at start: the parser's trie is
+		// about 166,000 heap objects that every garbage collection has to
+		// mark, and a node that captures nothing never needs it.
+		e.parser = useragent.NewParser() // shared, read-only after first use
 	}
 	parsed := e.parser.Parse(ua)
 	info := uaInfo{
@@ -75,22 +77,23 @@ func (e *enricher) classify(ua string) uaInfo {
 		os:      string(parsed.OS()),
 		device:  deviceClass(parsed.Device()),
 	}
+	e.lowerUA = appendLowerASCII(e.lowerUA[:0], ua)
 	info.bot = parsed.IsBot() || parsed.Device() == agents.DeviceBot ||
-		bytes.Contains(bytes.ToLower([]byte(ua)), []byte("headless")) ||
-		crawlerdetect.IsCrawler(ua) // the package's shared, read-only pattern set
+		bytes.Contains(e.lowerUA, []byte("headless")) ||
+		defaultCrawlers.isCrawler(ua, &e.crawl) // crawlerdetect's answer, faster
 	return info
 }
 
 func deviceClass(d agents.Device) string {
 	switch d {
 	case agents.DeviceDesktop:
-		return "desktop"
+		return DeviceDesktop
 	case agents.DeviceMobile:
-		return "mobile"
+		return DeviceMobile
 	case agents.DeviceTablet:
-		return "tablet"
+		return DeviceTablet
 	case agents.DeviceTV:
-		return "tv"
+		return DeviceTV
 	}
 	return ""
 }

@@ -38,8 +38,11 @@ const (
 	flagsKnown               = FlagBot | FlagNonInteractive
 )
 
-// Limits on event fields. The endpoint rejects (400) anything longer; the
-// decoder treats longer fields as corruption.
+// Limits on event fields: one set of rules for the edge and the
+// aggregator. The endpoint rejects (400) anything longer, the writer drops
+// (and counts, reason "invalid") an event that breaks one rather than
+// write it, and the decoder treats one broken as corruption, so an event
+// the edge writes always decodes (see CheckEvent).
 const (
 	MaxNameLen     = 120  // event name, as Plausible
 	MaxPathLen     = 2000 // path, as Plausible's pathname limit
@@ -60,18 +63,28 @@ type Prop struct {
 	Key, Value string
 }
 
+// Device classes, from the user agent's device type, as Plausible derives
+// them since 2023 (its `put_user_agent`; the tracker's screen width "w" is
+// read by neither, and never stored).
+const (
+	DeviceMobile  = "mobile"
+	DeviceTablet  = "tablet"
+	DeviceDesktop = "desktop"
+	DeviceTV      = "tv"
+)
+
 // Event is one click, pageview, engagement or custom event. Clicks use
-// Code; site events use SiteID, Name, Path, ClientTime, ScreenWidth,
-// EngagedMS, ScrollDepth and Props. There is deliberately no field for an
-// IP address, a cookie, a full URL or a full referrer.
+// Code; site events use SiteID, Name, Path, EngagedMS, ScrollDepth and
+// Props. There is deliberately no field for an IP address, a cookie, a
+// full URL or a full referrer, nor for what would fingerprint a visitor
+// across days: the client's clock and its exact screen width are read at
+// the edge and never stored (only the width's device class is).
 type Event struct {
-	Kind  Kind
-	Flags uint8
-	ID    [16]byte // random; the aggregator deduplicates on it
-	Time  int64    // server receive time, Unix milliseconds
-	// ClientTime is the tracker's clock (Unix ms) when it sent one; 0 if not.
-	ClientTime  int64
-	VisitorHash uint64 // keyed hash of (daily salt, site or code, IP, UA)
+	Kind        Kind
+	Flags       uint8
+	ID          [16]byte // random; the aggregator deduplicates on it
+	Time        int64    // server receive time, Unix milliseconds
+	VisitorHash uint64   // keyed hash of (daily salt, site or code, IP, UA)
 	// PrevVisitorHash is the same hash under the previous UTC day's salt,
 	// set only on site events in the first 30 minutes of a UTC day (0
 	// otherwise), so the aggregator can continue a visit across midnight.
@@ -89,11 +102,10 @@ type Event struct {
 	UTMSource, UTMMedium, UTMCampaign, UTMTerm, UTMContent string
 
 	Country string // ISO 3166-1 alpha-2, or empty
-	Device  string // "desktop", "mobile", "tablet", "tv" or empty
+	Device  string // one of the Device classes, or empty
 	Browser string
 	OS      string
 
-	ScreenWidth uint32 // CSS pixels, when the tracker sends it
 	EngagedMS   uint64 // visible time on page (engagement events)
 	ScrollDepth uint8  // 0-100 percent (engagement events)
 

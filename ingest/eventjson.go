@@ -2,92 +2,53 @@ package ingest
 
 import (
 	"bytes"
-	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // maxFanOut bounds how many sites one comma-separated "d" may name.
 const maxFanOut = 10
 
-// wireEvent is the /api/event body as Plausible's trackers send it. Each
-// field has a short and a long key; the short one wins when both are set.
-type wireEvent struct {
-	N           *string         `json:"n"`
-	Name        *string         `json:"name"`
-	U           *string         `json:"u"`
-	URL         *string         `json:"url"`
-	D           *string         `json:"d"`
-	Domain      *string         `json:"domain"`
-	R           *string         `json:"r"`
-	Referrer    *string         `json:"referrer"`
-	H           flexNum         `json:"h"`
-	HashMode    flexNum         `json:"hashMode"`
-	P           json.RawMessage `json:"p"`
-	Props       json.RawMessage `json:"props"`
-	M           json.RawMessage `json:"m"`
-	Meta        json.RawMessage `json:"meta"`
-	I           flexNum         `json:"i"`
-	Interactive flexNum         `json:"interactive"`
-	E           flexNum         `json:"e"`
-	SD          flexNum         `json:"sd"`
-	W           flexNum         `json:"w"`
-	ScreenWidth flexNum         `json:"screen_width"`
-	T           flexNum         `json:"t"` // Waymark's tracker: client clock, Unix ms
-	V           json.RawMessage `json:"v"` // tracker version: accepted, not stored
-}
+// The /api/event body is Plausible's: every field has a short and a long
+// key, and the short one wins when both are set.
+//
+//	n, name          event name (required)
+//	u, url           page URL (required)
+//	d, domain        site domain(s), comma separated (default: the URL's host)
+//	r, referrer      referrer URL (only its host is kept)
+//	h, hashMode      1: keep the URL fragment as part of the path
+//	i, interactive   false: the event does not affect bounce rate
+//	e, sd            engaged milliseconds and scroll depth (engagement)
+//	w, screen_width  the window's width: checked to be a number, then dropped
+//	                 (the device class comes from the user agent, as Plausible's)
+//	p, props, m, meta custom properties: an object, or a JSON string of one
+//
+// Numbers may be JSON numbers, numeric strings, booleans (1 or 0) or null
+// (absent), as Plausible's many client libraries send all of these; each
+// must be finite. Keys are case-sensitive, the last occurrence of a key
+// wins, and unknown keys (Waymark's own tracker sends "t" and "v") are
+// skipped. The body is read without allocating (see jsonReader).
 
-// flexNum accepts a JSON number, a numeric string, a boolean (1 or 0) or
-// null, as Plausible's many client libraries send all of these.
-type flexNum struct {
-	set bool
-	v   float64
-}
-
-func (f *flexNum) UnmarshalJSON(b []byte) error {
-	s := string(bytes.TrimSpace(b))
-	switch {
-	case s == "null":
-		return nil
-	case s == "true":
-		*f = flexNum{true, 1}
-		return nil
-	case s == "false":
-		*f = flexNum{true, 0}
-		return nil
-	case strings.HasPrefix(s, `"`):
-		var str string
-		if err := json.Unmarshal(b, &str); err != nil {
-			return err
-		}
-		s = strings.TrimSpace(str)
-		if s == "true" || s == "false" {
-			return f.UnmarshalJSON([]byte(s))
-		}
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return &json.UnsupportedValueError{Str: "not a number: " + s}
-	}
-	*f = flexNum{true, v}
-	return nil
-}
-
-// siteEventInput is a validated /api/event body, before site lookup.
+// siteEventInput is a validated /api/event body, before site lookup. Its
+// strings are views of the request body or of the parser's scratch, valid
+// until the parser is released.
 type siteEventInput struct {
 	name        string
 	kind        Kind
-	domains     []string
+	domains     [maxFanOut]string
+	nDomains    int
 	page        pageURL
 	refHost     string
 	props       []Prop
 	flags       uint8
 	engagedMS   uint64
 	scrollDepth uint8
-	screenWidth uint32
-	clientTime  int64
 }
+
+func (in *siteEventInput) domainList() []string { return in.domains[:in.nDomains] }
 
 // badRequest is a validation failure: the field and what is wrong with it.
 type badRequest struct {
@@ -96,37 +57,117 @@ type badRequest struct {
 
 func (b *badRequest) Error() string { return b.field + " " + b.problem }
 
-func firstString(a, b *string) (string, bool) {
-	if a != nil {
-		return *a, true
+// Validation failures, allocated once.
+var (
+	errNotJSON        = &badRequest{"request", "body is not a JSON event object"}
+	errNameMissing    = &badRequest{"name", "is required"}
+	errNameLong       = &badRequest{"name", "is longer than 120 bytes"}
+	errURLMissing     = &badRequest{"url", "is required"}
+	errURLLong        = &badRequest{"url", "is longer than 2000 bytes"}
+	errURLBad         = &badRequest{"url", "is not an absolute http(s) URL"}
+	errDomainMissing  = &badRequest{"domain", "is required"}
+	errDomainMany     = &badRequest{"domain", "names more than 10 sites"}
+	errReferrerLong   = &badRequest{"referrer", "is longer than 2000 bytes"}
+	errPropKeyLong    = &badRequest{"props", "has a key longer than 300 bytes"}
+	errPropValLong    = &badRequest{"props", "has a value longer than 2000 bytes"}
+	errPropsMany      = &badRequest{"props", "has more than 30 properties"}
+	errEngagement     = &badRequest{"engagement", "needs sd (scroll depth) and e (engaged ms)"}
+	errEngagedRange   = &badRequest{"e", "must be between 0 and 30 days in milliseconds"}
+	errNotFiniteByKey = func() map[string]*badRequest {
+		m := map[string]*badRequest{}
+		for _, k := range numberKeys {
+			m[k] = &badRequest{k, "must be a finite number"}
+		}
+		return m
+	}()
+)
+
+// numberKeys are the numeric fields, in the order they are checked.
+var numberKeys = [...]string{"h", "hashMode", "i", "interactive", "e", "sd", "w", "screen_width"}
+
+// The fields of a body as read: the last occurrence of each key.
+type (
+	strField struct {
+		set, bad bool // bad: a type other than string or null
+		v        []byte
 	}
-	if b != nil {
-		return *b, true
+	numField struct {
+		set, bad bool // bad: not a number, numeric string, boolean or null
+		v        float64
 	}
-	return "", false
+	rawField struct {
+		set bool
+		v   []byte // the value's JSON text
+	}
+	eventFields struct {
+		n, name, u, url, d, domain, r, referrer strField
+		num                                     [len(numberKeys)]numField
+		p, props, m, meta                       rawField
+	}
+)
+
+// Indexes into eventFields.num, as in numberKeys.
+const (
+	numH = iota
+	numHashMode
+	numI
+	numInteractive
+	numE
+	numSD
+	numW
+	numScreenWidth
+)
+
+// eventParser holds one request's parse state; parsers are pooled so a
+// request allocates nothing.
+type eventParser struct {
+	f       eventFields
+	in      siteEventInput
+	scratch []byte
+	members []propMember
+	props   []Prop
 }
 
-func firstNum(a, b flexNum) flexNum {
-	if a.set {
-		return a
-	}
-	return b
+type propMember struct {
+	key, val []byte
+	skip     bool // null, array or object: not a property
+	order    int
 }
 
-// parseEventJSON decodes and validates an /api/event body.
-func parseEventJSON(body []byte) (siteEventInput, *badRequest) {
-	var in siteEventInput
-	var w wireEvent
-	if err := json.Unmarshal(body, &w); err != nil {
-		return in, &badRequest{"request", "body is not a JSON event object"}
+var eventParsers = sync.Pool{New: func() any { return new(eventParser) }}
+
+func getEventParser() *eventParser { return eventParsers.Get().(*eventParser) }
+
+func (ep *eventParser) release() {
+	ep.f = eventFields{}
+	clear(ep.props)
+	ep.in = siteEventInput{}
+	clear(ep.members)
+	eventParsers.Put(ep)
+}
+
+// parse decodes and validates an /api/event body. The result lives in ep.
+func (ep *eventParser) parse(body []byte) (*siteEventInput, *badRequest) {
+	ep.scratch = ep.scratch[:0]
+	ep.f = eventFields{}
+	ep.in = siteEventInput{}
+	if !ep.readFields(body) {
+		return nil, errNotJSON
 	}
-	name, ok := firstString(w.N, w.Name)
+	f, in := &ep.f, &ep.in
+	for i, n := range f.num {
+		if n.set && (math.IsNaN(n.v) || math.IsInf(n.v, 0)) {
+			return nil, errNotFiniteByKey[numberKeys[i]]
+		}
+	}
+
+	name, ok := firstString(f.n, f.name)
 	name = strings.TrimSpace(name)
 	switch {
 	case !ok || name == "":
-		return in, &badRequest{"name", "is required"}
+		return nil, errNameMissing
 	case len(name) > MaxNameLen:
-		return in, &badRequest{"name", "is longer than 120 bytes"}
+		return nil, errNameLong
 	}
 	in.name = name
 	switch name {
@@ -138,133 +179,301 @@ func parseEventJSON(body []byte) (siteEventInput, *badRequest) {
 		in.kind = KindCustom
 	}
 
-	rawURL, ok := firstString(w.U, w.URL)
+	rawURL, ok := firstString(f.u, f.url)
 	switch {
 	case !ok || rawURL == "":
-		return in, &badRequest{"url", "is required"}
+		return nil, errURLMissing
 	case len(rawURL) > MaxPathLen:
-		return in, &badRequest{"url", "is longer than 2000 bytes"}
+		return nil, errURLLong
 	}
-	hashMode := firstNum(w.H, w.HashMode).v == 1
-	page, ok := parsePageURL(rawURL, hashMode)
+	hashMode := firstNum(f.num[numH], f.num[numHashMode]).v == 1
+	page, ok, handled := parsePageURLFast(rawURL, hashMode, &ep.scratch)
+	if !handled {
+		page, ok = parsePageURL(rawURL, hashMode)
+	}
 	if !ok {
-		return in, &badRequest{"url", "is not an absolute http(s) URL"}
+		return nil, errURLBad
 	}
 	in.page = page
 
-	domains, ok := firstString(w.D, w.Domain)
+	domains, ok := firstString(f.d, f.domain)
 	if !ok || strings.TrimSpace(domains) == "" {
 		if ok || page.host == "" {
-			return in, &badRequest{"domain", "is required"}
+			return nil, errDomainMissing
 		}
 		domains = page.host
 	}
 	for d := range strings.SplitSeq(domains, ",") {
-		if d = normalizeDomain(d); d != "" && !slices.Contains(in.domains, d) {
-			in.domains = append(in.domains, d)
+		if d = normalizeDomainView(d, &ep.scratch); d == "" || slices.Contains(in.domainList(), d) {
+			continue
 		}
+		if in.nDomains == maxFanOut {
+			return nil, errDomainMany
+		}
+		in.domains[in.nDomains] = d
+		in.nDomains++
 	}
-	switch {
-	case len(in.domains) == 0:
-		return in, &badRequest{"domain", "is required"}
-	case len(in.domains) > maxFanOut:
-		return in, &badRequest{"domain", "names more than 10 sites"}
+	if in.nDomains == 0 {
+		return nil, errDomainMissing
 	}
 
-	if ref, _ := firstString(w.R, w.Referrer); ref != "" {
+	if ref, _ := firstString(f.r, f.referrer); ref != "" {
 		if len(ref) > MaxPathLen {
-			return in, &badRequest{"referrer", "is longer than 2000 bytes"}
+			return nil, errReferrerLong
 		}
-		host := strings.ToLower(string(referrerHost([]byte(ref))))
+		host := lowerView(viewBytes(referrerHost(bytesView(ref))), &ep.scratch)
 		if len(host) <= MaxHostLen && host != page.host {
 			in.refHost = host // a referrer from the page's own host is internal navigation
 		}
 	}
 
-	props, bad := parseProps(w)
-	if bad != nil {
-		return in, bad
+	if bad := ep.readProps(); bad != nil {
+		return nil, bad
 	}
-	in.props = props
+	in.props = ep.props
 
-	if i := firstNum(w.I, w.Interactive); i.set && i.v == 0 {
+	if i := firstNum(f.num[numI], f.num[numInteractive]); i.set && i.v == 0 {
 		in.flags |= FlagNonInteractive
 	}
+	e, sd := f.num[numE], f.num[numSD]
 	if in.kind == KindEngagement {
-		if !w.SD.set || !w.E.set {
-			return in, &badRequest{"engagement", "needs sd (scroll depth) and e (engaged ms)"}
+		if !sd.set || !e.set {
+			return nil, errEngagement
 		}
-		if w.E.v < 0 || w.E.v >= maxEngagedMS {
-			return in, &badRequest{"e", "must be between 0 and 30 days in milliseconds"}
+		if e.v < 0 || e.v >= maxEngagedMS {
+			return nil, errEngagedRange
 		}
-		in.engagedMS = uint64(w.E.v)
+		in.engagedMS = uint64(e.v)
 	}
-	if w.SD.set {
-		in.scrollDepth = uint8(min(max(w.SD.v, 0), maxScrollDepth))
-	}
-	if sw := firstNum(w.W, w.ScreenWidth); sw.set && sw.v > 0 && sw.v < 1<<20 {
-		in.screenWidth = uint32(sw.v)
-	}
-	if w.T.set && w.T.v > 0 && w.T.v < 1<<53 {
-		in.clientTime = int64(w.T.v)
+	if sd.set {
+		in.scrollDepth = uint8(min(max(sd.v, 0), maxScrollDepth))
 	}
 	return in, nil
 }
 
-// parseProps reads custom properties from p, props, m or meta: an object,
-// or a JSON string holding one. Like Plausible, null, empty, list and map
-// values are skipped and numbers and booleans are kept as their text; any
-// other shape means no props. Props are sorted by key so equal events
-// encode equally.
-func parseProps(w wireEvent) ([]Prop, *badRequest) {
-	var raw json.RawMessage
-	for _, r := range []json.RawMessage{w.P, w.Props, w.M, w.Meta} {
-		if len(r) > 0 && string(r) != "null" {
-			raw = r
+func firstString(a, b strField) (string, bool) {
+	if a.set {
+		return viewBytes(a.v), true
+	}
+	if b.set {
+		return viewBytes(b.v), true
+	}
+	return "", false
+}
+
+func firstNum(a, b numField) numField {
+	if a.set {
+		return a
+	}
+	return b
+}
+
+// readFields reads the body's top-level object into ep.f; false if the
+// body is not JSON, not an object, or gives a known key the wrong type.
+// A top-level null reads as an empty object, as encoding/json has it.
+func (ep *eventParser) readFields(body []byte) bool {
+	r := jsonReader{b: body, scratch: &ep.scratch}
+	f := &ep.f
+	switch r.peek() {
+	case jsonNull:
+		r.literal("null")
+		return r.atEnd()
+	case jsonObject:
+	default:
+		return false
+	}
+	for r.enterObject(); r.nextMember(); {
+		switch string(r.key) {
+		case "n":
+			readStr(&r, &f.n)
+		case "name":
+			readStr(&r, &f.name)
+		case "u":
+			readStr(&r, &f.u)
+		case "url":
+			readStr(&r, &f.url)
+		case "d":
+			readStr(&r, &f.d)
+		case "domain":
+			readStr(&r, &f.domain)
+		case "r":
+			readStr(&r, &f.r)
+		case "referrer":
+			readStr(&r, &f.referrer)
+		case "h":
+			readNum(&r, &f.num[numH])
+		case "hashMode":
+			readNum(&r, &f.num[numHashMode])
+		case "i":
+			readNum(&r, &f.num[numI])
+		case "interactive":
+			readNum(&r, &f.num[numInteractive])
+		case "e":
+			readNum(&r, &f.num[numE])
+		case "sd":
+			readNum(&r, &f.num[numSD])
+		case "w":
+			readNum(&r, &f.num[numW])
+		case "screen_width":
+			readNum(&r, &f.num[numScreenWidth])
+		case "p":
+			readRaw(&r, &f.p)
+		case "props":
+			readRaw(&r, &f.props)
+		case "m":
+			readRaw(&r, &f.m)
+		case "meta":
+			readRaw(&r, &f.meta)
+		default:
+			r.skip()
+		}
+	}
+	if !r.atEnd() {
+		return false
+	}
+	for _, s := range [...]*strField{&f.n, &f.name, &f.u, &f.url, &f.d, &f.domain, &f.r, &f.referrer} {
+		if s.bad {
+			return false
+		}
+	}
+	for i := range f.num {
+		if f.num[i].bad {
+			return false
+		}
+	}
+	return true
+}
+
+func readStr(r *jsonReader, f *strField) {
+	switch r.peek() {
+	case jsonNull:
+		r.literal("null")
+		*f = strField{}
+	case jsonString:
+		*f = strField{set: true, v: r.str()}
+	default:
+		r.skip()
+		*f = strField{bad: true}
+	}
+}
+
+func readNum(r *jsonReader, f *numField) {
+	switch r.peek() {
+	case jsonNull:
+		r.literal("null")
+		*f = numField{}
+	case jsonBool:
+		*f = numField{set: true, v: b2f(r.boolean())}
+	case jsonNumber:
+		*f = parseNum(viewBytes(r.number()))
+	case jsonString:
+		s := strings.TrimSpace(viewBytes(r.str()))
+		switch s {
+		case "true", "false":
+			*f = numField{set: true, v: b2f(s == "true")}
+		default:
+			*f = parseNum(s)
+		}
+	default:
+		r.skip()
+		*f = numField{bad: true}
+	}
+}
+
+func parseNum(s string) numField {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return numField{bad: true}
+	}
+	return numField{set: true, v: v}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func readRaw(r *jsonReader, f *rawField) {
+	r.peek()
+	start := r.pos
+	r.skip()
+	*f = rawField{set: true, v: r.b[start:r.pos]}
+}
+
+// readProps reads custom properties from p, props, m or meta (the first
+// one set and not null): an object, or a JSON string holding one. Like
+// Plausible, null, empty, list and map values are skipped and numbers and
+// booleans are kept as their text; any other shape means no props. Props
+// are sorted by key so equal events encode equally; of a repeated key the
+// last wins.
+func (ep *eventParser) readProps() *badRequest {
+	ep.props = ep.props[:0]
+	var raw []byte
+	for _, f := range [...]*rawField{&ep.f.p, &ep.f.props, &ep.f.m, &ep.f.meta} {
+		if f.set && string(f.v) != "null" {
+			raw = f.v
 			break
 		}
 	}
 	if raw == nil {
-		return nil, nil
+		return nil
 	}
 	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil, nil
-		}
-		raw = json.RawMessage(s)
+		r := jsonReader{b: raw, scratch: &ep.scratch}
+		raw = r.str()
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return nil, nil
+	if !ep.readMembers(raw) {
+		return nil
 	}
-	props := make([]Prop, 0, min(len(m), MaxProps))
-	for k, v := range m {
-		var val string
-		switch {
-		case len(v) == 0 || string(v) == "null" || v[0] == '[' || v[0] == '{':
+	// Keep the last of each key, in key order.
+	slices.SortStableFunc(ep.members, func(a, b propMember) int { return bytes.Compare(a.key, b.key) })
+	for i, m := range ep.members {
+		if i+1 < len(ep.members) && bytes.Equal(ep.members[i+1].key, m.key) {
 			continue
-		case v[0] == '"':
-			if json.Unmarshal(v, &val) != nil {
-				continue
-			}
+		}
+		if m.skip || len(m.key) == 0 || len(m.val) == 0 {
+			continue
+		}
+		if len(m.key) > MaxPropKeyLen {
+			return errPropKeyLong
+		}
+		if len(m.val) > MaxPropValLen {
+			return errPropValLong
+		}
+		ep.props = append(ep.props, Prop{Key: viewBytes(m.key), Value: viewBytes(m.val)})
+	}
+	if len(ep.props) > MaxProps {
+		return errPropsMany
+	}
+	return nil
+}
+
+// readMembers reads a JSON object's members into ep.members; false if raw
+// is not exactly one JSON object.
+func (ep *eventParser) readMembers(raw []byte) bool {
+	ep.members = ep.members[:0]
+	r := jsonReader{b: raw, scratch: &ep.scratch}
+	if r.peek() != jsonObject {
+		return false
+	}
+	for r.enterObject(); r.nextMember(); {
+		m := propMember{key: r.key, order: len(ep.members)}
+		switch r.peek() {
+		case jsonString:
+			m.val = r.str()
+		case jsonNumber:
+			m.val = r.number()
+		case jsonBool:
+			start := r.pos
+			r.boolean()
+			m.val = r.b[start:r.pos]
 		default:
-			val = string(v) // number or boolean
+			r.skip()
+			m.skip = true
 		}
-		if k == "" || val == "" {
-			continue
-		}
-		if len(k) > MaxPropKeyLen {
-			return nil, &badRequest{"props", "has a key longer than 300 bytes"}
-		}
-		if len(val) > MaxPropValLen {
-			return nil, &badRequest{"props", "has a value longer than 2000 bytes"}
-		}
-		props = append(props, Prop{Key: k, Value: val})
+		ep.members = append(ep.members, m)
 	}
-	if len(props) > MaxProps {
-		return nil, &badRequest{"props", "has more than 30 properties"}
-	}
-	slices.SortFunc(props, func(a, b Prop) int { return strings.Compare(a.Key, b.Key) })
-	return props, nil
+	return r.atEnd()
 }

@@ -130,14 +130,14 @@ func sampleClick() Event {
 func sampleSiteEvent() Event {
 	return Event{
 		Kind: KindEngagement, Flags: FlagNonInteractive,
-		ID:   [16]byte{9: 9},
-		Time: 1_780_000_000_123, ClientTime: 1_780_000_000_000,
+		ID:          [16]byte{9: 9},
+		Time:        1_780_000_000_123,
 		VisitorHash: 42,
 		SiteID:      "site1", Name: "engagement", Node: "node-a", Region: "eu",
 		Path: "/blog/hello", ReferrerHost: "google.com",
 		UTMSource: "newsletter", UTMTerm: "t", UTMContent: "c",
 		Country: "FR", Device: "mobile", Browser: "Safari", OS: "iOS",
-		ScreenWidth: 390, EngagedMS: 12_345, ScrollDepth: 87,
+		EngagedMS: 12_345, ScrollDepth: 87,
 		Props: []Prop{{"plan", "pro"}, {"variant", "b"}},
 	}
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -36,5 +37,25 @@ func TestNextLinger(t *testing.T) {
 		if got := p.nextLinger(tt.last, tt.n); got != tt.want {
 			t.Errorf("nextLinger(%v, %d): got %v; want %v", tt.last, tt.n, got, tt.want)
 		}
+	}
+}
+
+// BenchmarkCaptureInto is what a redirect pays for click capture on the
+// serving goroutine: copying the click out of the request (the queue send
+// and the writer are left out).
+func BenchmarkCaptureInto(b *testing.B) {
+	p, err := newPipeline(Config{Dir: b.TempDir(), NodeID: "n", TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.enrich.close()
+	ctx := clickCtx("http://wm.example/aB3dE7x?utm_source=news&utm_medium=email&utm_campaign=fall", "127.0.0.1",
+		map[string]string{"Referer": "https://news.example.com/story/1", "X-Forwarded-For": "198.51.100.7"})
+	code := []byte("aB3dE7x")
+	b.ReportAllocs()
+	for b.Loop() {
+		pe := p.pool.Get().(*pending)
+		p.captureInto(pe, ctx, code)
+		p.release(pe)
 	}
 }

@@ -153,6 +153,19 @@ type Pipeline struct {
 // Open recovers the segment folder (cutting any torn tail), then starts the
 // writer and shipper goroutines.
 func Open(cfg Config) (*Pipeline, error) {
+	p, err := newPipeline(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.start()
+	p.log.Info("ingest pipeline open", "dir", p.cfg.Dir, "node", p.cfg.NodeID,
+		"pending_bytes", p.pendingBytes.Load(), "next_seq", p.seg.nextSeq)
+	return p, nil
+}
+
+// newPipeline builds a pipeline and recovers its folder without starting
+// any goroutine (benchmarks drive the writer directly).
+func newPipeline(cfg Config) (*Pipeline, error) {
 	if cfg.Dir == "" || cfg.NodeID == "" {
 		return nil, errors.New("cannot open ingest pipeline: Dir and NodeID are required")
 	}
@@ -195,15 +208,19 @@ func Open(cfg Config) (*Pipeline, error) {
 		return nil, fmt.Errorf("cannot open ingest pipeline: %w", err)
 	}
 	p.ship = newShipper(p)
-	p.seg.onSeal = func(seq uint64, records int) {
-		p.openCreatedMs.Store(0)
-		p.ship.wake()
+	p.seg.onSeal = func(seq uint64, records int) { p.ship.wake() }
+	p.seg.syncer = &segmentSyncer{
+		dir: cfg.Dir, interval: cfg.SyncInterval, log: p.log, pending: &p.pendingBytes,
+		onSeal: p.seg.onSeal, errors: cfg.Metrics.GetOrCreateCounter("waymark_ingest_sync_errors_total"),
 	}
+	return p, nil
+}
+
+// start starts the syncer, the writer and the shipper.
+func (p *Pipeline) start() {
+	p.seg.syncer.start()
 	go p.runWriter()
 	p.ship.start()
-	p.log.Info("ingest pipeline open", "dir", cfg.Dir, "node", cfg.NodeID,
-		"pending_bytes", p.pendingBytes.Load(), "next_seq", p.seg.nextSeq)
-	return p, nil
 }
 
 // enqueue hands a filled pending event to the writer, or drops it.
@@ -258,14 +275,16 @@ func (p *Pipeline) runWriter() {
 				batch.Reset(linger)
 			}
 		case <-tick.C:
-			p.handleErr(p.seg.sync())
+			p.handleErr(p.seg.flush()) // the syncer fsyncs it
 			if p.seg.dueForAge() {
 				p.handleErr(p.seg.seal())
 			}
+			p.noteOpenSegment()
 		case <-p.stopWriter:
 			batch.Stop()
 			p.drainQueue(-1)
 			p.handleErr(p.seg.close())
+			p.seg.syncer.stop() // every seal done, fsynced and renamed
 			p.openCreatedMs.Store(0)
 			return
 		}
@@ -300,6 +319,7 @@ const minLinger = 50 * time.Microsecond
 func (p *Pipeline) writeBatch() int {
 	n := p.drainQueue(cap(p.queue))
 	p.handleErr(p.seg.flush())
+	p.noteOpenSegment()
 	return n
 }
 
@@ -325,11 +345,16 @@ func (p *Pipeline) write(pe *pending) {
 	pe.fillClick()
 	ev := &pe.ev
 	p.finish(pe)
-	hadFile, prevSeq := p.seg.f != nil, p.seg.seq
-	err := p.seg.append(ev)
-	if p.seg.f != nil && (!hadFile || p.seg.seq != prevSeq) {
-		p.openCreatedMs.Store(p.seg.created.UnixMilli())
+	if err := CheckEvent(ev); err != nil {
+		// The last guard: never write what the aggregator cannot decode
+		// (one such record would make it refuse the whole segment).
+		p.m.drop(DropInvalid)
+		p.log.Debug("dropping an event that would not decode", "err", err)
+		p.release(pe)
+		return
 	}
+	err := p.seg.append(ev)
+	p.noteOpenSegment()
 	switch {
 	case err == nil:
 		p.m.written.Inc()
@@ -343,6 +368,19 @@ func (p *Pipeline) write(pe *pending) {
 		p.handleErr(err)
 	}
 	p.release(pe)
+}
+
+// noteOpenSegment keeps the open segment's creation time current for
+// OldestPendingAge. A segment handed to the syncer for sealing is in
+// neither gauge until it is renamed (the time of one fsync).
+func (p *Pipeline) noteOpenSegment() {
+	var created int64
+	if p.seg.f != nil {
+		created = p.seg.created.UnixMilli()
+	}
+	if p.openCreatedMs.Load() != created {
+		p.openCreatedMs.Store(created)
+	}
 }
 
 // finish fills in what the edge request did not carry directly: node,
@@ -474,3 +512,6 @@ func (p *Pipeline) dropQueued() {
 		}
 	}
 }
+
+// QueueLen is how many captured events wait for the writer.
+func (p *Pipeline) QueueLen() int { return len(p.queue) }

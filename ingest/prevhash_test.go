@@ -88,17 +88,19 @@ func TestDecodeEventVersion1(t *testing.T) {
 		ev.Country != "DE" || ev.ID[0] != 1 || ev.ID[15] != 16 {
 		t.Errorf("got %+v; want the version 1 pageview", ev)
 	}
-	if again := hex.EncodeToString(AppendEvent(nil, &ev)); again != v1Pageview {
-		t.Errorf("re-encoded: got %s; want %s (no previous hash stays version 1)", again, v1Pageview)
+	again := AppendEvent(nil, &ev)
+	var back Event
+	if again[0] != eventVersion3 || DecodeEvent(again, &back) != nil || back.Path != "/a" || back.Country != "DE" {
+		t.Errorf("re-encoded: got version %d; want a version 3 encoding of the same event", again[0])
 	}
 }
 
-func TestEventVersion2RoundTrip(t *testing.T) {
+func TestPrevVisitorHashRoundTrip(t *testing.T) {
 	ev := sampleSiteEvent()
 	ev.PrevVisitorHash = 0xdeadbeef00000001
 	b := AppendEvent(nil, &ev)
-	if b[0] != eventVersion2 {
-		t.Fatalf("version: got %d; want %d", b[0], eventVersion2)
+	if b[0] != eventVersion3 {
+		t.Fatalf("version: got %d; want %d", b[0], eventVersion3)
 	}
 	plain := ev
 	plain.PrevVisitorHash = 0
@@ -113,16 +115,32 @@ func TestEventVersion2RoundTrip(t *testing.T) {
 		got.SiteID != ev.SiteID || len(got.Props) != len(ev.Props) {
 		t.Errorf("got %+v; want %+v", got, ev)
 	}
-	// Version 2 with a zero previous hash is not what AppendEvent writes.
-	zeroed := append([]byte(nil), b...)
+	// The marker says a hash follows: a zero one, or another marker, is
+	// not what AppendEvent writes.
 	off := 3 + 16 // version, kind, flags, id
 	var tmp [binary.MaxVarintLen64]byte
-	off += binary.PutVarint(tmp[:], ev.Time) + binary.PutVarint(tmp[:], ev.ClientTime) + 8
-	clear(zeroed[off : off+8])
+	off += binary.PutVarint(tmp[:], ev.Time) + 8
+	zeroed := append([]byte(nil), b...)
+	clear(zeroed[off+1 : off+9])
 	if err := DecodeEvent(zeroed, &got); err == nil {
-		t.Errorf("version 2 with a zero previous hash: got no error; want one")
+		t.Errorf("a marked but zero previous hash: got no error; want one")
+	}
+	marker := append([]byte(nil), b...)
+	marker[off] = 2
+	if err := DecodeEvent(marker, &got); err == nil {
+		t.Errorf("previous-hash marker 2: got no error; want one")
 	}
 	if err := decodeEvent(b, &got, true); err != nil {
 		t.Errorf("validate-only: %v", err)
+	}
+	// Version 2 (older segments) still decodes, and with a zero hash not.
+	v2 := appendLegacyEvent(nil, &ev, eventVersion2, 1_780_000_000_000, 390)
+	if err := DecodeEvent(v2, &got); err != nil || got.PrevVisitorHash != ev.PrevVisitorHash {
+		t.Errorf("version 2: got %v, previous hash %x", err, got.PrevVisitorHash)
+	}
+	ev.PrevVisitorHash = 0
+	v2zero := appendLegacyEvent(nil, &ev, eventVersion2, 1_780_000_000_000, 390)
+	if err := DecodeEvent(v2zero, &got); err == nil {
+		t.Errorf("version 2 with a zero previous hash: got no error; want one")
 	}
 }

@@ -1,19 +1,22 @@
 package ingest
 
 import (
-	"crypto/rand"
-	"encoding/binary"
+	"hash/maphash"
 	"net/netip"
 	"sync"
 	"time"
 )
 
+// The per-IP table: limitShards locks, each over ipSets sets of ipWays
+// buckets, 65,536 buckets in about 1.5 MiB that the garbage collector
+// never scans. A client that finds no bucket of its own takes the set's
+// least recently refilled one, which has refilled the longest and is the
+// cheapest to forget: forgetting a bucket only ever makes the limit more
+// lenient for one client, never stricter.
 const (
 	limitShards = 16
-	// maxIPBuckets bounds each shard of the per-IP table; past it idle
-	// buckets are swept, and if that is not enough the shard is cleared
-	// (which only ever makes the limit more lenient).
-	maxIPBuckets = 4096
+	ipSets      = 1024
+	ipWays      = 4
 )
 
 // tokenBucket holds up to burst tokens, refilled at rate per second.
@@ -37,37 +40,46 @@ func (b *tokenBucket) allow(now int64, rate, burst float64) bool {
 }
 
 // rateLimits are the token buckets of /api/event: one per site and one per
-// client IP. IPs are keyed by a keyed hash, so the table holds no address.
+// client IP. IPs are keyed by a hash under a random per-process seed, so
+// the table holds no address.
 type rateLimits struct {
 	siteRate, siteBurst float64
 	ipRate, ipBurst     float64
-	k0, k1              uint64
-	sites               [limitShards]bucketShard[string]
-	ips                 [limitShards]bucketShard[uint64]
+	seed                maphash.Seed
+	sites               [limitShards]siteShard
+	ips                 [limitShards]ipShard
 }
 
-type bucketShard[K comparable] struct {
+type siteShard struct {
 	mu      sync.Mutex
-	buckets map[K]*tokenBucket
+	buckets map[string]*tokenBucket
+}
+
+type ipShard struct {
+	mu   sync.Mutex
+	sets [ipSets][ipWays]ipBucket
+}
+
+type ipBucket struct {
+	key uint64 // 0: free
+	tokenBucket
 }
 
 func newRateLimits(siteRate, siteBurst, ipRate, ipBurst float64) *rateLimits {
-	var key [16]byte
-	_, _ = rand.Read(key[:])
 	r := &rateLimits{
 		siteRate: siteRate, siteBurst: siteBurst, ipRate: ipRate, ipBurst: ipBurst,
-		k0: binary.LittleEndian.Uint64(key[:8]), k1: binary.LittleEndian.Uint64(key[8:]),
+		seed: maphash.MakeSeed(),
 	}
 	for i := range limitShards {
 		r.sites[i].buckets = map[string]*tokenBucket{}
-		r.ips[i].buckets = map[uint64]*tokenBucket{}
 	}
 	return r
 }
 
-// allowSite takes a token from the site's bucket.
+// allowSite takes a token from the site's bucket. Sites are few and
+// registered, so their table needs no bound.
 func (r *rateLimits) allowSite(siteID string, now time.Time) bool {
-	sh := &r.sites[sipHash24(r.k0, r.k1, []byte(siteID))%limitShards]
+	sh := &r.sites[maphash.String(r.seed, siteID)%limitShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	b := sh.buckets[siteID]
@@ -80,33 +92,24 @@ func (r *rateLimits) allowSite(siteID string, now time.Time) bool {
 
 // allowIP takes a token from the client's bucket.
 func (r *rateLimits) allowIP(ip netip.Addr, now time.Time) bool {
-	a := ip.As16()
-	h := sipHash24(r.k0, r.k1, a[:])
+	h := maphash.Comparable(r.seed, ip.As16())
+	if h == 0 {
+		h = 1
+	}
 	sh := &r.ips[h%limitShards]
+	set := &sh.sets[(h/limitShards)%ipSets]
 	ns := now.UnixNano()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	b := sh.buckets[h]
-	if b == nil {
-		if len(sh.buckets) >= maxIPBuckets {
-			r.sweep(sh, ns)
+	victim := 0
+	for i := range set {
+		if set[i].key == h {
+			return set[i].allow(ns, r.ipRate, r.ipBurst)
 		}
-		b = &tokenBucket{}
-		sh.buckets[h] = b
-	}
-	return b.allow(ns, r.ipRate, r.ipBurst)
-}
-
-// sweep forgets buckets that have refilled completely: forgetting them
-// changes nothing.
-func (r *rateLimits) sweep(sh *bucketShard[uint64], now int64) {
-	full := int64(r.ipBurst / r.ipRate * 1e9)
-	for k, b := range sh.buckets {
-		if now-b.last >= full {
-			delete(sh.buckets, k)
+		if set[i].key == 0 || set[victim].key != 0 && set[i].last < set[victim].last {
+			victim = i
 		}
 	}
-	if len(sh.buckets) >= maxIPBuckets {
-		clear(sh.buckets)
-	}
+	set[victim] = ipBucket{key: h}
+	return set[victim].allow(ns, r.ipRate, r.ipBurst)
 }

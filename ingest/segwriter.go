@@ -75,6 +75,10 @@ type segmentWriter struct {
 
 	pending *atomic.Int64           // bytes on disk not yet acknowledged by the aggregator
 	onSeal  func(seq uint64, n int) // tells the shipper a segment is ready
+	// syncer, when set, does every fsync and seal off this goroutine (see
+	// syncer.go); without one (tests) they happen inline.
+	syncer *segmentSyncer
+	hdrLen int64 // see headerLen
 }
 
 // append encodes ev into the open segment, opening or rotating segments as
@@ -88,12 +92,21 @@ func (w *segmentWriter) append(ev *Event) error {
 			return err
 		}
 	}
-	if w.pending.Load()+frame > w.capBytes {
+	// The cap counts what the event will cost on disk: its frame, the
+	// footer its segment will get, and the header of a segment it opens.
+	need := frame + footerLen
+	if w.f == nil {
+		need += w.headerLen()
+	}
+	if w.pending.Load()+need > w.capBytes {
 		return errDiskCap
 	}
 	if w.f == nil {
 		if err := w.openSegment(); err != nil {
 			return err
+		}
+		if w.syncer != nil {
+			w.syncer.open.Store(w.f)
 		}
 	}
 	before := len(w.buf)
@@ -106,6 +119,15 @@ func (w *segmentWriter) append(ev *Event) error {
 		return w.flush()
 	}
 	return nil
+}
+
+// headerLen is the size of this writer's segment headers (fixed: the node
+// id and the format do not change while it runs).
+func (w *segmentWriter) headerLen() int64 {
+	if w.hdrLen == 0 {
+		w.hdrLen = int64(len(appendSegmentHeader(nil, w.nodeID, w.inc.load(), 0, time.Time{})))
+	}
+	return w.hdrLen
 }
 
 // openSegment creates <seq>.open and buffers its header.
@@ -157,6 +179,9 @@ func (w *segmentWriter) flush() error {
 		return &writeError{dropped: w.abandon(), err: fmt.Errorf("cannot write segment %d: %w", w.seq, err)}
 	}
 	w.written, w.writtenRecords = w.size, w.records
+	if w.syncer != nil {
+		w.syncer.dirty.Store(true)
+	}
 	return nil
 }
 
@@ -169,7 +194,8 @@ type writeError struct {
 func (e *writeError) Error() string { return e.err.Error() }
 func (e *writeError) Unwrap() error { return e.err }
 
-// sync makes everything appended so far durable: the group commit.
+// sync makes everything appended so far durable: the group commit, inline
+// (without a syncer, whose own ticker does it otherwise).
 func (w *segmentWriter) sync() error {
 	if err := w.flush(); err != nil {
 		return err
@@ -191,7 +217,8 @@ func (w *segmentWriter) dueForAge() bool {
 }
 
 // seal fsyncs and closes the open segment and renames it to <seq>.seg. Only
-// then may the shipper see it.
+// then may the shipper see it. With a syncer, the writer only writes the
+// footer and hands the file over; the rest happens there, in order.
 func (w *segmentWriter) seal() error {
 	if w.f == nil {
 		return nil
@@ -199,6 +226,16 @@ func (w *segmentWriter) seal() error {
 	w.buf = appendFooter(w.buf, w.records)
 	w.size += footerLen
 	w.pending.Add(footerLen)
+	if w.syncer != nil {
+		if err := w.flush(); err != nil {
+			return err // abandoned: the syncer cuts and seals what was written
+		}
+		f := w.f
+		w.f = nil
+		w.syncer.open.Store(nil)
+		w.syncer.jobs <- syncJob{f: f, seq: w.seq, records: w.records}
+		return nil
+	}
 	if err := w.sync(); err != nil {
 		return err
 	}
@@ -229,6 +266,11 @@ func (w *segmentWriter) abandon() int {
 	path := filepath.Join(w.dir, segmentName(w.seq, openSuffix))
 	f := w.f
 	w.f = nil
+	if w.syncer != nil {
+		w.syncer.open.Store(nil)
+		w.syncer.jobs <- syncJob{f: f, seq: w.seq, records: w.writtenRecords, abandoned: true, cut: w.written}
+		return dropped
+	}
 	err := f.Truncate(w.written)
 	if err == nil && w.writtenRecords > 0 {
 		_, err = f.Write(appendFooter(nil, w.writtenRecords))
@@ -261,6 +303,9 @@ func (w *segmentWriter) close() error {
 		return w.seal()
 	}
 	path := w.f.Name()
+	if w.syncer != nil {
+		w.syncer.open.Store(nil)
+	}
 	_ = w.f.Close()
 	w.f = nil
 	w.pending.Add(-w.size)

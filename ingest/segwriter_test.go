@@ -175,3 +175,30 @@ func BenchmarkSegmentAppend(b *testing.B) {
 	b.StopTimer()
 	_ = w.close()
 }
+
+// TestDiskCapCountsHeaderAndFooter: the byte cap holds for what is on
+// disk, so an event is refused when its frame plus the header of the
+// segment it would open plus that segment's footer do not fit.
+func TestDiskCapCountsHeaderAndFooter(t *testing.T) {
+	probe := newTestWriter(t, t.TempDir(), 1<<20)
+	ev := sampleClick()
+	if err := probe.append(&ev); err != nil {
+		t.Fatal(err)
+	}
+	one := probe.pending.Load() + footerLen // header + one frame + footer
+	_ = probe.close()
+	for _, tc := range []struct {
+		capBytes int64
+		want     error
+	}{{one - 1, errDiskCap}, {one + recordOverhead, nil}} { // a frame is estimated at its largest
+		w := newTestWriter(t, t.TempDir(), 1<<20)
+		w.capBytes = tc.capBytes
+		if err := w.append(&ev); err != tc.want {
+			t.Errorf("cap %d (one event needs %d): got %v; want %v", tc.capBytes, one, err, tc.want)
+		}
+		_ = w.close()
+		if w.pending.Load() > tc.capBytes {
+			t.Errorf("cap %d: %d bytes pending after sealing", tc.capBytes, w.pending.Load())
+		}
+	}
+}

@@ -20,7 +20,6 @@ func EventsTableDDL(table string) string {
     kind UInt8,
     flags UInt8,
     id UUID,
-    client_time Int64,
     visitor UInt64,
     prev_visitor UInt64,
     code String,
@@ -39,7 +38,6 @@ func EventsTableDDL(table string) string {
     device String,
     browser String,
     os String,
-    screen_width UInt32,
     engaged_ms UInt64,
     scroll_depth UInt8,
     prop_keys Array(String),
@@ -64,8 +62,6 @@ func AppendEventTSV(dst []byte, ev *ingest.Event) []byte {
 	dst = append(dst, '\t')
 	dst = appendUUID(dst, ev.ID)
 	dst = append(dst, '\t')
-	dst = strconv.AppendInt(dst, ev.ClientTime, 10)
-	dst = append(dst, '\t')
 	dst = strconv.AppendUint(dst, ev.VisitorHash, 10)
 	dst = append(dst, '\t')
 	dst = strconv.AppendUint(dst, ev.PrevVisitorHash, 10)
@@ -77,8 +73,6 @@ func AppendEventTSV(dst []byte, ev *ingest.Event) []byte {
 		dst = append(dst, '\t')
 		dst = appendTSVString(dst, s)
 	}
-	dst = append(dst, '\t')
-	dst = strconv.AppendUint(dst, uint64(ev.ScreenWidth), 10)
 	dst = append(dst, '\t')
 	dst = strconv.AppendUint(dst, ev.EngagedMS, 10)
 	dst = append(dst, '\t')

@@ -335,7 +335,7 @@ func (s *sessionSim) start(ms int64) *session {
 func (s *sessionSim) event(ss *session, ev *ingest.Event) {
 	*ev = ingest.Event{
 		Time: ss.next, SiteID: ss.site, Node: s.cfg.Node, Region: s.cfg.Region,
-		Path: pagePath(ss.page), ClientTime: ss.next - int64(s.r.IntN(400)),
+		Path: pagePath(ss.page),
 	}
 	switch ss.stage {
 	case 'p':
@@ -451,9 +451,6 @@ func (a *visitorAttrs) apply(ev *ingest.Event, bot bool) {
 	ev.Country, ev.Device, ev.Browser, ev.OS = a.country, a.device, a.browser, a.os
 	if bot {
 		ev.Flags |= ingest.FlagBot
-	}
-	if ev.Kind != ingest.KindClick {
-		ev.ScreenWidth = a.width
 	}
 }
 

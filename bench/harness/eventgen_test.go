@@ -185,20 +185,20 @@ func TestHotGenExactDailyCounts(t *testing.T) {
 
 func TestAppendEventTSV(t *testing.T) {
 	ev := ingest.Event{
-		Kind: ingest.KindCustom, Flags: ingest.FlagBot, Time: 1764583200123, ClientTime: -5,
+		Kind: ingest.KindCustom, Flags: ingest.FlagBot, Time: 1764583200123,
 		ID:          [16]byte{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0, 1, 2, 3, 4, 5, 6, 0xff},
-		VisitorHash: 42, SiteID: "s\t1", Name: "Sign\nup", Path: `/a\b`, Country: "DE", ScreenWidth: 390,
+		VisitorHash: 42, SiteID: "s\t1", Name: "Sign\nup", Path: `/a\b`, Country: "DE",
 		EngagedMS: 7, ScrollDepth: 50, Props: []ingest.Prop{{Key: "it's", Value: `c:\x`}, {Key: "k", Value: "v"}},
 	}
 	got := string(AppendEventTSV(nil, &ev))
 	// By hand, column by column.
-	want := "2025-12-01 10:00:00\t123\t4\t1\t01234567-89ab-cdef-0001-0203040506ff\t-5\t42\t0" +
-		"\t\ts\\t1\tSign\\nup\t\t\t/a\\\\b\t\t\t\t\t\t\tDE\t\t\t\t390\t7\t50" +
+	want := "2025-12-01 10:00:00\t123\t4\t1\t01234567-89ab-cdef-0001-0203040506ff\t42\t0" +
+		"\t\ts\\t1\tSign\\nup\t\t\t/a\\\\b\t\t\t\t\t\t\tDE\t\t\t\t7\t50" +
 		"\t['it\\'s','k']\t['c:\\\\x','v']\n"
 	if got != want {
 		t.Errorf("AppendEventTSV:\n got %q\nwant %q", got, want)
 	}
-	if n := strings.Count(got, "\t"); n != 28 {
-		t.Errorf("%d tabs; want 28 for 29 columns", n)
+	if n := strings.Count(got, "\t"); n != 26 {
+		t.Errorf("%d tabs; want 26 for 27 columns", n)
 	}
 }

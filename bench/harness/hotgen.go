@@ -124,7 +124,7 @@ func (g *HotGen) fillMinute() {
 		v := skewed(g.r, g.cfg.SiteVisitors)
 		t := base + g.r.Int64N(60_000)
 		ev := ingest.Event{
-			Kind: ingest.KindPageview, Name: "pageview", Time: t, ClientTime: t - int64(g.r.IntN(400)),
+			Kind: ingest.KindPageview, Name: "pageview", Time: t,
 			SiteID: g.cfg.SiteID, Path: pagePath(int(g.pageZ.Uint64())),
 			Node: g.cfg.Node, Region: g.cfg.Region, ReferrerHost: referrer(g.r, genReferrers),
 			VisitorHash: visitorHash(g.cfg.Seed, v, day, g.cfg.SiteID),

@@ -1,0 +1,95 @@
+package ingest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// TestSlowFsyncDoesNotStallWriter holds every fsync until released: the
+// writer must keep writing events and rotating segments meanwhile, and no
+// segment may be sealed (visible to the shipper) before its fsync.
+func TestSlowFsyncDoesNotStallWriter(t *testing.T) {
+	p, err := newPipeline(Config{
+		Dir: t.TempDir(), NodeID: "node-a", Region: "eu",
+		SyncInterval: 5 * time.Millisecond, SegmentMaxBytes: 4096,
+		Logger: testLogger(t), Metrics: metrics.NewSet(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var syncs atomic.Int32
+	p.seg.syncer.syncFile = func(f *os.File) error {
+		syncs.Add(1)
+		<-release
+		return f.Sync()
+	}
+	p.start()
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+		_ = p.Close(context.Background())
+	})
+
+	ctx := clickCtx("http://wm.example/c", "203.0.113.7", nil)
+	p.CaptureClick(ctx, []byte("c"))
+	waitFor(t, "the syncer to be stuck in an fsync", func() bool { return syncs.Load() >= 1 })
+
+	const more = 1000
+	for range more {
+		p.CaptureClick(ctx, []byte("c"))
+	}
+	waitFor(t, "the writer to write every event during the fsync", func() bool { return p.m.written.Get() == more+1 })
+	if open, _ := filepath.Glob(filepath.Join(p.cfg.Dir, "*"+openSuffix)); len(open) < 5 {
+		t.Errorf("got %d open segments; want the writer to have rotated several times (4 KiB segments)", len(open))
+	}
+	if sealed := sealedFiles(t, p.cfg.Dir); len(sealed) != 0 {
+		t.Fatalf("got %d sealed segments before any fsync finished; want 0", len(sealed))
+	}
+
+	close(release)
+	released = true
+	events := closeAndRead(t, p)
+	if len(events) != more+1 {
+		t.Fatalf("got %d events; want %d", len(events), more+1)
+	}
+	if open, _ := filepath.Glob(filepath.Join(p.cfg.Dir, "*"+openSuffix)); len(open) != 0 {
+		t.Errorf("open segments left after Close: %v", open)
+	}
+}
+
+// TestSyncerGroupCommit: bytes the writer flushed are fsynced by the
+// syncer's own ticker, without a seal.
+func TestSyncerGroupCommit(t *testing.T) {
+	p, err := newPipeline(Config{
+		Dir: t.TempDir(), NodeID: "node-a", SyncInterval: 2 * time.Millisecond,
+		SegmentMaxAge: time.Hour, Logger: testLogger(t), Metrics: metrics.NewSet(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synced atomic.Pointer[string]
+	p.seg.syncer.syncFile = func(f *os.File) error {
+		name := filepath.Base(f.Name())
+		synced.Store(&name)
+		return f.Sync()
+	}
+	p.start()
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	p.CaptureClick(clickCtx("http://wm.example/c", "203.0.113.7", nil), []byte("c"))
+	waitFor(t, "a group-commit fsync of the open segment", func() bool {
+		n := synced.Load()
+		return n != nil && filepath.Ext(*n) == openSuffix
+	})
+	if sealed := sealedFiles(t, p.cfg.Dir); len(sealed) != 0 {
+		t.Errorf("got %d sealed segments; want the group commit not to seal", len(sealed))
+	}
+}
