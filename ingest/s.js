@@ -74,7 +74,7 @@ if(out&&a.host&&a.host!=L.host)link('Outbound Link: Click',a.href);
 else if(dl&&x&&types.indexOf(x)>=0)link('File Download',u)}),
 wrap=function(m){var f=H[m];if(f)H[m]=function(){var r=f.apply(this,arguments);pageview();return r}},
 on=function(t,n,f){t.addEventListener(n,f,{passive:!0})},
-q=(w.waymark&&w.waymark.q)||[],i=0;
+q=[].concat((w.waymark||0).q||[],(w.plausible||0).q||[]),i=0;
 if(out||dl){on(d,'click',click);on(d,'auxclick',click)}
 wrap('pushState');
 wrap('replaceState');
@@ -88,7 +88,7 @@ on(w,'focus',seen);
 on(w,'blur',seen);
 on(d,'visibilitychange',seen);
 on(d,'prerenderingchange',seen);
-w.waymark=track;
+w.plausible=w.waymark=track;
 for(;i<q.length;i++)track.apply(null,q[i]);
 seen()
 }catch(e){}})(window,document);

@@ -48,7 +48,8 @@ import (
 //     is the deepest point seen (scroll offset plus viewport) over the
 //     page height.
 //   - custom events: window.waymark(name, {props, interactive, callback}),
-//     queued calls (window.waymark.q) included.
+//     also named window.plausible, so pages written for Plausible's tracker
+//     work unchanged; calls queued by either name's stub (.q) included.
 //
 // Nothing is sent from a browser that says it is automated
 // (navigator.webdriver, PhantomJS, Nightmare, Cypress) unless the page

@@ -462,9 +462,10 @@ func TestE2EBrowserTrackerExclusions(t *testing.T) {
 		t.Fatalf("the browser sent requests to /api/event from ignored pages\n%s", br.diagnostics())
 	}
 
-	// Both opt-ins: the pageview, the custom event and the engagement count.
+	// Both opt-ins: the pageview, the custom event and the engagement
+	// count. The custom event goes through Plausible's name for the call.
 	err = chromedp.Do(ctx, chromedp.Navigate(site.URL+"/local.html"), chromedp.WaitVisible(chromedp.CSS("#view")),
-		evaluate(`new Promise(function (done) { waymark('signup', { props: { plan: 'pro' }, callback: done }); })`, chromedp.EvalAwaitPromise))
+		evaluate(`new Promise(function (done) { plausible('signup', { props: { plan: 'pro' }, callback: done }); })`, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatalf("load local.html with the automation opt-in: %v\n%s", err, br.diagnostics())
 	}
