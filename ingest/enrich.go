@@ -2,20 +2,19 @@ package ingest
 
 import (
 	"bytes"
-	"fmt"
-	"net"
 	"net/netip"
 	"unsafe"
 
 	"github.com/medama-io/go-useragent"
 	"github.com/medama-io/go-useragent/agents"
-	"github.com/oschwald/maxminddb-golang"
 )
 
-// uaInfo is what a user agent tells us.
+// uaInfo is what a user agent tells us. The versions are "major.minor"
+// (see majorMinor); the parser reads no OS version, so osVersion is
+// always "" for now.
 type uaInfo struct {
-	browser, os, device string
-	bot                 bool
+	browser, browserVersion, os, osVersion, device string
+	bot                                            bool
 }
 
 // enricher turns raw request inputs into event fields. It is used only by
@@ -24,17 +23,16 @@ type enricher struct {
 	parser  *useragent.Parser
 	cache   *uaCache
 	crawl   crawlerScratch
-	geo     *maxminddb.Reader
-	ip16    [16]byte
+	geo     *geoDB // nil without a GeoIP database
 	lowerUA []byte
 }
 
 func newEnricher(geoIPPath string) (*enricher, error) {
 	e := &enricher{cache: newUACache(uaCacheSets)}
 	if geoIPPath != "" {
-		db, err := maxminddb.Open(geoIPPath)
+		db, err := openGeoDB(geoIPPath)
 		if err != nil {
-			return nil, fmt.Errorf("cannot open GeoIP database: %w", err)
+			return nil, err
 		}
 		e.geo = db
 	}
@@ -43,7 +41,7 @@ func newEnricher(geoIPPath string) (*enricher, error) {
 
 func (e *enricher) close() {
 	if e.geo != nil {
-		e.geo.Close()
+		e.geo.close()
 	}
 }
 
@@ -77,11 +75,30 @@ func (e *enricher) classify(uaBytes []byte) uaInfo {
 		os:      string(parsed.OS()),
 		device:  deviceClass(parsed.Device()),
 	}
+	if info.browser != "" {
+		// Plausible: no version for an unknown browser.
+		info.browserVersion = majorMinor(parsed.BrowserVersion())
+	}
 	e.lowerUA = appendLowerASCII(e.lowerUA[:0], ua)
 	info.bot = parsed.IsBot() || parsed.Device() == agents.DeviceBot ||
 		bytes.Contains(e.lowerUA, []byte("headless")) ||
 		defaultCrawlers.isCrawler(ua, &e.crawl) // crawlerdetect's answer, faster
 	return info
+}
+
+// majorMinor keeps a version's first two dot-separated parts, as
+// Plausible's put_user_agent does (split on ".", take 2, join):
+// "120.0.6099.109" is "120.0", "17" stays "17".
+func majorMinor(v string) string {
+	dots := 0
+	for i := 0; i < len(v); i++ {
+		if v[i] == '.' {
+			if dots++; dots == 2 {
+				return v[:i]
+			}
+		}
+	}
+	return v
 }
 
 func deviceClass(d agents.Device) string {
@@ -98,38 +115,12 @@ func deviceClass(d agents.Device) string {
 	return ""
 }
 
-// geoRecord reads both MaxMind's layout (country.iso_code) and the
-// ip-location-db layout (country_code).
-type geoRecord struct {
-	Country struct {
-		ISOCode string `maxminddb:"iso_code"`
-	} `maxminddb:"country"`
-	CountryCode string `maxminddb:"country_code"`
-}
-
-// country looks ip up in the GeoIP database, if there is one.
-func (e *enricher) country(ip netip.Addr) string {
-	if e.geo == nil || !ip.IsValid() {
-		return ""
+// locate looks ip up in the GeoIP database, if there is one.
+func (e *enricher) locate(ip netip.Addr) geoInfo {
+	if e.geo == nil {
+		return geoInfo{}
 	}
-	var rec geoRecord
-	e.ip16 = ip.As16()
-	var nip net.IP = e.ip16[:]
-	if ip.Is4() {
-		nip = e.ip16[12:]
-	}
-	if err := e.geo.Lookup(nip, &rec); err != nil {
-		return ""
-	}
-	c := rec.Country.ISOCode
-	if c == "" {
-		c = rec.CountryCode
-	}
-	code := countryCode([]byte(c))
-	if code == [2]byte{} {
-		return ""
-	}
-	return countryString(code)
+	return e.geo.locate(ip)
 }
 
 // countryString returns a shared string for a two-letter code, so events

@@ -50,7 +50,7 @@ const (
 	MaxUTMLen      = 300  // each UTM value
 	MaxCodeLen     = 64   // link code
 	MaxSiteIDLen   = 64   // site id
-	MaxShortLen    = 64   // node, region, country, device, browser, OS
+	MaxShortLen    = 64   // node, region, country, subdivision, city, device, browser, OS and versions
 	MaxProps       = 30   // custom properties per event, as Plausible
 	MaxPropKeyLen  = 300  // as Plausible
 	MaxPropValLen  = 2000 // as Plausible
@@ -102,9 +102,21 @@ type Event struct {
 	UTMSource, UTMMedium, UTMCampaign, UTMTerm, UTMContent string
 
 	Country string // ISO 3166-1 alpha-2, or empty
-	Device  string // one of the Device classes, or empty
-	Browser string
-	OS      string
+	// Subdivision is the ISO 3166-2 code of the visitor's first-level
+	// subdivision, country prefix included ("US-CA", "EE-37"), and City
+	// the GeoNames id of the city in decimal ("5391959"), both from the
+	// GeoIP database when it has them (Plausible's visit:region and
+	// visit:city), or empty. Coarse places, looked up before the IP is
+	// forgotten; the IP itself is never stored.
+	Subdivision string
+	City        string
+	Device      string // one of the Device classes, or empty
+	Browser     string
+	// BrowserVersion and OSVersion are "major.minor" ("120.0"), or empty
+	// when unknown, as Plausible keeps them.
+	BrowserVersion string
+	OS             string
+	OSVersion      string
 
 	EngagedMS   uint64 // visible time on page (engagement events)
 	ScrollDepth uint8  // 0-100 percent (engagement events)

@@ -123,7 +123,8 @@ func sampleClick() Event {
 		Code:        "aB3dE7x", Node: "node-a", Region: "eu",
 		ReferrerHost: "news.ycombinator.com",
 		UTMSource:    "hn", UTMMedium: "social", UTMCampaign: "launch",
-		Country: "DE", Device: "desktop", Browser: "Firefox", OS: "Linux",
+		Country: "DE", Subdivision: "DE-BE", City: "2950159",
+		Device: "desktop", Browser: "Firefox", BrowserVersion: "128.0", OS: "Linux",
 	}
 }
 
@@ -136,7 +137,8 @@ func sampleSiteEvent() Event {
 		SiteID:      "site1", Name: "engagement", Node: "node-a", Region: "eu",
 		Path: "/blog/hello", ReferrerHost: "google.com",
 		UTMSource: "newsletter", UTMTerm: "t", UTMContent: "c",
-		Country: "FR", Device: "mobile", Browser: "Safari", OS: "iOS",
+		Country: "FR", Subdivision: "FR-IDF", City: "2988507",
+		Device: "mobile", Browser: "Safari", BrowserVersion: "17.4", OS: "iOS", OSVersion: "17.4",
 		EngagedMS: 12_345, ScrollDepth: 87,
 		Props: []Prop{{"plan", "pro"}, {"variant", "b"}},
 	}

@@ -38,7 +38,7 @@ type Config struct {
 
 	TrustedProxies []netip.Prefix // X-Forwarded-For / CountryHeader honoured only from these
 	CountryHeader  string         // e.g. "CF-IPCountry"
-	GeoIPPath      string         // optional MaxMind-format country database
+	GeoIPPath      string         // optional MaxMind-format country or city database (geoip.go)
 
 	// Rate limits of /api/event, in events per second with a burst. Zero
 	// takes the default (site: 1000/s, burst 2000; IP: 100/s, burst 1000).
@@ -384,22 +384,31 @@ func (p *Pipeline) noteOpenSegment() {
 }
 
 // finish fills in what the edge request did not carry directly: node,
-// region, event id, browser, OS, device, bot flag, country and the visitor
-// hash. After it the IP is gone.
+// region, event id, browser and OS with their versions, device, bot flag,
+// country, subdivision, city and the visitor hash. After it the IP is
+// gone.
 func (p *Pipeline) finish(pe *pending) {
 	ev := &pe.ev
 	ev.Node, ev.Region = p.cfg.NodeID, p.cfg.Region
 	_, _ = p.rng.Read(ev.ID[:])
 	info := p.userAgent(pe.ua)
-	ev.Browser, ev.OS, ev.Device = info.browser, info.os, info.device
+	ev.Browser, ev.BrowserVersion, ev.OS, ev.OSVersion, ev.Device =
+		info.browser, info.browserVersion, info.os, info.osVersion, info.device
 	if info.bot {
 		ev.Flags |= FlagBot
 	}
+	geo := p.enrich.locate(pe.ip)
 	if pe.country != ([2]byte{}) {
+		// The proxy's country wins; the database's region and city are
+		// kept only when they lie in it.
 		ev.Country = countryString(pe.country)
+		if geo.country != ev.Country {
+			geo = geoInfo{}
+		}
 	} else {
-		ev.Country = p.enrich.country(pe.ip)
+		ev.Country = geo.country
 	}
+	ev.Subdivision, ev.City = geo.region, geo.city
 	scope := ev.SiteID
 	if ev.Kind == KindClick {
 		scope = ev.Code

@@ -90,8 +90,8 @@ func TestDecodeEventVersion1(t *testing.T) {
 	}
 	again := AppendEvent(nil, &ev)
 	var back Event
-	if again[0] != eventVersion3 || DecodeEvent(again, &back) != nil || back.Path != "/a" || back.Country != "DE" {
-		t.Errorf("re-encoded: got version %d; want a version 3 encoding of the same event", again[0])
+	if again[0] != eventVersion4 || DecodeEvent(again, &back) != nil || back.Path != "/a" || back.Country != "DE" {
+		t.Errorf("re-encoded: got version %d; want a version 4 encoding of the same event", again[0])
 	}
 }
 
@@ -99,8 +99,8 @@ func TestPrevVisitorHashRoundTrip(t *testing.T) {
 	ev := sampleSiteEvent()
 	ev.PrevVisitorHash = 0xdeadbeef00000001
 	b := AppendEvent(nil, &ev)
-	if b[0] != eventVersion3 {
-		t.Fatalf("version: got %d; want %d", b[0], eventVersion3)
+	if b[0] != eventVersion4 {
+		t.Fatalf("version: got %d; want %d", b[0], eventVersion4)
 	}
 	plain := ev
 	plain.PrevVisitorHash = 0

@@ -6,19 +6,16 @@ import (
 )
 
 // uaCacheSets and uaCacheWays size the user-agent cache: 16,384 sets of
-// 8 entries, 131,072 user agents in about 2 MiB. A day of real traffic has
+// 8 entries, 131,072 user agents in about 3 MiB. A day of real traffic has
 // thousands to tens of thousands of distinct user agents; the cache must
 // hold that working set, or every event pays a parse and a crawler check.
 const (
 	uaCacheSets = 1 << 14
-	uaCacheWays = 8
+	uaCacheWays = assocWays
 )
 
-// uaCache remembers what user agents told us. It is set-associative with
-// least-recently-used eviction in each set, so a full cache replaces its
-// coldest entries instead of forgetting everything, and its memory is fixed
-// at creation. Entries hold no pointers (the strings are interned in small
-// tables), so the garbage collector never scans it.
+// uaCache remembers what user agents told us (a setAssoc, so its memory is
+// fixed and holds no pointers: the strings are interned in one table).
 //
 // An entry is keyed by a 64-bit hash of the user agent under a random
 // per-process seed, not by the user agent itself: two distinct user agents
@@ -28,31 +25,20 @@ const (
 // A uaCache is used by one goroutine.
 type uaCache struct {
 	seed    maphash.Seed
-	sets    [][uaCacheWays]uaEntry
-	mask    uint64
-	clock   uint32
-	strings []string // interned browser, OS and device names; 0 is ""
-	index   map[string]uint16
+	entries setAssoc[uaEntry]
+	strings internTable // browser, OS, device names and versions
 }
 
 type uaEntry struct {
-	key  uint64 // 0: empty
-	used uint32 // clock at the last hit
-	browser, os,
-	device uint16
-	bot bool
+	browser, browserVersion, os, osVersion, device uint16
+	bot                                            bool
 }
 
 func newUACache(sets int) *uaCache {
-	if sets&(sets-1) != 0 || sets <= 0 {
-		panic("BUG: uaCache sets must be a power of two")
-	}
 	return &uaCache{
 		seed:    maphash.MakeSeed(),
-		sets:    make([][uaCacheWays]uaEntry, sets),
-		mask:    uint64(sets - 1),
-		strings: []string{""},
-		index:   map[string]uint16{"": 0},
+		entries: newSetAssoc[uaEntry](sets),
+		strings: newInternTable(math.MaxUint16 + 1),
 	}
 }
 
@@ -65,69 +51,30 @@ func (c *uaCache) hash(ua []byte) uint64 {
 }
 
 func (c *uaCache) get(h uint64) (uaInfo, bool) {
-	set := &c.sets[h&c.mask]
-	for i := range set {
-		if e := &set[i]; e.key == h {
-			c.clock++
-			e.used = c.clock
-			return uaInfo{browser: c.strings[e.browser], os: c.strings[e.os], device: c.strings[e.device], bot: e.bot}, true
-		}
+	e, ok := c.entries.get(h)
+	if !ok {
+		return uaInfo{}, false
 	}
-	return uaInfo{}, false
+	return uaInfo{browser: c.str(e.browser), browserVersion: c.str(e.browserVersion),
+		os: c.str(e.os), osVersion: c.str(e.osVersion), device: c.str(e.device), bot: e.bot}, true
 }
 
-// put stores info for h in an empty way of its set, or in place of the
-// least recently used one.
+func (c *uaCache) str(i uint16) string { return c.strings.str(uint32(i)) }
+
+// put stores info for h. The parser knows a few dozen names and real
+// traffic a few thousand versions; should the string table ever fill, the
+// entry is not cached rather than the table growing without bound.
 func (c *uaCache) put(h uint64, info uaInfo) {
-	set := &c.sets[h&c.mask]
-	victim := 0
-	for i := range set {
-		if set[i].key == 0 {
-			victim = i
-			break
+	var ids [5]uint16
+	for i, s := range [5]string{info.browser, info.browserVersion, info.os, info.osVersion, info.device} {
+		id, ok := c.strings.id(s)
+		if !ok {
+			return
 		}
-		if age(c.clock, set[i].used) > age(c.clock, set[victim].used) {
-			victim = i
-		}
+		ids[i] = uint16(id)
 	}
-	b, ok1 := c.intern(info.browser)
-	o, ok2 := c.intern(info.os)
-	d, ok3 := c.intern(info.device)
-	if !ok1 || !ok2 || !ok3 {
-		return
-	}
-	c.clock++
-	set[victim] = uaEntry{key: h, used: c.clock, browser: b, os: o, device: d, bot: info.bot}
-}
-
-// age is how long ago used was, correct across the clock wrapping.
-func age(now, used uint32) uint32 { return now - used }
-
-// intern returns the index of s in the string table. The parser knows a
-// few dozen names; should the table ever fill, the entry is not cached
-// rather than the table growing without bound.
-func (c *uaCache) intern(s string) (uint16, bool) {
-	if i, ok := c.index[s]; ok {
-		return i, true
-	}
-	if len(c.strings) > math.MaxUint16 {
-		return 0, false
-	}
-	i := uint16(len(c.strings))
-	c.strings = append(c.strings, s)
-	c.index[s] = i
-	return i, true
+	c.entries.put(h, uaEntry{browser: ids[0], browserVersion: ids[1], os: ids[2], osVersion: ids[3], device: ids[4], bot: info.bot})
 }
 
 // len counts the cached user agents (tests).
-func (c *uaCache) len() int {
-	n := 0
-	for i := range c.sets {
-		for _, e := range c.sets[i] {
-			if e.key != 0 {
-				n++
-			}
-		}
-	}
-	return n
-}
+func (c *uaCache) len() int { return c.entries.len() }

@@ -67,8 +67,8 @@ func TestUACacheIsBounded(t *testing.T) {
 	if n := c.len(); n != 64*uaCacheWays {
 		t.Errorf("got %d entries; want exactly the capacity %d", n, 64*uaCacheWays)
 	}
-	if len(c.strings) != 2 {
-		t.Errorf("got %d interned strings; want 2", len(c.strings))
+	if len(c.strings.strs) != 2 {
+		t.Errorf("got %d interned strings; want 2", len(c.strings.strs))
 	}
 }
 
@@ -90,5 +90,46 @@ func TestEnricherCachesUserAgents(t *testing.T) {
 	}
 	if empty := e.userAgent(nil); !empty.bot {
 		t.Errorf("empty user agent: got %+v; want a bot", empty)
+	}
+}
+
+// TestMajorMinor: Plausible's rule, String.split(".") |> Enum.take(2) |>
+// Enum.join(".").
+func TestMajorMinor(t *testing.T) {
+	for in, want := range map[string]string{
+		"88.0.4324.146": "88.0", "120.0": "120.0", "17": "17", "": "",
+		"88.": "88.", "1.2.": "1.2", "10.15.7b": "10.15",
+	} {
+		if got := majorMinor(in); got != want {
+			t.Errorf("majorMinor(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+// TestBrowserVersions: each user agent's browser version, worked out from
+// the string by that rule (Safari's from its Version/ token), the same from
+// the cache as from the parser. The parser reads no OS version.
+func TestBrowserVersions(t *testing.T) {
+	want := map[string][2]string{
+		knownBrowsers[3]:  {"Chrome", "120.0"},         // Chrome/120.0.6099.144
+		knownBrowsers[5]:  {"Safari", "17.1"},          // Version/17.1 Mobile Safari
+		knownBrowsers[9]:  {"Firefox", "121.0"},        // Firefox/121.0
+		knownBrowsers[11]: {"Samsung Browser", "23.0"}, // SamsungBrowser/23.0
+		knownBrowsers[12]: {"Opera", "105.0"},          // OPR/105.0.0.0
+		knownBrowsers[13]: {"Chrome", "120.0"},         // CriOS/120.0.6099.119
+		"curl/8.5.0":      {"", ""},                    // no browser, no version
+	}
+	e, err := newEnricher("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		for ua, w := range want {
+			info := e.userAgent([]byte(ua))
+			if info.browser != w[0] || info.browserVersion != w[1] || info.osVersion != "" {
+				t.Errorf("round %d, %q: got browser %q %q, OS version %q; want %q %q and none",
+					round, ua, info.browser, info.browserVersion, info.osVersion, w[0], w[1])
+			}
+		}
 	}
 }

@@ -3,6 +3,8 @@ package ingest
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -13,10 +15,14 @@ import (
 // distinct (user agent, address) pairs. Clicks are captured into pending
 // events with the timer stopped, a batch at a time, then written as the
 // writer goroutine writes them.
-func benchWriter(b *testing.B, visitors int) {
+//
+// geoIP names a city database to enrich with ("" for none); addr gives
+// visitor v's address.
+func benchWriter(b *testing.B, visitors int, geoIP string, addr func(v int) string) {
 	p, err := newPipeline(Config{
 		Dir: b.TempDir(), NodeID: "node-a", Region: "eu",
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		GeoIPPath:      geoIP,
 		Logger:         testLogger(b), Metrics: metrics.NewSet(),
 	})
 	if err != nil {
@@ -37,7 +43,7 @@ func benchWriter(b *testing.B, visitors int) {
 			v := next % visitors
 			next++
 			ctx.Request.Header.SetUserAgentBytes(uas[v])
-			ctx.Request.Header.Set("X-Forwarded-For", fmt.Sprintf("198.18.%d.%d", v/250, v%250+1))
+			ctx.Request.Header.Set("X-Forwarded-For", addr(v))
 			pe := p.pool.Get().(*pending)
 			p.captureInto(pe, ctx, code)
 			pes[i] = pe
@@ -70,8 +76,45 @@ func benchWriter(b *testing.B, visitors int) {
 	}
 }
 
-func BenchmarkWriterDistinctVisitors(b *testing.B) { benchWriter(b, 20_000) }
+// benchAddr spreads visitors over 198.18.0.0/15 (a range for benchmarks).
+func benchAddr(v int) string { return fmt.Sprintf("198.18.%d.%d", v/250, v%250+1) }
+
+func BenchmarkWriterDistinctVisitors(b *testing.B) { benchWriter(b, 20_000, "", benchAddr) }
 
 // BenchmarkWriterOneVisitor is the same load from one visitor, the
 // baseline for the ratio.
-func BenchmarkWriterOneVisitor(b *testing.B) { benchWriter(b, 1) }
+func BenchmarkWriterOneVisitor(b *testing.B) { benchWriter(b, 1, "", benchAddr) }
+
+// BenchmarkWriterDistinctVisitorsCityDB adds a city database in MaxMind's
+// layout: every /24 of the visitors' range is its own record, 40 cities in
+// 20 regions of 2 countries.
+func BenchmarkWriterDistinctVisitorsCityDB(b *testing.B) {
+	var nets []mmdbNet
+	for i := range 256 {
+		country, sub := "US", fmt.Sprintf("S%d", i%10)
+		if i%2 == 1 {
+			country = "DE"
+		}
+		rec := maxmindCity(country, 1, sub, uint32(1000+i%40), fmt.Sprint("City ", i%40))
+		rec["postal"] = map[string]any{"code": fmt.Sprint(i)}
+		nets = append(nets, mmdbNet{fmt.Sprintf("198.18.%d.0/24", i), rec})
+	}
+	path := filepath.Join(b.TempDir(), "city.mmdb")
+	writeFile(b, path, buildMMDB(b, "GeoLite2-City", 6, nets))
+	benchWriter(b, 20_000, path, benchAddr)
+}
+
+// BenchmarkWriterDistinctVisitorsGeoLite2 uses the real GeoLite2 City
+// database (WAYMARK_GEOIP_CITY_DB, as `make geoip` installs it), with the
+// visitors spread over the whole unicast IPv4 space: about as many
+// distinct records as visitors.
+func BenchmarkWriterDistinctVisitorsGeoLite2(b *testing.B) {
+	path := os.Getenv("WAYMARK_GEOIP_CITY_DB")
+	if path == "" {
+		b.Skip("WAYMARK_GEOIP_CITY_DB is not set")
+	}
+	benchWriter(b, 20_000, path, func(v int) string {
+		x := uint32(v+1) * 2654435761
+		return fmt.Sprintf("%d.%d.%d.%d", 1+(x>>24)%223, byte(x>>16), byte(x>>8), byte(x))
+	})
+}

@@ -141,7 +141,7 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.StringVar(&c.AggregatorURL, "aggregator-url", "", "where segments ship (default with --dev: this node)")
 	fs.StringVar(&proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is believed (--dev: loopback)")
 	fs.StringVar(&c.CountryHeader, "country-header", "CF-IPCountry", "trusted header carrying the visitor's country")
-	fs.StringVar(&c.GeoIPPath, "geoip-db", "", "MaxMind-format country database file")
+	fs.StringVar(&c.GeoIPPath, "geoip-db", "", "MaxMind-format GeoIP database file: a country database gives visit:country, a city database (make geoip: data/geoip/city.mmdb) also visit:region and visit:city")
 	fs.Float64Var(&c.WriteRate, "write-rate", 100, "link API writes per second per API key (token bucket, burst 2x)")
 	fs.BoolVar(&c.CaptureClicks, "capture-clicks", true, "record a click event for every redirect")
 	fs.Float64Var(&c.IngestSiteRate, "ingest-site-rate", 1000, "events per second one site may send to /api/event (burst 2x)")

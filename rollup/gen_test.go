@@ -39,6 +39,25 @@ type genWorld struct {
 	late   map[[16]byte]bool
 }
 
+// genDetail gives visitor v's region, city, browser and OS versions,
+// from v alone (the random stream stays as it was): some visitors without
+// a region, some with a region and no city, some without versions.
+func genDetail(v int, country string) (region, city, browserVersion, osVersion string) {
+	if v%5 != 0 {
+		region = fmt.Sprintf("%s-%d", country, v%3)
+		if v%4 != 0 {
+			city = fmt.Sprint(5391959 + v%4)
+		}
+	}
+	if v%7 != 0 {
+		browserVersion = fmt.Sprintf("%d.0", 120+v%3)
+	}
+	if v%3 == 0 {
+		osVersion = "17.1"
+	}
+	return region, city, browserVersion, osVersion
+}
+
 // generate makes visitors with multi-page visits, bounces, engagement,
 // custom events, bots, visits across midnight UTC, late events (older
 // than the 48 h late window at base) and clicks, in a shuffled order
@@ -72,6 +91,7 @@ func generate(seed uint64) *genWorld {
 		}
 		bot := v%20 == 0
 		country, device, browser, os := pick(genCountries), pick(genDevices), pick(genBrowsers), pick(genOSes)
+		region, city, browserVersion, osVersion := genDetail(v, country)
 		visits := 1 + rng.IntN(3)
 		t := start.UnixMilli() + rng.Int64N(span)
 		if v%25 == 1 {
@@ -94,6 +114,7 @@ func generate(seed uint64) *genWorld {
 					Kind: ingest.KindPageview, ID: id(), Time: t, SiteID: genSite, Name: "pageview",
 					Path: pick(genPages), ReferrerHost: ref, UTMSource: utm, Country: country, Device: device,
 					Browser: browser, OS: os, Node: "edge-1", Region: "eu",
+					Subdivision: region, City: city, BrowserVersion: browserVersion, OSVersion: osVersion,
 				}
 				stamp(&ev)
 				if p > 0 {

@@ -175,7 +175,9 @@ func toPlausible(ev *ingest.Event, pe *plausible.Event) {
 		Time: ev.Time, Name: ev.Name, Path: ev.Path, Hash: ev.VisitorHash,
 		ReferrerHost: ev.ReferrerHost, UTMSource: ev.UTMSource, UTMMedium: ev.UTMMedium,
 		UTMCampaign: ev.UTMCampaign, UTMTerm: ev.UTMTerm, UTMContent: ev.UTMContent,
-		Country: ev.Country, Device: ev.Device, Browser: ev.Browser, OS: ev.OS,
+		Country: ev.Country, Region: ev.Subdivision, City: ev.City,
+		Device: ev.Device, Browser: ev.Browser, BrowserVersion: ev.BrowserVersion,
+		OS: ev.OS, OSVersion: ev.OSVersion,
 		EngagedMS: uint32(min(ev.EngagedMS, 1<<32-1)), ScrollDepth: ev.ScrollDepth,
 		Interactive: ev.Flags&ingest.FlagNonInteractive == 0,
 	}

@@ -44,6 +44,12 @@ const (
 	dimUTMContent = 'C'
 	dimSource     = 's'
 	dimChannel    = 'h'
+	// visitor detail: Plausible's visit:region (ISO 3166-2, "US-CA"),
+	// visit:city (GeoNames id), visit:browser_version, visit:os_version
+	dimRegion         = 'g'
+	dimCity           = 'y'
+	dimBrowserVersion = 'B'
+	dimOSVersion      = 'O'
 	// dimVisitorType is "new" or "returning": whether the visit is the
 	// visitor's first of its daily hash.
 	dimVisitorType = 'v'

@@ -30,6 +30,7 @@ var siteDims = map[string]byte{
 	"utm_source": dimUTMSource, "utm_medium": dimUTMMedium, "utm_campaign": dimUTMCampaign,
 	"utm_term": dimUTMTerm, "utm_content": dimUTMContent,
 	"country": dimCountry, "device": dimDevice, "browser": dimBrowser, "os": dimOS,
+	"region": dimRegion, "city": dimCity, "browser_version": dimBrowserVersion, "os_version": dimOSVersion,
 	"event": dimEventName, "channel": dimChannel, "visitor_type": dimVisitorType,
 }
 

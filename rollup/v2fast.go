@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,8 @@ var v2VisitDims = map[string]byte{
 	"visit:utm_source": dimUTMSource, "visit:utm_medium": dimUTMMedium, "visit:utm_campaign": dimUTMCampaign,
 	"visit:utm_term": dimUTMTerm, "visit:utm_content": dimUTMContent,
 	"visit:country": dimCountry, "visit:device": dimDevice, "visit:browser": dimBrowser, "visit:os": dimOS,
+	"visit:region": dimRegion, "visit:city": dimCity,
+	"visit:browser_version": dimBrowserVersion, "visit:os_version": dimOSVersion,
 	"visit:entry_page": dimEntryPage, "visit:exit_page": dimExitPage,
 }
 
@@ -305,10 +308,26 @@ func v2Label(dim, v string) string {
 		return "Direct / None"
 	case dim == "visit:channel":
 		return "Direct"
-	case strings.HasPrefix(dim, "visit:utm_"), dim == "visit:device", dim == "visit:browser", dim == "visit:os":
+	case strings.HasPrefix(dim, "visit:utm_"), dim == "visit:device", dim == "visit:browser", dim == "visit:os",
+		dim == "visit:browser_version", dim == "visit:os_version":
 		return "(not set)"
 	}
-	return v
+	return v // visit:region: "" as Plausible shows it; visit:city: see v2DimValue
+}
+
+// v2DimValue is a row's dimension value: a string, but visit:city is
+// Plausible's integer city_geoname_id (0 when unknown), as the raw engine
+// gives it.
+func v2DimValue(dim, label string) plausible.Value {
+	if dim == "visit:city" {
+		if label == "" {
+			return plausible.IntValue(0)
+		}
+		if n, err := strconv.ParseInt(label, 10, 64); err == nil {
+			return plausible.IntValue(n)
+		}
+	}
+	return plausible.StringValue(label)
 }
 
 // v2Result orders and pages the cells as q asks, and wraps them.
@@ -326,7 +345,7 @@ func (a *Aggregator) v2Result(q *plausible.Query, cells []v2Cell) *plausible.Res
 		c := &cells[i]
 		row := plausible.Row{Metrics: make([]plausible.Value, len(q.Metrics))}
 		if len(q.Dimensions) == 1 {
-			row.Dimensions = []plausible.Value{plausible.StringValue(c.label)}
+			row.Dimensions = []plausible.Value{v2DimValue(q.Dimensions[0], c.label)}
 		}
 		for j, m := range q.Metrics {
 			row.Metrics[j] = c.metric(m, page, sessions)

@@ -42,6 +42,10 @@ func checkV2Fast(t *testing.T, w *genWorld, visitorsAtLeast bool) {
 		`"metrics":["pageviews","events","visitors"],"dimensions":["time:day"]`,
 		`"metrics":["visits","bounce_rate","visit_duration"],"dimensions":["time:day"]`,
 		`"metrics":["visitors","visits"],"dimensions":["visit:device"],"order_by":[["visits","asc"]]`,
+		`"metrics":["visitors","visits","pageviews","bounce_rate"],"dimensions":["visit:region"]`,
+		`"metrics":["visits","visitors"],"dimensions":["visit:city"],"order_by":[["visit:city","desc"]]`,
+		`"metrics":["visits","visit_duration","visitors"],"dimensions":["visit:browser_version"]`,
+		`"metrics":["visits","events"],"dimensions":["visit:os_version"]`,
 	}
 	for _, dr := range ranges {
 		for _, shape := range shapes {

@@ -93,11 +93,15 @@ func (r *run) isLink() bool { return r.next != 0 }
 type visitAttrs struct {
 	referrer, utmSource, utmMedium, utmCampaign, utmTerm, utmContent string
 	country, device, browser, os                                     string
+	region, city, browserVersion, osVersion                          string
 }
 
-func (v *visitAttrs) fields() [10]*string {
-	return [10]*string{&v.referrer, &v.utmSource, &v.utmMedium, &v.utmCampaign, &v.utmTerm,
-		&v.utmContent, &v.country, &v.device, &v.browser, &v.os}
+// fields lists the attributes in the order the visitor state stores them
+// (appendVisitorState, decodeVisitorState).
+func (v *visitAttrs) fields() [14]*string {
+	return [14]*string{&v.referrer, &v.utmSource, &v.utmMedium, &v.utmCampaign, &v.utmTerm,
+		&v.utmContent, &v.country, &v.device, &v.browser, &v.os,
+		&v.region, &v.city, &v.browserVersion, &v.osVersion}
 }
 
 // source is the visit's source as Plausible names it (rollup/sources):
@@ -123,6 +127,7 @@ func runOf(ev *ingest.Event, hash uint64) run {
 		referrer: ev.ReferrerHost, utmSource: ev.UTMSource, utmMedium: ev.UTMMedium,
 		utmCampaign: ev.UTMCampaign, utmTerm: ev.UTMTerm, utmContent: ev.UTMContent,
 		country: ev.Country, device: ev.Device, browser: ev.Browser, os: ev.OS,
+		region: ev.Subdivision, city: ev.City, browserVersion: ev.BrowserVersion, osVersion: ev.OSVersion,
 	}}
 	switch ev.Kind {
 	case ingest.KindPageview:
@@ -191,7 +196,9 @@ func (r *run) visitVec() counters {
 // Visit-scoped dimensions, in the order visitDims lists them.
 var visitDimIDs = [...]byte{
 	dimReferrer, dimSource, dimChannel, dimUTMSource, dimUTMMedium, dimUTMCampaign, dimUTMTerm, dimUTMContent,
-	dimCountry, dimDevice, dimBrowser, dimOS, dimVisitorType, dimEntryPage, dimExitPage,
+	dimCountry, dimDevice, dimBrowser, dimOS,
+	dimRegion, dimCity, dimBrowserVersion, dimOSVersion,
+	dimVisitorType, dimEntryPage, dimExitPage, // entry and exit last: see nTupleDims
 }
 
 // Values of dimVisitorType.
@@ -213,7 +220,8 @@ func (r *run) visitDims() (vals [nVisitDims]string, ok [nVisitDims]bool) {
 		vt = visitorReturning
 	}
 	vals = [nVisitDims]string{strings.TrimPrefix(a.referrer, "www."), src, ch, a.utmSource, a.utmMedium, a.utmCampaign,
-		a.utmTerm, a.utmContent, a.country, a.device, a.browser, a.os, vt, r.entry, r.exit}
+		a.utmTerm, a.utmContent, a.country, a.device, a.browser, a.os,
+		a.region, a.city, a.browserVersion, a.osVersion, vt, r.entry, r.exit}
 	for i := range ok {
 		ok[i] = true
 	}

@@ -126,8 +126,8 @@
       breakdowns: [
         { title: 'Top pages', dims: [['page', 'Page'], ['entry_page', 'Entry page'], ['exit_page', 'Exit page']] },
         { title: 'Top sources', dims: [['source', 'Source'], ['channel', 'Channel'], ['referrer', 'Referrer'], ['utm_campaign', 'Campaign']] },
-        { title: 'Countries', dims: [['country', 'Country']] },
-        { title: 'Technology', dims: [['device', 'Device'], ['browser', 'Browser'], ['os', 'OS']] },
+        { title: 'Locations', dims: [['country', 'Country'], ['region', 'Region']] },
+        { title: 'Technology', dims: [['device', 'Device'], ['browser', 'Browser'], ['browser_version', 'Browser version'], ['os', 'OS'], ['os_version', 'OS version']] },
       ],
     },
   };
@@ -804,7 +804,7 @@
     } else if (!v) {
       // Plausible's labels for no value.
       text = { referrer: 'Direct / None', source: 'Direct / None', page: '(none)', entry_page: '(none)', exit_page: '(none)' }[dim] ||
-        (dim.startsWith('utm_') || ['device', 'browser', 'os', 'channel'].includes(dim) ? '(not set)' : 'Unknown');
+        (dim.startsWith('utm_') || ['device', 'browser', 'browser_version', 'os', 'os_version', 'channel'].includes(dim) ? '(not set)' : 'Unknown');
     } else if (dim === 'device') {
       text = v.charAt(0).toUpperCase() + v.slice(1);
     }

@@ -40,6 +40,13 @@
 //     "(none)", every visit:* dimension, time, time:hour, time:day,
 //     time:week (first week clamped to the range), time:month; several at
 //     once.
+//   - Visitor detail, end to end from the edge: visit:region (ISO 3166-2
+//     with the country prefix, "US-CA"; "" when unknown), visit:city (the
+//     GeoNames id, an integer in results and filters; 0 when unknown),
+//     visit:browser_version and visit:os_version ("major.minor", "(not
+//     set)" when unknown), from Event.Region, City, BrowserVersion and
+//     OSVersion, which the edge fills from its GeoIP city database and the
+//     user agent; the rollups answer them too.
 //   - Filters: is, is_not, contains, contains_not, matches, matches_not,
 //     case_sensitive (ASCII lower() on the value, full downcase of the
 //     clause, as Plausible), and, or, not, has_done, has_not_done,
@@ -64,6 +71,10 @@
 //     (Plausible adds the path).
 //   - visit:country_name, visit:region_name, visit:city_name come from
 //     Config.LocationName, else are empty.
+//   - visit:os_version is "(not set)" on every event Waymark's edge
+//     captures today: its user-agent parser reports no OS version.
+//     visit:region and visit:city need a city database in MaxMind's layout
+//     at the edge (make geoip); with a country database they stay empty.
 //   - visit:screen is visit:device. visit:entry_page_hostname and
 //     visit:exit_page_hostname work as dimensions (Plausible errors).
 //   - Counts are exact; Plausible's uniq() is approximate on large sets.
