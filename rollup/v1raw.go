@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,7 +42,8 @@ var v1ToV2Dims = map[string]string{
 	"utm_source": "visit:utm_source", "utm_medium": "visit:utm_medium", "utm_campaign": "visit:utm_campaign",
 	"utm_term": "visit:utm_term", "utm_content": "visit:utm_content",
 	"country": "visit:country", "device": "visit:device", "browser": "visit:browser", "os": "visit:os",
-	"event": "event:name",
+	"region": "visit:region", "city": "visit:city", "browser_version": "visit:browser_version",
+	"os_version": "visit:os_version", "event": "event:name",
 }
 
 // rawRow is one row of a raw answer: a time bucket's start (as Plausible
@@ -79,8 +81,16 @@ func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension stri
 			return nil, fmt.Errorf("%w: filter dimension %q", ErrUnsupportedQuery, f.Dimension)
 		}
 		pageScoped = pageScoped || f.Dimension == "page"
-		vals := make([]string, len(f.Values))
+		vals := make([]any, len(f.Values))
 		for i, v := range f.Values {
+			if d == "visit:city" { // Plausible's city values are GeoNames ids, integers
+				id, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%w: a city filter value is a GeoNames id, not %q", ErrUnsupportedQuery, v)
+				}
+				vals[i] = id
+				continue
+			}
 			vals[i] = v1ToV2Value(d, v)
 		}
 		fs = append(fs, []any{f.Op, d, vals, map[string]bool{"case_sensitive": f.Op != "contains"}})
@@ -123,7 +133,14 @@ func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension stri
 	for _, row := range res.Rows {
 		rr := rawRow{}
 		if len(row.Dimensions) > 0 {
-			rr.key = v2ToV1Value(dims[len(dims)-1], row.Dimensions[len(row.Dimensions)-1].Str)
+			last := row.Dimensions[len(row.Dimensions)-1]
+			rr.key = v2ToV1Value(dims[len(dims)-1], last.Str)
+			if last.Kind == plausible.Int { // visit:city; 0 is unknown
+				rr.key = ""
+				if last.Int != 0 {
+					rr.key = strconv.FormatInt(last.Int, 10)
+				}
+			}
 			if g != "" {
 				rr.key = row.Dimensions[0].Str
 			}

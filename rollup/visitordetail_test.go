@@ -162,4 +162,26 @@ func TestVisitorDetailV2(t *testing.T) {
 	if s := strings.Join(got, " "); s != `"US-CA":2/3 "":1/1 "DE-BE":1/1` {
 		t.Errorf("v1 region breakdown: got %s; want US-CA 2/3, then \"\" and DE-BE 1/1 (%s)", s, body)
 	}
+
+	// A filter on one of them with a breakdown by another is answered
+	// from the raw events: San Francisco's visitors by browser version
+	// (A: two visits on 120.0, B: one on 121.0), and Berlin's visit by
+	// city (C's visit keeps its first event's city).
+	for _, c := range []struct{ query, want string }{
+		{"dimension=browser_version&filters=city==5391959", `"120.0":1/2 "121.0":1/1`},
+		{"dimension=city&filters=region==DE-BE", `"2950159":1/1`},
+	} {
+		st, _, body := call(t, "GET", url+"/v1/sites/"+genSite+"/stats/breakdown?"+c.query+"&from=2026-11-29&to=2026-11-29", "key-a", "")
+		var bd SiteBreakdown
+		if err := json.Unmarshal(body, &bd); st != 200 || err != nil {
+			t.Fatalf("%s: got %d %s (%v)", c.query, st, body, err)
+		}
+		var got []string
+		for _, r := range bd.Results {
+			got = append(got, fmt.Sprintf("%q:%d/%d", r.Value, r.Visitors, r.Visits))
+		}
+		if s := strings.Join(got, " "); s != c.want {
+			t.Errorf("v1 breakdown %s: got %s; want %s (%s)", c.query, s, c.want, body)
+		}
+	}
 }
