@@ -10,7 +10,7 @@ import (
 
 // rollupMetrics are the waymark_rollup_* series of the rollup side.
 type rollupMetrics struct {
-	eventsLate      *metrics.Counter // stored raw only: past the late window
+	eventsLate      *metrics.Counter // older than the late window on arrival (folded all the same)
 	clickLimits     *metrics.Counter // OnClickLimit calls
 	visitorsEvicted *metrics.Counter
 	rebuiltDays     *metrics.Counter

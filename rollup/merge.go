@@ -222,6 +222,14 @@ func appendRowset(dst []byte, entries []rowEntry) []byte {
 // forEachRow calls fn for each entry of an encoded rowset, in value order.
 // The value aliases b.
 func forEachRow(b []byte, fn func(value []byte, c *counters) error) error {
+	return forEachRowPrefix(b, nil, fn)
+}
+
+// forEachRowPrefix is forEachRow for the entries whose value starts with
+// prefix: it stops at the first entry past them (values are sorted), so
+// reading a rowset's total row, which sorts first, decodes one entry, not
+// the thousands of pages beside it.
+func forEachRowPrefix(b, prefix []byte, fn func(value []byte, c *counters) error) error {
 	if len(b) == 0 || b[0] != rowsetVersion {
 		return fmt.Errorf("%w: rowset version", errBadOperand)
 	}
@@ -237,11 +245,17 @@ func forEachRow(b []byte, fn func(value []byte, c *counters) error) error {
 			return fmt.Errorf("%w: rowset value", errBadOperand)
 		}
 		value := b[k : k+int(l)]
+		if len(prefix) > 0 && !bytes.HasPrefix(value, prefix) && bytes.Compare(value, prefix) > 0 {
+			return nil // sorted: past every value with the prefix
+		}
 		rest, err := readCounters(b[k+int(l):], &c)
 		if err != nil {
 			return err
 		}
 		b = rest
+		if len(prefix) > 0 && !bytes.HasPrefix(value, prefix) {
+			continue
+		}
 		if err := fn(value, &c); err != nil {
 			return err
 		}

@@ -176,10 +176,7 @@ func (a *Aggregator) sumRows(kind byte, entity, dim string, h0, h1 uint32, cross
 			if err != nil {
 				return nil, false, fmt.Errorf("cannot read rollup %x: %w", kb, err)
 			}
-			err = forEachRow(v, func(comp []byte, c *counters) error {
-				if !bytes.HasPrefix(comp, []byte(dim)) {
-					return nil
-				}
+			err = forEachRowPrefix(v, []byte(dim), func(comp []byte, c *counters) error {
 				value := comp[len(dim):]
 				if match != nil && !match(string(value)) {
 					return nil

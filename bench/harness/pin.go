@@ -74,3 +74,15 @@ func Affinity(pid int) (string, error) {
 	}
 	return "", fmt.Errorf("cannot read the CPU affinity of %d: no Cpus_allowed_list in %s", pid, path)
 }
+
+// PinSelfOrExit pins the running benchmark to cpus when pin is set (see
+// PinSelf), and ends the process with cmd's error when it cannot.
+func PinSelfOrExit(cmd string, pin bool, cpus string) {
+	if !pin {
+		return
+	}
+	if err := PinSelf(cpus); err != nil {
+		fmt.Fprintln(os.Stderr, cmd+":", err)
+		os.Exit(1)
+	}
+}

@@ -1,11 +1,17 @@
 package harness
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The helpers in this file are for tests of the benchmarks.
@@ -53,4 +59,37 @@ func BuildWaymark(t testing.TB) string {
 		t.Fatalf("cannot build waymark: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// RunCommand runs a benchmark command's parse and run the way its main
+// does, for a test: args plus -out (and -pin=false on a one-CPU machine),
+// within timeout. It returns what the command printed and decodes the JSON
+// report it wrote into rep.
+func RunCommand[C any](t testing.TB, args []string, timeout time.Duration,
+	parse func([]string, io.Writer) (C, error), run func(context.Context, C, io.Writer) error, rep any) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out.json")
+	args = append(args, "-out", out)
+	if runtime.NumCPU() < 2 {
+		args = append(args, "-pin=false")
+	}
+	cfg, err := parse(args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var stdout strings.Builder
+	if err := run(ctx, cfg, &stdout); err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout.String())
+	}
+	t.Logf("output:\n%s", stdout.String())
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, rep); err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String()
 }

@@ -29,12 +29,7 @@ import (
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	harness.ExitOnFlagError(err)
-	if cfg.Pin {
-		if err := harness.PinSelf(cfg.LoadCPU); err != nil {
-			fmt.Fprintln(os.Stderr, "aggbench:", err)
-			os.Exit(1)
-		}
-	}
+	harness.PinSelfOrExit("aggbench", cfg.Pin, cfg.LoadCPU)
 	harness.RunMain("aggbench", nil, func(ctx context.Context) error {
 		return run(ctx, cfg, os.Stdout)
 	})

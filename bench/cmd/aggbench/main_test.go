@@ -1,13 +1,7 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,33 +27,12 @@ func TestRunNodeAndClickHouse(t *testing.T) {
 	if _, err := harness.FindClickHouse(""); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "out.json")
 	// One day: every event inside the node's late window, so all of them
 	// are rolled up.
 	args := []string{"-waymark", bin, "-events", "20000", "-days", "1", "-sites", "3", "-links", "20",
-		"-visitors", "2000", "-pages", "50", "-segment-events", "1000", "-segments-per-batch", "4", "-ch-batch", "7000", "-out", out}
-	if runtime.NumCPU() < 2 {
-		args = append(args, "-pin=false")
-	}
-	cfg, err := parseFlags(args, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var stdout strings.Builder
-	if err := run(ctx, cfg, &stdout); err != nil {
-		t.Fatalf("run: %v\n%s", err, stdout.String())
-	}
-	t.Logf("output:\n%s", stdout.String())
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+		"-visitors", "2000", "-pages", "50", "-segment-events", "1000", "-segments-per-batch", "4", "-ch-batch", "7000"}
 	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	harness.RunCommand(t, args, 2*time.Minute, parseFlags, run, &rep)
 	if rep.Generated != 20000 || len(rep.Sinks) != 2 {
 		t.Fatalf("generated %d, %d sinks; want 20000 and 2", rep.Generated, len(rep.Sinks))
 	}

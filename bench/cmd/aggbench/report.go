@@ -53,7 +53,7 @@ type SinkResult struct {
 	Counted           uint64  `json:"counted"`          // events it holds by its own count
 	CountOK           bool    `json:"count_ok"`         // Counted is what was sent
 	Stored            uint64  `json:"stored,omitempty"` // node: events_stored_total
-	Late              uint64  `json:"late,omitempty"`   // node: stored raw only, past the late window: in no rollup
+	Late              uint64  `json:"late,omitempty"`   // node: older than the late window on arrival (folded all the same)
 	Deduplicated      uint64  `json:"deduplicated,omitempty"`
 	Dropped           uint64  `json:"dropped,omitempty"` // node: expired or in the future
 }
@@ -116,7 +116,7 @@ func (r *Report) print(w io.Writer) {
 		if s.Target != sinkNode {
 			continue
 		}
-		fmt.Fprintf(w, "node: %d stored, of them %d (%.1f%%) past its late window, stored raw only and in no rollup; %d deduplicated, %d dropped (expired or future)\n",
+		fmt.Fprintf(w, "node: %d stored, of them %d (%.1f%%) older than its late window on arrival (folded all the same); %d deduplicated, %d dropped (expired or future)\n",
 			s.Stored, s.Late, 100*harness.Ratio(float64(s.Late), float64(s.Stored)), s.Deduplicated, s.Dropped)
 		if s.Late > 0 {
 			fmt.Fprintln(w, "  its figure covers the rollup work of the other events only; -days 1 keeps the stream inside the window")

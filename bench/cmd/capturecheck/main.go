@@ -33,12 +33,7 @@ var errMissed = errors.New("capture missed its target")
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	harness.ExitOnFlagError(err)
-	if cfg.Pin {
-		if err := harness.PinSelf(cfg.LoadCPU); err != nil {
-			fmt.Fprintln(os.Stderr, "capturecheck:", err)
-			os.Exit(1)
-		}
-	}
+	harness.PinSelfOrExit("capturecheck", cfg.Pin, cfg.LoadCPU)
 	harness.RunMain("capturecheck", errMissed, func(ctx context.Context) error {
 		return run(ctx, cfg, os.Stdout)
 	})

@@ -1,13 +1,7 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -49,30 +43,9 @@ func TestRunAgainstRealNode(t *testing.T) {
 	if _, err := harness.FindWrk(""); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "out.json")
-	args := []string{"-waymark", bin, "-links", "10", "-visitors", "200", "-conns", "4", "-duration", "1s", "-settle-timeout", "60s", "-out", out}
-	if runtime.NumCPU() < 2 {
-		args = append(args, "-pin=false")
-	}
-	cfg, err := parseFlags(args, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var stdout strings.Builder
-	if err := run(ctx, cfg, &stdout); err != nil {
-		t.Fatalf("run: %v\n%s", err, stdout.String())
-	}
-	t.Logf("output:\n%s", stdout.String())
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	args := []string{"-waymark", bin, "-links", "10", "-visitors", "200", "-conns", "4", "-duration", "1s", "-settle-timeout", "60s"}
 	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	harness.RunCommand(t, args, 2*time.Minute, parseFlags, run, &rep)
 	if rep.Written == 0 || rep.Offered != rep.Written+rep.Dropped {
 		t.Errorf("written %d, dropped %d, offered %d; want clicks written and offered = written + dropped", rep.Written, rep.Dropped, rep.Offered)
 	}

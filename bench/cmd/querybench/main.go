@@ -28,12 +28,7 @@ import (
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	harness.ExitOnFlagError(err)
-	if cfg.Pin {
-		if err := harness.PinSelf(cfg.LoadCPU); err != nil {
-			fmt.Fprintln(os.Stderr, "querybench:", err)
-			os.Exit(1)
-		}
-	}
+	harness.PinSelfOrExit("querybench", cfg.Pin, cfg.LoadCPU)
 	harness.RunMain("querybench", nil, func(ctx context.Context) error {
 		return run(ctx, cfg, os.Stdout)
 	})

@@ -1,14 +1,8 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -82,30 +76,9 @@ func TestRunOneDay(t *testing.T) {
 	if _, err := harness.FindClickHouse(""); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "out.json")
-	args := []string{"-waymark", bin, "-scale", "0.002", "-days", "1", "-reps", "50", "-pages", "100", "-segment-events", "500", "-out", out}
-	if runtime.NumCPU() < 2 {
-		args = append(args, "-pin=false")
-	}
-	cfg, err := parseFlags(args, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var stdout strings.Builder
-	if err := run(ctx, cfg, &stdout); err != nil {
-		t.Fatalf("run: %v\n%s", err, stdout.String())
-	}
-	t.Logf("output:\n%s", stdout.String())
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	args := []string{"-waymark", bin, "-scale", "0.002", "-days", "1", "-reps", "50", "-pages", "100", "-segment-events", "500"}
 	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	harness.RunCommand(t, args, 2*time.Minute, parseFlags, run, &rep)
 	if len(rep.Queries) != 4 || rep.NodeLoad.Events != 4000 || rep.NodeLate != 0 {
 		t.Fatalf("%d queries, %d events loaded, %d late; want 4, 4000, 0", len(rep.Queries), rep.NodeLoad.Events, rep.NodeLate)
 	}

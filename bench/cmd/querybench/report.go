@@ -25,7 +25,7 @@ type Report struct {
 	ClickHouseVersion string        `json:"clickhouse_version"`
 	ClickHousePid     int           `json:"clickhouse_pid"`
 	NodeLoad          LoadFigures   `json:"node_load"`
-	NodeLate          uint64        `json:"node_late"` // events stored raw only, past the node's late window
+	NodeLate          uint64        `json:"node_late"` // events older than the node's late window on arrival (folded all the same)
 	ClickHouseLoad    LoadFigures   `json:"clickhouse_load"`
 	IdleWaitSeconds   float64       `json:"idle_wait_seconds"`
 	StartedIdle       bool          `json:"started_idle"`
@@ -108,6 +108,6 @@ func (r *Report) print(w io.Writer) {
 		}
 	}
 	if r.NodeLate > 0 {
-		fmt.Fprintf(w, "the node stored %d of the events raw only (older than its late window when they arrived): they are in no rollup, so its series and breakdowns leave them out\n", r.NodeLate)
+		fmt.Fprintf(w, "%d of the events were older than the node's late window when they arrived (a backfill); they are folded into the rollups all the same\n", r.NodeLate)
 	}
 }

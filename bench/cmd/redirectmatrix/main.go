@@ -48,13 +48,8 @@ func main() {
 	harness.ServeChildIfAsked("redirectmatrix", serveBaselineFlag, harness.BaselineChildMain)
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	harness.ExitOnFlagError(err)
-	if cfg.Pin {
-		// The load generator is this process: pin it before anything runs.
-		if err := harness.PinSelf(cfg.LoadCPU); err != nil {
-			fmt.Fprintln(os.Stderr, "redirectmatrix:", err)
-			os.Exit(1)
-		}
-	}
+	// The load generator is this process: pin it before anything runs.
+	harness.PinSelfOrExit("redirectmatrix", cfg.Pin, cfg.LoadCPU)
 	cfg.Baseline = harness.SelfChild("redirectmatrix", targetFloor, serveBaselineFlag)
 	harness.RunMain("redirectmatrix", nil, func(ctx context.Context) error {
 		return run(ctx, cfg, os.Stdout)
