@@ -79,6 +79,8 @@ type Aggregator struct {
 	// to OnClickLimit, so it fires once per code until the limit changes.
 	limitsMu sync.Mutex
 	limits   map[string]int64
+	// limitCache holds links' click limits for limitTTL (apply holds mu).
+	limitCache map[string]cachedLimit
 
 	stop chan struct{}
 	done chan struct{}
@@ -132,9 +134,9 @@ func Open(cfg Config) (*Aggregator, error) {
 		days:     make(map[day]dayStat),
 		gens:     make(map[day]uint64),
 		sketches: newSketchCache(sketchCacheBytes, cfg.Now),
-		limits:   make(map[string]int64),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		limits:   make(map[string]int64), limitCache: make(map[string]cachedLimit),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
 	}
 	fail := func(err error) (*Aggregator, error) {
 		db.Close()

@@ -3,6 +3,7 @@ package rollup
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/cockroachdb/pebble/v2"
@@ -45,12 +46,12 @@ func (a *Aggregator) checkClickLimits(d *delta) {
 			continue
 		}
 		code := e[2:]
-		l, ok := a.cfg.Links(code)
-		if !ok || l.ClickLimit <= 0 {
+		limit := a.clickLimitOf(code)
+		if limit <= 0 {
 			continue
 		}
 		a.limitsMu.Lock()
-		fired := a.limits[code] == l.ClickLimit
+		fired := a.limits[code] == limit
 		a.limitsMu.Unlock()
 		if fired {
 			continue
@@ -60,14 +61,14 @@ func (a *Aggregator) checkClickLimits(d *delta) {
 			a.log.Error("cannot read clicks for the click limit", "code", code, "err", err)
 			continue
 		}
-		if clicks < l.ClickLimit {
+		if clicks < limit {
 			continue
 		}
 		a.limitsMu.Lock()
-		a.limits[code] = l.ClickLimit
+		a.limits[code] = limit
 		a.limitsMu.Unlock()
 		a.rm.clickLimits.Inc()
-		a.log.Info("click limit reached", "code", code, "limit", l.ClickLimit, "clicks", clicks)
+		a.log.Info("click limit reached", "code", code, "limit", limit, "clicks", clicks)
 		go a.cfg.OnClickLimit(code)
 	}
 }
@@ -100,4 +101,36 @@ func (a *Aggregator) linkClicks(code string) (int64, error) {
 		return nil
 	})
 	return out, err
+}
+
+// limitTTL is how long a link's click limit is taken from the cache: a
+// batch touches thousands of links, and reading each one's record after
+// every commit was a tenth of a busy node's CPU. A limit set on a link is
+// seen within limitTTL.
+const limitTTL = 10 * time.Second
+
+// maxCachedLimits bounds the cache; past it, it starts again empty.
+const maxCachedLimits = 1 << 20
+
+type cachedLimit struct {
+	limit int64
+	until time.Time
+}
+
+// clickLimitOf returns a link's click limit (0: none), from the cache
+// when it is fresh. Only apply calls it, under a.mu.
+func (a *Aggregator) clickLimitOf(code string) int64 {
+	now := a.cfg.Now()
+	if c, ok := a.limitCache[code]; ok && now.Before(c.until) {
+		return c.limit
+	}
+	var limit int64
+	if l, ok := a.cfg.Links(code); ok {
+		limit = l.ClickLimit
+	}
+	if len(a.limitCache) >= maxCachedLimits {
+		clear(a.limitCache)
+	}
+	a.limitCache[code] = cachedLimit{limit, now.Add(limitTTL)}
+	return limit
 }
