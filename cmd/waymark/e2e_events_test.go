@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,31 +54,23 @@ func shippedAll(t *testing.T, base string) bool {
 }
 
 // TestE2EEventsExactlyOnce runs an edge node and a separate aggregator node
-// as real processes sharing a cluster key: every redirect and event lands
-// exactly once in the raw store, across an aggregator outage and a SIGKILL
-// of the edge.
+// as real processes in one cluster: every redirect and event lands exactly
+// once in the raw store and in the rollups the stats API reads, across an
+// aggregator outage and a SIGKILL of the edge.
 func TestE2EEventsExactlyOnce(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "cluster-key")
-	out, _, code := runCLI(t, nil, "keygen")
-	if code != 0 {
-		t.Fatal("keygen failed")
-	}
-	if err := os.WriteFile(keyFile, []byte(out), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	aggDir := t.TempDir()
-	aggArgs := []string{"--dev", "--role", "voter,aggregator", "--cluster-key-file", keyFile, "--admin-addr", "127.0.0.1:0"}
-	agg := startNode(t, aggDir, append(aggArgs, "--http-addr", "127.0.0.1:0")...)
-	aggHTTP := agg.http
-
-	edgeDir := t.TempDir()
-	edgeArgs := []string{"--dev", "--role", "voter,edge", "--cluster-key-file", keyFile, "--admin-addr", "127.0.0.1:0",
-		"--http-addr", "127.0.0.1:0", "--aggregator-url", "http://" + aggHTTP, "--ingest-ip-rate", "100000"}
-	edge := startNode(t, edgeDir, edgeArgs...)
+	// One cluster: the aggregator is its only voter, the edge a non-voter
+	// that replicates the link table and ships to the aggregator, so the
+	// stats API answers for the edge's links and sites.
+	c := newCluster(t)
+	agg := c.start("agg", "us", "voter,aggregator", "", "--bootstrap-expect", "1")
+	edge := c.start("edge", "us", "edge", agg.gossip, "--aggregator-url", "http://"+agg.http, "--ingest-ip-rate", "100000")
 	base := "http://" + edge.http
-	waitFor(t, "edge ready", 30*time.Second, func() bool { return do(t, "GET", base+"/readyz", "", "").status == 200 })
-	var key string
-	waitFor(t, "dev key", 30*time.Second, func() bool { key = readKeyMaybe(filepath.Join(edgeDir, "dev-api-key")); return key != "" })
+	waitFor(t, "edge ready", 60*time.Second, func() bool { return ready(t, edge) })
+	key, _, code := runCLI(t, c.env("agg"), "owners", "create", "alice")
+	key = strings.TrimSpace(key)
+	if code != 0 || !strings.HasPrefix(key, "wm_") {
+		t.Fatalf("owners create: exit %d %q", code, key)
+	}
 
 	code1 := do(t, "POST", base+"/v1/links", key, `{"url":"https://dest.example/"}`).json(t)["code"].(string)
 	site := do(t, "POST", base+"/v1/sites", key, `{"domain":"shop.example","timezone":"Europe/Berlin"}`)
@@ -91,7 +82,7 @@ func TestE2EEventsExactlyOnce(t *testing.T) {
 	clicks := func(n int) int {
 		ok := 0
 		for i := 0; i < n; i++ {
-			r := do(t, "GET", base+"/"+code1+"?utm_source=e2e", "", "", "User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0")
+			r := do(t, "GET", base+"/"+code1+"?utm_source=e2e", "", "", "User-Agent", firefox)
 			if r.status == 302 {
 				ok++
 			}
@@ -102,7 +93,7 @@ func TestE2EEventsExactlyOnce(t *testing.T) {
 		for i := 0; i < n; i++ {
 			body := fmt.Sprintf(`{"n":"pageview","u":"https://shop.example/p/%d?x=1","d":"shop.example","r":"https://ref.example/a/b"}`, i)
 			r := do(t, "POST", base+"/api/event", "", body, "Content-Type", "text/plain", "Origin", "https://shop.example",
-				"User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0")
+				"User-Agent", firefox)
 			if r.status != 202 || r.header.Get("X-Waymark-Dropped") != "" {
 				t.Fatalf("event: got %d dropped %q: %s", r.status, r.header.Get("X-Waymark-Dropped"), r.body)
 			}
@@ -123,6 +114,9 @@ func TestE2EEventsExactlyOnce(t *testing.T) {
 	if got := eventsCount(t, agg, "--site", siteID); got != M {
 		t.Fatalf("events of site %s: got %d; want %d", siteID, got, M)
 	}
+	// The rollups hold the same, in the same batches: N clicks from one
+	// visitor (one user agent, one address), and M pageviews of one visit.
+	checkRollups(t, base, key, code1, siteID, N, M)
 
 	// Aggregator down while clicks keep coming: still exactly once.
 	agg.stop(t)
@@ -130,12 +124,13 @@ func TestE2EEventsExactlyOnce(t *testing.T) {
 	if got := clicks(N2); got != N2 {
 		t.Fatalf("redirects with the aggregator down: %d of %d answered 302", got, N2)
 	}
-	agg = startNode(t, aggDir, append(aggArgs, "--http-addr", aggHTTP)...)
+	agg = c.restart("agg")
 	waitFor(t, "events after the aggregator restart", 60*time.Second, func() bool { return eventsCount(t, agg) == N+M+N2 })
 	waitFor(t, "edge shipped everything", 30*time.Second, func() bool { return shippedAll(t, base) })
 	if got := eventsCount(t, agg); got != N+M+N2 {
 		t.Fatalf("after the outage: got %d; want %d", got, N+M+N2)
 	}
+	checkRollups(t, base, key, code1, siteID, N+N2, M)
 
 	// SIGKILL the edge while it writes: nothing counted twice, and the loss
 	// is bounded by the group-fsync window (200 ms of clicks).
@@ -153,7 +148,9 @@ func TestE2EEventsExactlyOnce(t *testing.T) {
 				return
 			default:
 			}
-			resp, err := client.Get(base + "/" + code1)
+			req, _ := http.NewRequest("GET", base+"/"+code1, nil)
+			req.Header.Set("User-Agent", firefox) // Go's own agent is counted as a bot
+			resp, err := client.Do(req)
 			if err != nil {
 				return // the edge is gone
 			}
@@ -177,8 +174,7 @@ func TestE2EEventsExactlyOnce(t *testing.T) {
 	close(stopClicks)
 	wg.Wait()
 	before := N + M + N2
-	edge = startNode(t, edgeDir, edgeArgs...)
-	base = "http://" + edge.http
+	edge = c.restart("edge")
 	// Counters restart with the process, so wait for "nothing pending" and
 	// a count that has stopped moving.
 	last := -1
@@ -204,6 +200,34 @@ func TestE2EEventsExactlyOnce(t *testing.T) {
 	}
 	if lost := len(acks) - stored; lost > inWindow {
 		t.Fatalf("after SIGKILL: lost %d clicks; more than the %d acknowledged inside the fsync window", lost, inWindow)
+	}
+	checkRollups(t, base, key, code1, siteID, N+N2+stored, M)
+}
+
+const firefox = "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0"
+
+// checkRollups checks the stats API (the rollups, not the raw store): the
+// link's clicks and unique visitors, and the site's pageviews, visits and
+// visitors, over the days around now.
+func checkRollups(t *testing.T, base, key, code, siteID string, clicks, pageviews int) {
+	t.Helper()
+	now := time.Now().UTC()
+	rng := "from=" + now.AddDate(0, 0, -1).Format(time.DateOnly) + "&to=" + now.AddDate(0, 0, 1).Format(time.DateOnly) + "&tz=UTC"
+	link := do(t, "GET", base+"/v1/links/"+code+"/stats?granularity=day&"+rng, key, "")
+	if link.status != 200 {
+		t.Fatalf("link stats: got %d %s", link.status, link.body)
+	}
+	totals := link.json(t)["totals"].(map[string]any)
+	if got, v := int(totals["clicks"].(float64)), int(totals["unique_visitors"].(float64)); got != clicks || v != 1 {
+		t.Fatalf("link stats: %d clicks from %d visitors; want %d from 1 (%s)", got, v, clicks, link.body)
+	}
+	site := do(t, "GET", base+"/v1/sites/"+siteID+"/stats/aggregate?"+rng, key, "")
+	if site.status != 200 {
+		t.Fatalf("site stats: got %d %s", site.status, site.body)
+	}
+	m := site.json(t)
+	if pv, vs, v := int(m["pageviews"].(float64)), int(m["visits"].(float64)), int(m["visitors"].(float64)); pv != pageviews || vs != 1 || v != 1 {
+		t.Fatalf("site stats: %d pageviews, %d visits, %d visitors; want %d, 1, 1 (%s)", pv, vs, v, pageviews, site.body)
 	}
 }
 
