@@ -91,7 +91,7 @@
 //     metric_warnings, the native_stats_start_at clamp, the custom props
 //     plan check.
 //
-// # Choices where Plausible has quirks (spec §12)
+// # Choices where Plausible has quirks
 //
 //   - event:name with is_not, contains, contains_not, matches or
 //     matches_not works as on any other dimension; Plausible's SQL builder

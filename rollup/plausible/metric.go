@@ -3,7 +3,7 @@ package plausible
 import "math"
 
 // ClickHouse rounds Float64 half to even; round(x, 2) scales, rounds and
-// scales back in binary float (stats/sql/expression.ex, §1.0 of the spec).
+// scales back in binary float (stats/sql/expression.ex).
 func roundEven(x float64) float64 { return math.RoundToEven(x) }
 
 func round2(x float64) float64 { return math.RoundToEven(x*100) / 100 }
