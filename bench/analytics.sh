@@ -1,0 +1,40 @@
+#!/bin/sh
+# The analytics benchmarks of issue 8, one after the other on one build:
+# redirects with and without capture (five servers), capture at saturation,
+# aggregation against ClickHouse (1 day and 30 days of events), event
+# ingest against a bare 202 server, and 30-day queries against ClickHouse.
+# Needs nginx-light, wrk, clickhouse-server and taskset (see .ci/run).
+# Each writes its table to stdout and bench/out/NAME.json; the whole run
+# takes about 45 minutes on two cores (querybench alone about 30).
+#
+#   bench/analytics.sh              # everything
+#   bench/analytics.sh aggbench     # only the named benchmarks
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+mkdir -p bench/out
+go build -o bin/waymark ./cmd/waymark
+
+run() {
+	name=$1
+	cmd=$2
+	shift 2
+	echo "=== $name: $cmd $* ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg))"
+	go run "./bench/cmd/$cmd" -waymark bin/waymark -out "bench/out/$name.json" "$@"
+}
+
+want="${*:-redirectmatrix capturecheck aggbench-1d aggbench-30d eventbench querybench}"
+for name in $want; do
+	case "$name" in
+	redirectmatrix) run redirectmatrix redirectmatrix ;;
+	capturecheck) run capturecheck capturecheck ;;
+	aggbench-1d) run aggbench-1d aggbench -events 2000000 -days 1 ;;
+	aggbench-30d) run aggbench-30d aggbench -events 2000000 ;;
+	eventbench) run eventbench eventbench -duration 5s -rounds 3 -sites 64 -settle-timeout 30s ;;
+	querybench) run querybench querybench ;;
+	*)
+		echo "unknown benchmark $name (want redirectmatrix, capturecheck, aggbench-1d, aggbench-30d, eventbench, querybench)" >&2
+		exit 2
+		;;
+	esac
+done
