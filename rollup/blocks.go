@@ -113,6 +113,17 @@ func blockSpan(key, v []byte) (count uint64, first, last int64, err error) {
 
 // forEachInBlock decodes every event of a block into ev and calls fn.
 func forEachInBlock(key, v []byte, ev *ingest.Event, fn func(ev *ingest.Event) error) error {
+	return forEachRecord(key, v, func(rec []byte) error {
+		if err := ingest.DecodeEvent(rec, ev); err != nil {
+			return fmt.Errorf("cannot read raw block %x: %w", key, err)
+		}
+		return fn(ev)
+	})
+}
+
+// forEachRecord calls fn with each encoded event of a block, so a caller
+// can skip records before decoding them.
+func forEachRecord(key, v []byte, fn func(rec []byte) error) error {
 	count, _, _, err := blockSpan(key, v)
 	if err != nil {
 		return err
@@ -125,10 +136,7 @@ func forEachInBlock(key, v []byte, ev *ingest.Event, fn func(ev *ingest.Event) e
 		if k <= 0 || n > uint64(len(b)-k) {
 			return fmt.Errorf("cannot read raw block %x: bad record", key)
 		}
-		if err := ingest.DecodeEvent(b[k:k+int(n)], ev); err != nil {
-			return fmt.Errorf("cannot read raw block %x: %w", key, err)
-		}
-		if err := fn(ev); err != nil {
+		if err := fn(b[k : k+int(n)]); err != nil {
 			return err
 		}
 		b = b[k+int(n):]

@@ -270,29 +270,6 @@ func (a *Aggregator) lastClickIn(code string, h uint32, limit int64) (int64, err
 	return newest, it.Error()
 }
 
-// forEachRecord calls fn with each encoded event of a block (the framing
-// forEachInBlock decodes), so a caller can skip records before decoding.
-func forEachRecord(key, v []byte, fn func(rec []byte) error) error {
-	count, _, _, err := blockSpan(key, v)
-	if err != nil {
-		return err
-	}
-	_, k := binary.Uvarint(v[1:])
-	_, k2 := binary.Varint(v[1+k:])
-	b := v[1+k+k2:]
-	for range count {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)-k) {
-			return fmt.Errorf("cannot read raw block %x: bad record", key)
-		}
-		if err := fn(b[k : k+int(n)]); err != nil {
-			return err
-		}
-		b = b[k+int(n):]
-	}
-	return nil
-}
-
 // hourTotals calls fn with the total row (dimTotal) of an entity for every
 // hour in [h0, h1) of an hour-sized tier (granHour, or granCross for the
 // crossing rows at each boundary) that has one. Hours older than the hour
