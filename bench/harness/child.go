@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,6 +49,11 @@ type ChildConfig struct {
 	// Args...`, and taskset execs Path in place, so Pid is Path's own.
 	// Without it the child inherits the harness's affinity.
 	CPUs string
+
+	// Nice, when above zero, starts the process at that niceness (`nice
+	// -n Nice`, which also execs in place): a helper that stands for
+	// another machine then takes only CPU time nothing else wants.
+	Nice int
 }
 
 // Child is a running process in its own process group. Its stdout and stderr
@@ -89,6 +95,13 @@ func StartChild(cfg ChildConfig) (*Child, error) {
 			return nil, fmt.Errorf("cannot pin %s to CPU %s: %w", cfg.Name, cfg.CPUs, err)
 		}
 		path, args = taskset, append([]string{"-c", cfg.CPUs, cfg.Path}, cfg.Args...)
+	}
+	if cfg.Nice > 0 {
+		nice, err := exec.LookPath("nice")
+		if err != nil {
+			return nil, fmt.Errorf("cannot start %s at niceness %d: %w", cfg.Name, cfg.Nice, err)
+		}
+		path, args = nice, append([]string{"-n", strconv.Itoa(cfg.Nice), path}, args...)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {

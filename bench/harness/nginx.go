@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -68,11 +69,22 @@ func RenderNginxConfig(c NginxConfig) ([]byte, error) {
 	b.WriteString("    keepalive_requests 1000000000;\n    keepalive_timeout 300s;\n")
 	fmt.Fprintf(&b, "    map_hash_max_size %d;\n    map_hash_bucket_size 128;\n", mapHashSize(len(c.Routes)))
 	b.WriteString("    map $uri $dest {\n        default \"\";\n")
+	// A map's string keys match case-insensitively, and short codes are
+	// case-sensitive: paths that differ only in case become exact,
+	// case-sensitive regexes (nginx refuses the duplicate keys otherwise).
+	folded := make(map[string]int, len(c.Routes))
+	for _, r := range c.Routes {
+		folded[strings.ToLower(r.Path)]++
+	}
 	for _, r := range c.Routes {
 		if !strings.HasPrefix(r.Path, "/") || r.Location == "" || strings.Contains(r.Path+r.Location, "$") {
 			return nil, fmt.Errorf("cannot render nginx config: route %q -> %q needs a path starting with / and a location, neither with a $", r.Path, r.Location)
 		}
-		fmt.Fprintf(&b, "        %s %s;\n", nginxQuote(r.Path), nginxQuote(r.Location))
+		key := r.Path
+		if folded[strings.ToLower(r.Path)] > 1 {
+			key = "~^" + regexp.QuoteMeta(r.Path) + "$"
+		}
+		fmt.Fprintf(&b, "        %s %s;\n", nginxQuote(key), nginxQuote(r.Location))
 	}
 	b.WriteString("    }\n")
 	fmt.Fprintf(&b, "    server {\n        listen 127.0.0.1:%d;\n        location / {\n", c.Port)

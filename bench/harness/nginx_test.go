@@ -81,8 +81,10 @@ func TestStartNginxAnswersACode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := StartNginx(ctx, NginxOptions{
-		Dir:          t.TempDir(),
-		Routes:       []NginxRoute{{"/abc1234", "https://example.com/p/0"}, {"/zz99", "https://example.com/p/1"}},
+		Dir: t.TempDir(),
+		Routes: []NginxRoute{{"/abc1234", "https://example.com/p/0"}, {"/zz99", "https://example.com/p/1"},
+			// Codes are case-sensitive; nginx's map keys are not.
+			{"/AbC1234", "https://example.com/p/2"}},
 		CacheControl: "private, max-age=60",
 	})
 	if err != nil {
@@ -101,6 +103,24 @@ func TestStartNginxAnswersACode(t *testing.T) {
 	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "https://example.com/p/1" || resp.Header.Get("Cache-Control") != "private, max-age=60" {
 		t.Errorf("GET /zz99: %s, Location %q, Cache-Control %q; want 302 to https://example.com/p/1, private, max-age=60",
 			resp.Status, resp.Header.Get("Location"), resp.Header.Get("Cache-Control"))
+	}
+	for path, want := range map[string]string{"/abc1234": "https://example.com/p/0", "/AbC1234": "https://example.com/p/2"} {
+		resp, err := client.Get("http://" + n.Addr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != want {
+			t.Errorf("GET %s: %s, Location %q; want 302 to %s", path, resp.Status, resp.Header.Get("Location"), want)
+		}
+	}
+	resp, err = client.Get("http://" + n.Addr + "/ABC1234")
+	if err != nil {
+		t.Fatalf("GET /ABC1234: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /ABC1234: %s; want 404 (no such code in that case)", resp.Status)
 	}
 	resp, err = client.Get("http://" + n.Addr + "/nope")
 	if err != nil {

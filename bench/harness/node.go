@@ -25,6 +25,7 @@ type NodeConfig struct {
 	Echo         io.Writer     // optional copy of the node's log
 	StartTimeout time.Duration // for the address, /readyz and the API key; zero means 60 s
 	CPUs         string        // taskset CPU list to pin the node to, or empty
+	Nice         int           // niceness to start it at (ChildConfig.Nice), or 0
 	Name         string        // label of its log lines and errors; empty means "node"
 }
 
@@ -61,6 +62,7 @@ func StartDevNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		Env:  cfg.Env,
 		Echo: cfg.Echo,
 		CPUs: cfg.CPUs,
+		Nice: cfg.Nice,
 		// Leave the node time to flush Pebble and close Raft cleanly.
 		StopGrace: 10 * time.Second,
 	})

@@ -97,7 +97,7 @@ func (r *Report) print(w io.Writer) {
 	fmt.Fprintln(w, "| query | node p50 | node p99 | ClickHouse p50 | ClickHouse p99 | node ÷ ClickHouse (p50, p99) | node answer | ClickHouse answer |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, q := range r.Queries {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.1f, %.1f | %s | %s |\n", q.Name,
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.4f, %.4f | %s | %s |\n", q.Name,
 			harness.FormatMicros(q.NodeP50Micros), harness.FormatMicros(q.NodeP99Micros),
 			harness.FormatMicros(q.ClickHouseP50Micros), harness.FormatMicros(q.ClickHouseP99Micros),
 			q.P50Ratio, q.P99Ratio, q.NodeCheck, q.ClickHouseCheck)

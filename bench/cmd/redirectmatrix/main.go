@@ -5,7 +5,9 @@
 // worker, a `map` of the same codes), `waymark node --dev` with click
 // capture off and on, and a `--role voter,edge` node with capture on that
 // ships to a separate aggregator process. The server under test is pinned
-// to one CPU and the load generator to another; every figure is reported
+// to one CPU and the load generator to another (the edge's aggregator
+// shares the load generator's CPU at nice 19: it stands for another
+// machine and catches up between rounds); every figure is reported
 // with its ratio to the floor measured in the same round.
 //
 // Usage:
@@ -72,14 +74,18 @@ type config struct {
 	ServerCPU     string // where every server under test runs
 	LoadCPU       string // where this process (the load generator) runs
 	AggregatorCPU string // where the edge's separate aggregator runs; empty: unpinned
-	IdleTimeout   time.Duration
-	IdleShare     float64
-	IdleSample    time.Duration // zero: 1 s (tests shorten it)
-	Prime         bool
-	Out           string
-	Verbose       bool
-	StartTimeout  time.Duration
-	Seed          uint64
+	// AggregatorNice is the niceness of the edge's aggregator: it stands
+	// for another machine, so on the load generator's CPU it must not take
+	// the time wrk needs (it catches up between rounds).
+	AggregatorNice int
+	IdleTimeout    time.Duration
+	IdleShare      float64
+	IdleSample     time.Duration // zero: 1 s (tests shorten it)
+	Prime          bool
+	Out            string
+	Verbose        bool
+	StartTimeout   time.Duration
+	Seed           uint64
 
 	Baseline harness.ChildConfig // how to start the floor child
 	LogOut   io.Writer           // child output when Verbose; stderr in main
@@ -104,6 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.ServerCPU, "server-cpu", "0", "CPU of the server under test (with -pin)")
 	fs.StringVar(&cfg.LoadCPU, "load-cpu", "1", "CPU of the load generator (with -pin)")
 	fs.StringVar(&cfg.AggregatorCPU, "aggregator-cpu", "1", "CPU of the edge's separate aggregator (with -pin); empty leaves it unpinned")
+	fs.IntVar(&cfg.AggregatorNice, "aggregator-nice", 19, "niceness of the edge's separate aggregator (0 to 19), so that it takes only CPU time the load generator leaves")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 3*time.Minute, "how long to wait before each run for every server to be idle (a node still aggregating its last run's clicks)")
 	fs.Float64Var(&cfg.IdleShare, "idle-share", 0.05, "idle means all servers together used less than this share of one CPU over 1 s")
 	fs.BoolVar(&cfg.Prime, "prime", true, "request every link once on every server before the first round")
@@ -132,6 +139,8 @@ func (c *config) validate() error {
 	switch {
 	case len(c.Targets) == 0:
 		return fmt.Errorf("-targets is empty")
+	case c.AggregatorNice < 0 || c.AggregatorNice > 19:
+		return fmt.Errorf("-aggregator-nice must be 0 to 19, got %d", c.AggregatorNice)
 	case len(slices.Compact(slices.Sorted(slices.Values(c.Targets)))) != len(c.Targets):
 		return fmt.Errorf("-targets names a target twice: %q", c.Targets)
 	case c.Links <= 0 || c.LoadWorkers <= 0 || c.Conns <= 0:

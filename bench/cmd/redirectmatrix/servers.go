@@ -141,7 +141,7 @@ func startFleet(ctx context.Context, cfg config, echo, out io.Writer) (*fleet, e
 }
 
 func (f *fleet) startDevNode(ctx context.Context, cfg config, bin string, echo io.Writer, name, what string, args ...string) (*server, []string, error) {
-	n, err := f.node(ctx, cfg, bin, echo, name, cfg.ServerCPU, append(append(args, nodeWriteRate...), cfg.NodeArgs...))
+	n, err := f.node(ctx, cfg, bin, echo, name, cfg.ServerCPU, 0, append(append(args, nodeWriteRate...), cfg.NodeArgs...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -166,12 +166,12 @@ func (f *fleet) startEdge(ctx context.Context, cfg config, bin string, echo io.W
 	if _, err := harness.WriteClusterKey(ctx, bin, keyFile); err != nil {
 		return nil, nil, err
 	}
-	agg, err := f.node(ctx, cfg, bin, echo, "aggregator", cfg.AggregatorCPU,
+	agg, err := f.node(ctx, cfg, bin, echo, "aggregator", cfg.AggregatorCPU, cfg.AggregatorNice,
 		append([]string{"--role", "voter,aggregator", "--cluster-key-file", keyFile}, cfg.NodeArgs...))
 	if err != nil {
 		return nil, nil, err
 	}
-	edge, err := f.node(ctx, cfg, bin, echo, targetEdge, cfg.ServerCPU,
+	edge, err := f.node(ctx, cfg, bin, echo, targetEdge, cfg.ServerCPU, 0,
 		append(append([]string{"--role", "voter,edge", "--cluster-key-file", keyFile, "--aggregator-url", agg.BaseURL}, nodeWriteRate...), cfg.NodeArgs...))
 	if err != nil {
 		return nil, nil, err
@@ -183,6 +183,9 @@ func (f *fleet) startEdge(ctx context.Context, cfg config, bin string, echo io.W
 	cpu := "unpinned"
 	if cfg.AggregatorCPU != "" {
 		cpu = "CPU " + cfg.AggregatorCPU
+	}
+	if cfg.AggregatorNice > 0 {
+		cpu += fmt.Sprintf(" at nice %d", cfg.AggregatorNice)
 	}
 	s := &server{
 		name: targetEdge, what: "`--role voter,edge`, capture on, aggregator elsewhere",
@@ -200,14 +203,14 @@ func (f *fleet) startEdge(ctx context.Context, cfg config, bin string, echo io.W
 	return s, codes, nil
 }
 
-func (f *fleet) node(ctx context.Context, cfg config, bin string, echo io.Writer, name, cpus string, args []string) (*harness.Node, error) {
+func (f *fleet) node(ctx context.Context, cfg config, bin string, echo io.Writer, name, cpus string, nice int, args []string) (*harness.Node, error) {
 	dir := filepath.Join(f.dir, name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create a data dir: %w", err)
 	}
 	started := time.Now()
 	n, err := harness.StartDevNode(ctx, harness.NodeConfig{
-		Binary: bin, DataDir: dir, ExtraArgs: args, Echo: echo, StartTimeout: cfg.StartTimeout, CPUs: cpus, Name: name,
+		Binary: bin, DataDir: dir, ExtraArgs: args, Echo: echo, StartTimeout: cfg.StartTimeout, CPUs: cpus, Nice: nice, Name: name,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot start %s: %w", name, err)
