@@ -80,11 +80,15 @@ const (
 // across days: the client's clock and its exact screen width are read at
 // the edge and never stored (only the width's device class is).
 type Event struct {
-	Kind        Kind
-	Flags       uint8
-	ID          [16]byte // random; the aggregator deduplicates on it
-	Time        int64    // server receive time, Unix milliseconds
-	VisitorHash uint64   // keyed hash of (daily salt, site or code, IP, UA)
+	Kind  Kind
+	Flags uint8
+	// ID is minted by the edge's writer: 8 bytes of a sequence that grows
+	// in the order events reach the writer, then 8 random bytes. Events of
+	// one visitor in the same millisecond are ordered by it, as they
+	// arrived (Plausible's sessions follow arrival order).
+	ID          [16]byte
+	Time        int64  // server receive time, Unix milliseconds
+	VisitorHash uint64 // keyed hash of (daily salt, site or code, IP, UA)
 	// PrevVisitorHash is the same hash under the previous UTC day's salt,
 	// set only on site events in the first 30 minutes of a UTC day (0
 	// otherwise), so the aggregator can continue a visit across midnight.

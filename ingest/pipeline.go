@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -130,6 +131,9 @@ type Pipeline struct {
 	seg    *segmentWriter
 	enrich *enricher
 	rng    *mrand.ChaCha8
+	// idSeq orders the event ids this writer mints (see Event.ID): it
+	// starts at the writer's start in microseconds and counts events.
+	idSeq  uint64
 	hashIn []byte
 	salt   daySalt // the salt of the last event's day, fetched once per batch
 	// prevSalt is the salt of the day before it, for events just after
@@ -187,6 +191,7 @@ func newPipeline(cfg Config) (*Pipeline, error) {
 	var seed [32]byte
 	_, _ = rand.Read(seed[:])
 	p.rng = mrand.NewChaCha8(seed)
+	p.idSeq = uint64(time.Now().UnixMicro())
 	p.forgetSalts()
 	if cfg.CountryHeader != "" {
 		p.countryKey = canonicalHeaderKey(cfg.CountryHeader)
@@ -390,7 +395,9 @@ func (p *Pipeline) noteOpenSegment() {
 func (p *Pipeline) finish(pe *pending) {
 	ev := &pe.ev
 	ev.Node, ev.Region = p.cfg.NodeID, p.cfg.Region
-	_, _ = p.rng.Read(ev.ID[:])
+	p.idSeq++
+	binary.BigEndian.PutUint64(ev.ID[:8], p.idSeq)
+	_, _ = p.rng.Read(ev.ID[8:])
 	info := p.userAgent(pe.ua)
 	ev.Browser, ev.BrowserVersion, ev.OS, ev.OSVersion, ev.Device =
 		info.browser, info.browserVersion, info.os, info.osVersion, info.device
