@@ -195,6 +195,12 @@ func TestCluster(t *testing.T) {
 	t.Run("remove a server", func(t *testing.T) {
 		c.onLeader("remove e2", func(n *Node) error { return n.RemoveServer("e2") })
 		for _, m := range c.live() {
+			if m.id == "e2" {
+				// A removed server hears of its removal only if the
+				// configuration entry reaches it before the leader stops
+				// replicating to it; Raft does not promise that.
+				continue
+			}
 			waitFor(t, m.id+" to drop e2", func() (bool, string) {
 				got := servers(t, m.node())
 				_, has := got["e2"]
