@@ -2,7 +2,7 @@
 # The analytics benchmarks of issue 8, one after the other on one build:
 # redirects with and without capture (five servers), capture at saturation,
 # aggregation against ClickHouse (1 day and 30 days of events), event
-# ingest against a bare 202 server, and 30-day queries against ClickHouse.
+# ingest against a bare 202 server (a dev node, then an edge), and 30-day queries against ClickHouse.
 # Needs nginx-light, wrk, clickhouse-server and taskset (see .ci/run).
 # Each writes its table to stdout and bench/out/NAME.json; the whole run
 # takes about 45 minutes on two cores (querybench alone about 30).
@@ -23,7 +23,7 @@ run() {
 	go run "./bench/cmd/$cmd" -waymark bin/waymark -out "bench/out/$name.json" "$@"
 }
 
-want="${*:-redirectmatrix capturecheck aggbench-1d aggbench-30d eventbench querybench}"
+want="${*:-redirectmatrix capturecheck aggbench-1d aggbench-30d eventbench eventbench-edge querybench}"
 for name in $want; do
 	case "$name" in
 	redirectmatrix) run redirectmatrix redirectmatrix ;;
@@ -31,9 +31,15 @@ for name in $want; do
 	aggbench-1d) run aggbench-1d aggbench -events 2000000 -days 1 ;;
 	aggbench-30d) run aggbench-30d aggbench -events 2000000 ;;
 	eventbench) run eventbench eventbench -duration 5s -rounds 3 -sites 64 -settle-timeout 30s ;;
+	eventbench-edge)
+		# An edge that only captures: no aggregator role, so no exactly-once
+		# check; the per-site limit raised so that 64 sites do not cap it.
+		run eventbench-edge eventbench -duration 5s -rounds 3 -sites 64 -check=false \
+			-node-args "--role voter,edge --ingest-site-rate 1000000"
+		;;
 	querybench) run querybench querybench ;;
 	*)
-		echo "unknown benchmark $name (want redirectmatrix, capturecheck, aggbench-1d, aggbench-30d, eventbench, querybench)" >&2
+		echo "unknown benchmark $name (want redirectmatrix, capturecheck, aggbench-1d, aggbench-30d, eventbench, eventbench-edge, querybench)" >&2
 		exit 2
 		;;
 	esac

@@ -51,6 +51,9 @@ type config struct {
 	Verbose       bool
 	StartTimeout  time.Duration
 	SettleTimeout time.Duration
+	// Check runs the exactly-once check of the raw store; it needs a node
+	// with the aggregator role (not `--role voter,edge`).
+	Check bool
 	Seed          uint64
 
 	Baseline harness.ChildConfig // how to start the baseline child
@@ -72,6 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.Verbose, "v", false, "copy the children's logs to stderr")
 	fs.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "how long the node may take to become ready")
 	fs.DurationVar(&cfg.SettleTimeout, "settle-timeout", 10*time.Minute, "how long shipping may take to store every accepted event")
+	fs.BoolVar(&cfg.Check, "check", true, "check that the raw store holds exactly the accepted events (needs the aggregator role: -check=false with -node-args \"--role voter,edge\")")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed for the choice of site, page and visitor")
 	err := harness.ParseFlags(fs, args, func() error {
 		cfg.NodeArgs = strings.Fields(nodeArgs)
