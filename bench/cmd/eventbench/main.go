@@ -54,7 +54,7 @@ type config struct {
 	// Check runs the exactly-once check of the raw store; it needs a node
 	// with the aggregator role (not `--role voter,edge`).
 	Check bool
-	Seed          uint64
+	Seed  uint64
 
 	Baseline harness.ChildConfig // how to start the baseline child
 	LogOut   io.Writer           // child output when Verbose; stderr in main
