@@ -1,7 +1,7 @@
-// Command gen turns a referer-parser database (referers.yml or
-// referers.json, in the Snowplow layout: medium -> source name -> domains)
-// into data/referers.txt, the compact host table that package sources
-// embeds.
+// Package main is the gen command: it turns a referer-parser database
+// (referers.yml or referers.json, in the Snowplow layout: medium -> source
+// name -> domains) into data/referers.txt, the compact host table that
+// package sources embeds.
 //
 // Usage, from rollup/sources:
 //
