@@ -13,6 +13,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/waymark/waymark/ingest"
 )
 
 // Pebble sizing for the aggregator database.
@@ -25,6 +27,10 @@ const (
 	// caches nothing once the memtables have grown to full size. The
 	// reservation is accounting, not extra memory.
 	memTableReserve = 3 * memTableBytes
+	// separateValuesFrom: values at least this large go to blob files. A
+	// raw block is a segment's day (hundreds of KiB); rollup rows and
+	// visitor states are mostly far smaller.
+	separateValuesFrom = 16 << 10
 )
 
 // ErrClosed is returned by every method called after Close.
@@ -55,11 +61,21 @@ type Aggregator struct {
 	// Reads do not take it.
 	mu       sync.Mutex
 	visitors *visitorTable
-	// spareDelta is the last batch's delta, emptied, for the next one
-	// (apply holds mu).
+	// spareDelta is the last checkpoint's delta, emptied, for the next
+	// one (apply holds mu).
 	spareDelta *delta
-	blocks     blockBuilder    // raw blocks of the batch's segments (apply holds mu)
-	days       map[day]dayStat // mirror of the Y table
+	// pend is the aggregation folded since the last checkpoint;
+	// pendingEvents mirrors its event count for readers without mu.
+	pend          pending
+	pendingEvents atomic.Int64
+	// journalNext is the sequence number of the next journal entry.
+	journalNext uint64
+	blocks      blockBuilder // raw blocks of the batch's segments (apply holds mu)
+	// scratch of apply, kept between batches (apply holds mu)
+	storedScratch  []*ingest.Event
+	preloadScratch []visitorKey
+	journalScratch []byte
+	days           map[day]dayStat // mirror of the Y table
 	// gens counts, per day, the batches that stored events of it, so a
 	// rebuild computed outside the lock can tell whether it is stale.
 	gens map[day]uint64
@@ -109,6 +125,20 @@ func Open(cfg Config) (*Aggregator, error) {
 		// their operands combined in the flush.
 		MemTableSize:                memTableBytes,
 		MemTableStopWritesThreshold: 2,
+		FormatMajorVersion:          pebble.FormatValueSeparation,
+	}
+	// Raw blocks are large values written once and deleted a day at a
+	// time: kept in blob files, compactions move a reference instead of
+	// rewriting the events (which was a quarter of the aggregator's CPU),
+	// and a day's retention frees whole files.
+	opts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+		return pebble.ValueSeparationPolicy{
+			Enabled:               true,
+			MinimumSize:           separateValuesFrom,
+			MaxBlobReferenceDepth: 10,
+			RewriteMinimumAge:     10 * time.Minute,
+			TargetGarbageRatio:    0.5,
+		}
 	}
 	// Segment and visitor lookups are point reads that usually miss:
 	// bloom filters let a miss skip a table without reading it.
@@ -157,6 +187,13 @@ func Open(cfg Config) (*Aggregator, error) {
 	first -= min(first, visitorDays-1)
 	rows, open, err := a.visitors.loadFrom(first)
 	if err != nil {
+		return fail(err)
+	}
+	if err := a.loadJournalNext(); err != nil {
+		return fail(err)
+	}
+	a.newPending()
+	if err := a.resync(); err != nil {
 		return fail(err)
 	}
 	a.log.Info("aggregator open", "dir", cfg.Dir, "raw_days", len(a.days), "visitor_states", rows,
@@ -233,6 +270,11 @@ func (a *Aggregator) Close() error {
 	a.life.Unlock()
 	close(a.stop)
 	<-a.done
+	a.mu.Lock()
+	if err := a.checkpoint(); err != nil {
+		a.log.Error("cannot write the last rollup checkpoint; the journal folds it at the next start", "err", err)
+	}
+	a.mu.Unlock()
 	err := a.db.Close()
 	a.cache.Unref()
 	if err != nil {
@@ -241,8 +283,23 @@ func (a *Aggregator) Close() error {
 	return nil
 }
 
-// enter marks the start of an operation on the database; leave ends it.
+// enter marks the start of a read of the database, which first writes
+// pending rollups (catchUp) so the read sees every acknowledged event;
+// leave ends it.
 func (a *Aggregator) enter() error {
+	if err := a.enterWriter(); err != nil {
+		return err
+	}
+	if err := a.catchUp(); err != nil {
+		a.leave()
+		return err
+	}
+	return nil
+}
+
+// enterWriter marks the start of a write (apply, seal, retention,
+// rebuild), which deals with pending rollups under mu itself.
+func (a *Aggregator) enterWriter() error {
 	a.life.RLock()
 	if a.closed {
 		a.life.RUnlock()
@@ -259,6 +316,8 @@ func (a *Aggregator) retentionLoop() {
 	defer t.Stop()
 	s := time.NewTicker(sealInterval)
 	defer s.Stop()
+	c := time.NewTicker(a.cfg.CheckpointInterval / 2)
+	defer c.Stop()
 	for {
 		if err := a.ApplyRetention(); err != nil && !errors.Is(err, ErrClosed) {
 			a.log.Error("cannot apply retention", "err", err)
@@ -273,6 +332,10 @@ func (a *Aggregator) retentionLoop() {
 				if err := a.Seal(); err != nil && !errors.Is(err, ErrClosed) {
 					a.log.Error("cannot seal rollups", "err", err)
 				}
+			case <-c.C:
+				if err := a.checkpointIfDue(); err != nil && !errors.Is(err, ErrClosed) {
+					a.log.Error("cannot write rollup checkpoint", "err", err)
+				}
 			}
 		}
 	}
@@ -285,13 +348,34 @@ const sealInterval = time.Minute
 // Seal writes the day and month rows of every finished day and month
 // (seal.go); the retention goroutine calls it every minute.
 func (a *Aggregator) Seal() error {
-	if err := a.enter(); err != nil {
+	if err := a.enterWriter(); err != nil {
 		return err
 	}
 	defer a.leave()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := a.checkpoint(); err != nil {
+		return err
+	}
 	return a.seal(a.cfg.Now())
+}
+
+// checkpointIfDue writes pending rollups once they are old enough, so an
+// aggregator that stops receiving still writes what it folded.
+func (a *Aggregator) checkpointIfDue() error {
+	if a.pendingEvents.Load() == 0 {
+		return nil
+	}
+	if err := a.enterWriter(); err != nil {
+		return err
+	}
+	defer a.leave()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.checkpointDue() && !a.pend.broken {
+		return nil
+	}
+	return a.checkpoint()
 }
 
 // diskCheckInterval limits how often the disk usage gauge asks Pebble.

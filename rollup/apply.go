@@ -100,14 +100,18 @@ type counterKey struct {
 }
 
 // apply stores the segments that were not applied before, all in one
-// Pebble batch committed with Sync, together with their segment records,
-// their folded rollups and the visitor states they changed. It returns the
-// identities that are now durably stored (the ones it applied and the
-// ones applied earlier) and the ones refused. On error nothing was stored
-// and nothing may be acknowledged.
+// Pebble batch committed with Sync: their raw blocks, segment records and
+// journal entries. It returns the identities that are now durably stored
+// (the ones it applied and the ones applied earlier) and the ones refused.
+// On error nothing was stored and nothing may be acknowledged.
+//
+// The stored events are then folded into the pending aggregation, which a
+// checkpoint writes (checkpoint.go). A fold or checkpoint that fails after
+// the commit does not take the acknowledgement back: the journal holds
+// the segments, and they are folded again before anything else.
 func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 	var res applyResult
-	if err := a.enter(); err != nil {
+	if err := a.enterWriter(); err != nil {
 		return res, err
 	}
 	defer a.leave()
@@ -116,6 +120,11 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.pend.broken {
+		if err := a.resync(); err != nil {
+			return applyResult{}, err
+		}
+	}
 
 	now := a.cfg.Now()
 	nowMS := now.UnixMilli()
@@ -130,13 +139,45 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 
 	b := a.db.NewBatch()
 	defer b.Close()
-	f := &folder{d: a.takeDelta(), src: a.visitors}
-	defer a.keepDelta(f.d)
-	if err := a.preloadVisitors(fresh, nowMS); err != nil {
+	sizes := make(map[day]dayStat)
+	stored := a.storedScratch[:0]
+	next := a.journalNext
+	if err := a.stageSegments(b, fresh, now, sizes, &next, &stored, &res); err != nil {
 		return applyResult{}, err
 	}
-	deltas := make(map[counterKey]int64)
-	sizes := make(map[day]dayStat)
+	if err := a.preloadVisitors(stored); err != nil {
+		return applyResult{}, err
+	}
+	if err := stageDays(b, sizes); err != nil {
+		return applyResult{}, err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return applyResult{}, fmt.Errorf("cannot commit segment batch: %w", err)
+	}
+	a.journalNext = next
+	a.afterCommit(sizes)
+	a.countApply(&res)
+	err = a.foldStored(stored, next)
+	if err == nil {
+		a.checkClickLimits(a.pend.f.d)
+	}
+	if err == nil && a.checkpointDue() {
+		err = a.checkpoint()
+	}
+	if err != nil {
+		a.log.Error("cannot fold stored segments; they are folded again from the journal", "err", err)
+	}
+	clear(stored)
+	a.storedScratch = stored[:0]
+	return res, nil
+}
+
+// stageSegments stages each fresh segment's events (those retention and
+// the clock accept) as raw blocks with its segment records and journal
+// entry, and collects the stored events in stored.
+func (a *Aggregator) stageSegments(b *pebble.Batch, fresh []*verifiedSegment, now time.Time, sizes map[day]dayStat,
+	next *uint64, stored *[]*ingest.Event, res *applyResult) error {
+	nowMS := now.UnixMilli()
 	cutoff := a.cutoffDay(now)
 	maxMS := now.Add(futureSlack).UnixMilli()
 	lateMS := nowMS - a.cfg.LateWindow.Milliseconds()
@@ -144,7 +185,7 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 	blocks := &a.blocks
 	for _, seg := range fresh {
 		blocks.reset()
-		stored := uint32(0)
+		n := uint32(0)
 		for i := range seg.events {
 			ev := &seg.events[i]
 			d := dayOf(ev.Time)
@@ -158,47 +199,33 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 			case ev.Time < lateMS:
 				res.late++
 			}
-			countEvent(deltas, d, ev)
-			a.visitors.newestMS = max(a.visitors.newestMS, ev.Time)
-			if _, err := f.fold(ev); err != nil {
-				a.visitors.failed()
-				return applyResult{}, err
-			}
 			blocks.add(d, ev.Time, seg.payloads[i])
-			stored++
+			*stored = append(*stored, ev)
+			n++
 		}
-		if err := blocks.stage(b, seg.ref, sizes); err != nil {
-			a.visitors.failed()
-			return applyResult{}, err
+		entry, err := blocks.stage(b, seg.ref, sizes, a.journalScratch[:0])
+		if err != nil {
+			return err
 		}
-		rec := segmentRecord{receivedMS: nowMS, events: stored, size: uint32(seg.size), crc: seg.crc}
+		a.journalScratch = entry
+		if len(entry) > 0 {
+			if err := b.Set(journalKey(*next), entry, nil); err != nil {
+				return fmt.Errorf("cannot stage journal entry: %w", err)
+			}
+			*next++
+		}
+		rec := segmentRecord{receivedMS: nowMS, events: n, size: uint32(seg.size), crc: seg.crc}
 		if err := b.Set(segmentKey(seg.ref), rec.encode(), nil); err != nil {
-			a.visitors.failed()
-			return applyResult{}, fmt.Errorf("cannot stage segment record: %w", err)
+			return fmt.Errorf("cannot stage segment record: %w", err)
 		}
 		if err := b.Set(segmentDayKey(expiryDay(seg, recvDay), seg.ref), nil, nil); err != nil {
-			a.visitors.failed()
-			return applyResult{}, fmt.Errorf("cannot stage segment record: %w", err)
+			return fmt.Errorf("cannot stage segment record: %w", err)
 		}
 		res.applied++
-		res.stored += int(stored)
+		res.stored += int(n)
 		res.acked = append(res.acked, seg.ref)
 	}
-	a.visitors.closeIdle(f, nowMS)
-	if err := a.stageApply(b, f, deltas, sizes, now); err != nil {
-		a.visitors.failed()
-		a.sketches.discard()
-		return applyResult{}, err
-	}
-	if err := a.sketches.commit(func() error { return b.Commit(pebble.Sync) }); err != nil {
-		a.visitors.failed()
-		a.sketches.discard()
-		return applyResult{}, fmt.Errorf("cannot commit segment batch: %w", err)
-	}
-	a.visitors.committed()
-	a.afterCommit(f.d, sizes)
-	a.countApply(&res)
-	return res, nil
+	return nil
 }
 
 // expiryDay is the day with whose retention a segment's record goes: the
@@ -259,23 +286,21 @@ func (a *Aggregator) classify(segs []*verifiedSegment, nowMS int64, res *applyRe
 }
 
 // preloadVisitors reads, in one sorted pass, the stored states of the
-// visitors the fresh segments' site events will need and memory lacks.
-func (a *Aggregator) preloadVisitors(segs []*verifiedSegment, nowMS int64) error {
-	var keys []visitorKey
-	for _, seg := range segs {
-		for i := range seg.events {
-			ev := &seg.events[i]
-			if ev.SiteID == "" || ev.Kind == ingest.KindClick || ev.Bot() {
-				continue
-			}
-			site := a.visitors.siteID(ev.SiteID)
-			d := uint32(dayOf(ev.Time))
-			keys = append(keys, visitorKey{site, d, ev.VisitorHash})
-			if ev.PrevVisitorHash != 0 && d > 0 {
-				keys = append(keys, visitorKey{site, d - 1, ev.PrevVisitorHash})
-			}
+// visitors the events' site events will need and memory lacks.
+func (a *Aggregator) preloadVisitors(evs []*ingest.Event) error {
+	keys := a.preloadScratch[:0]
+	for _, ev := range evs {
+		if ev.SiteID == "" || ev.Kind == ingest.KindClick || ev.Bot() {
+			continue
+		}
+		site := a.visitors.siteID(ev.SiteID)
+		d := uint32(dayOf(ev.Time))
+		keys = append(keys, visitorKey{site, d, ev.VisitorHash})
+		if ev.PrevVisitorHash != 0 && d > 0 {
+			keys = append(keys, visitorKey{site, d - 1, ev.PrevVisitorHash})
 		}
 	}
+	a.preloadScratch = keys[:0]
 	return a.visitors.preload(keys)
 }
 
@@ -300,9 +325,10 @@ func countEvent(deltas map[counterKey]int64, d day, ev *ingest.Event) {
 	}
 }
 
-// stageApply writes the batch's counters, rollups and visitor states.
-func (a *Aggregator) stageApply(b *pebble.Batch, f *folder, deltas map[counterKey]int64, sizes map[day]dayStat, now time.Time) error {
-	if err := stageCounters(b, deltas, sizes); err != nil {
+// stageApply writes the pending aggregation's counters, rollups and
+// visitor states.
+func (a *Aggregator) stageApply(b *pebble.Batch, f *folder, deltas map[counterKey]int64, now time.Time) error {
+	if err := stageCounters(b, deltas); err != nil {
 		return err
 	}
 	if err := f.d.flush(b, a.tiers(now), a.sketches.touch); err != nil {
@@ -311,9 +337,9 @@ func (a *Aggregator) stageApply(b *pebble.Batch, f *folder, deltas map[counterKe
 	return a.visitors.stage(b, now.UnixMilli()-a.cfg.LateWindow.Milliseconds()-visitGapMS)
 }
 
-// stageCounters adds the per-day event counts to the D rows, the totals
-// and the day records, as merge operands.
-func stageCounters(b *pebble.Batch, deltas map[counterKey]int64, sizes map[day]dayStat) error {
+// stageCounters adds the per-day event counts to the D rows and the
+// totals, as merge operands.
+func stageCounters(b *pebble.Batch, deltas map[counterKey]int64) error {
 	type totalKey struct {
 		class byte
 		name  string
@@ -333,6 +359,12 @@ func stageCounters(b *pebble.Batch, deltas map[counterKey]int64, sizes map[day]d
 			return err
 		}
 	}
+	return nil
+}
+
+// stageDays adds the stored blocks' events and bytes to the day records.
+func stageDays(b *pebble.Batch, sizes map[day]dayStat) error {
+	var vb []byte
 	for d, st := range sizes {
 		c := counters{int64(st.events), int64(st.bytes)}
 		vb = appendCounters(vb[:0], &c)
@@ -353,17 +385,14 @@ func mergeCount(b *pebble.Batch, key []byte, n int64, vb *[]byte) error {
 	return nil
 }
 
-// afterCommit updates what memory mirrors of the database and starts the
-// click-limit checks.
-func (a *Aggregator) afterCommit(d *delta, sizes map[day]dayStat) {
+// afterCommit updates what memory mirrors of the day records.
+func (a *Aggregator) afterCommit(sizes map[day]dayStat) {
 	for day, add := range sizes {
 		cur := a.days[day]
 		a.days[day] = dayStat{cur.events + add.events, cur.bytes + add.bytes}
 		a.gens[day]++
 	}
-	a.checkClickLimits(d)
 	a.updateGauges()
-	a.m.activeVisitors.Set(float64(len(a.visitors.active)))
 }
 
 // cutoffDay is the first day retention keeps at now: every event of an

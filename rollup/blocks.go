@@ -66,9 +66,10 @@ func (bb *blockBuilder) add(d day, ms int64, payload []byte) {
 	b.recs = append(b.recs, payload...)
 }
 
-// stage writes the blocks to wb under ref and returns the bytes staged per
-// day, for the day records.
-func (bb *blockBuilder) stage(wb *pebble.Batch, ref ingest.SegmentRef, sizes map[day]dayStat) error {
+// stage writes the blocks to wb under ref, adds the bytes staged per day
+// to sizes (for the day records), and returns entry with the key of each
+// block appended (the segment's journal entry; empty when no block).
+func (bb *blockBuilder) stage(wb *pebble.Batch, ref ingest.SegmentRef, sizes map[day]dayStat, entry []byte) ([]byte, error) {
 	var kb []byte
 	var hdr [headerRoom]byte
 	for d, b := range bb.days {
@@ -82,15 +83,16 @@ func (bb *blockBuilder) stage(wb *pebble.Batch, ref ingest.SegmentRef, sizes map
 		vb := b.recs[headerRoom-len(h):]
 		copy(vb, h)
 		if err := wb.Set(kb, vb, nil); err != nil {
-			return fmt.Errorf("cannot stage raw events: %w", err)
+			return entry, fmt.Errorf("cannot stage raw events: %w", err)
 		}
+		entry = appendJournalBlock(entry, kb)
 		st := sizes[d]
 		st.events += uint64(b.count)
 		st.bytes += uint64(len(kb) + len(vb))
 		sizes[d] = st
 		b.recs, b.count = b.recs[:headerRoom], 0
 	}
-	return nil
+	return entry, nil
 }
 
 // blockSpan reads a block's header: its event count and the time of its

@@ -58,6 +58,12 @@ type Config struct {
 	// arrival are counted in waymark_rollup_events_late_total and folded
 	// into visits of their own. Zero means DefaultLateWindow.
 	LateWindow time.Duration
+	// CheckpointInterval and CheckpointEvents bound how long and how
+	// many folded events wait in memory before their rollups are written
+	// (checkpoint.go); a read writes them at once. Zero means the
+	// defaults.
+	CheckpointInterval time.Duration
+	CheckpointEvents   int
 
 	// Links reads a link (for its click limit); nil turns click limits off.
 	Links func(code string) (store.Link, bool)
@@ -98,6 +104,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DayRetention < c.HourRetention {
 		return c, fmt.Errorf("cannot configure rollup: day rows kept %s, shorter than hour rows (%s)", c.DayRetention, c.HourRetention)
+	}
+	if c.CheckpointInterval <= 0 {
+		c.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if c.CheckpointEvents <= 0 {
+		c.CheckpointEvents = DefaultCheckpointEvents
 	}
 	if c.MaxBatchBytes <= 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes

@@ -23,6 +23,8 @@ import (
 //	R gran(1) period(4) kind(1) len entity dim  -> rowset: counters per value      [merge: rowset]
 //	H gran(1) period(4) kind(1) len entity dim value -> visitor set or sketch      [merge: union]
 //	V day(4) len site visitor(8)           -> a visitor's recent visits (visits.go)
+//	J seq(8)                               -> journal: block keys of a segment not yet checkpointed (checkpoint.go)
+//	! "journal-next"                       -> the next journal sequence number
 //
 // segment is len(1) node incarnation(8) seq(8). A dim is one byte, or
 // dimProp followed by the length-prefixed property name.
@@ -37,6 +39,7 @@ const (
 	tabRows       = 'R'
 	tabSketch     = 'H'
 	tabVisit      = 'V'
+	tabJournal    = 'J'
 )
 
 // formatKey holds the layout version; formatVersion is this one's.

@@ -29,10 +29,12 @@ func newRollupMetrics(s *metrics.Set) *rollupMetrics {
 	}
 }
 
-// checkClickLimits runs after a commit: for every link whose clicks moved,
-// it compares the all-time exact non-bot count with the link's ClickLimit
-// and reports a reached limit to OnClickLimit on a goroutine of its own,
-// once per code and limit. It never blocks the apply on the callback.
+// checkClickLimits runs after every apply with the pending aggregation's
+// delta d: for every link whose clicks moved since the last checkpoint, it
+// compares the all-time exact non-bot count (the stored row plus d's, which
+// no stored row holds yet) with the link's ClickLimit and reports a reached
+// limit to OnClickLimit on a goroutine of its own, once per code and
+// limit. It never blocks the apply on the callback.
 func (a *Aggregator) checkClickLimits(d *delta) {
 	if a.cfg.Links == nil || a.cfg.OnClickLimit == nil {
 		return
@@ -56,11 +58,12 @@ func (a *Aggregator) checkClickLimits(d *delta) {
 		if fired {
 			continue
 		}
-		clicks, err := a.linkClicks(code)
+		stored, err := a.linkClicks(code)
 		if err != nil {
 			a.log.Error("cannot read clicks for the click limit", "code", code, "err", err)
 			continue
 		}
+		clicks := stored + c[fCount]
 		if clicks < limit {
 			continue
 		}

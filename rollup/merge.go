@@ -385,8 +385,12 @@ type visitorSet struct {
 }
 
 // denseMergeBytes is the encoded size past which sketches are merged
-// dense.
-const denseMergeBytes = 4096
+// dense; denseBuildHashes the number of new hashes past which a sketch
+// takes them dense.
+const (
+	denseMergeBytes  = 4096
+	denseBuildHashes = 2048
+)
 
 // toDense makes s's sketch a dense one holding the same registers.
 func (s *visitorSet) toDense() error {
@@ -461,6 +465,15 @@ func (s *visitorSet) compact() {
 	}
 	if s.sk == nil {
 		s.sk = newSketch()
+	}
+	if len(s.hashes) > denseBuildHashes {
+		// A sparse sketch merges its insert buffer into its list every
+		// 164 inserts, so building one from n hashes costs n²/328 list
+		// steps; 2^14 registers take each hash in a few nanoseconds, and
+		// past this many hashes encode hardly larger.
+		if err := s.toDense(); err != nil {
+			panic("BUG: merging a sketch of our own precision: " + err.Error())
+		}
 	}
 	for _, h := range s.hashes {
 		s.sk.InsertHash(h)

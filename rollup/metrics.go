@@ -23,6 +23,12 @@ type receiverMetrics struct {
 
 	applyDuration *metrics.Histogram
 
+	pendingEvents      *metrics.Gauge // folded, rollups not written yet
+	checkpoints        *metrics.Counter
+	checkpointsFailed  *metrics.Counter
+	checkpointDuration *metrics.Histogram
+	journalReplayed    *metrics.Counter // segments folded again from the journal
+
 	activeVisitors   *metrics.Gauge // visitor states held in memory
 	rawDays          *metrics.Gauge
 	rawEvents        *metrics.Gauge
@@ -53,6 +59,12 @@ func newReceiverMetrics(s *metrics.Set) *receiverMetrics {
 		eventsFuture:  s.GetOrCreateCounter(p + `events_dropped_total{reason="future"}`),
 
 		applyDuration: s.GetOrCreateHistogram(p + "batch_apply_duration_seconds"),
+
+		pendingEvents:      s.GetOrCreateGauge(p+"pending_events", nil),
+		checkpoints:        s.GetOrCreateCounter(p + `checkpoints_total{result="ok"}`),
+		checkpointsFailed:  s.GetOrCreateCounter(p + `checkpoints_total{result="error"}`),
+		checkpointDuration: s.GetOrCreateHistogram(p + "checkpoint_duration_seconds"),
+		journalReplayed:    s.GetOrCreateCounter(p + "journal_segments_refolded_total"),
 
 		activeVisitors:   s.GetOrCreateGauge(p+"active_visitors", nil),
 		rawDays:          s.GetOrCreateGauge(p+"raw_days", nil),

@@ -29,7 +29,7 @@ var ErrRebuildRange = errors.New("cannot rebuild rollups past raw retention")
 // those three days in the meantime (today, typically), the day is computed
 // again under the lock. Days older than raw retention are refused.
 func (a *Aggregator) Rebuild(fromDay, toDay time.Time) error {
-	if err := a.enter(); err != nil {
+	if err := a.enterWriter(); err != nil {
 		return err
 	}
 	defer a.leave()
@@ -53,6 +53,12 @@ func (a *Aggregator) Rebuild(fromDay, toDay time.Time) error {
 // rebuildDay recomputes one day, optimistically outside the writer lock.
 func (a *Aggregator) rebuildDay(d day) error {
 	a.mu.Lock()
+	// The day's rows are replaced from the raw blocks: pending rollups of
+	// those blocks go in first, or the replacement would count them twice.
+	if err := a.checkpoint(); err != nil {
+		a.mu.Unlock()
+		return err
+	}
 	gen := a.dayGen(d)
 	snap := a.db.NewSnapshot()
 	a.mu.Unlock()
@@ -63,6 +69,9 @@ func (a *Aggregator) rebuildDay(d day) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := a.checkpoint(); err != nil {
+		return err
+	}
 	if a.dayGen(d) != gen {
 		if f, err = a.foldDay(a.db, d); err != nil {
 			return err

@@ -21,7 +21,7 @@ import (
 //     whatever in the others links a visitor's hashes of two days whose
 //     older salt is gone (scrubLinks).
 func (a *Aggregator) ApplyRetention() error {
-	if err := a.enter(); err != nil {
+	if err := a.enterWriter(); err != nil {
 		return err
 	}
 	defer a.leave()
@@ -31,6 +31,12 @@ func (a *Aggregator) ApplyRetention() error {
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// Retention deletes rows and blocks the pending aggregation would
+	// write to or the journal names.
+	if err := a.checkpoint(); err != nil {
+		a.m.retentionFailed.Inc()
+		return err
+	}
 	var old []day
 	for d := range a.days {
 		if d < cutoff {

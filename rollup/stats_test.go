@@ -42,6 +42,11 @@ func feedWorld(t *testing.T, w *genWorld) (*Aggregator, Config) {
 		srv.ship(t, segs[i:min(i+3, len(segs))]...)
 	}
 	srv.ship(t, segs[:5]...) // retries of applied segments
+	// Some tests call the query engines below the exported methods, which
+	// do not write pending rollups themselves.
+	if err := a.catchUp(); err != nil {
+		t.Fatalf("catchUp: %v", err)
+	}
 	return a, cfg
 }
 
