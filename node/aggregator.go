@@ -23,6 +23,8 @@ func (n *Node) openAggregator() error {
 		Dir:       filepath.Join(n.cfg.DataDir, "aggregator"),
 		Retention: n.cfg.Retention,
 		Token:     n.internalToken,
+		// Rollups wait in memory up to this long; a query writes them.
+		CheckpointInterval: n.cfg.CheckpointInterval,
 		// Click limits: the aggregator reads each link's limit from this
 		// node's replica and takes the link down through Raft.
 		Links:        authorizer{n}.Link,

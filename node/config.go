@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup"
 )
 
 // Role names a job a node can do.
@@ -64,6 +65,9 @@ type Config struct {
 	IngestMaxBytes  int64
 	MaxShipLag      time.Duration
 	Retention       time.Duration
+	// CheckpointInterval: how long folded events wait in the aggregator's
+	// memory before their rollups are written (rollup/DESIGN.md).
+	CheckpointInterval time.Duration
 
 	LogFormat string // text or json
 	LogLevel  string // debug, info, warn, error
@@ -149,6 +153,7 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.Int64Var(&c.IngestMaxBytes, "ingest-max-pending-bytes", 1<<30, "byte cap on event segments not yet shipped; past it new events are dropped and counted")
 	fs.DurationVar(&c.MaxShipLag, "max-ship-lag", time.Hour, "ship lag past this shows as a warning in /readyz/detail and `waymark status` (readiness does not depend on it)")
 	fs.DurationVar(&c.Retention, "retention", 90*24*time.Hour, "aggregator: raw events older than this are dropped, by whole days")
+	fs.DurationVar(&c.CheckpointInterval, "analytics-checkpoint-interval", rollup.DefaultCheckpointInterval, "aggregator: how long folded events wait in memory before their rollups are written (a query writes them at once; after a crash they are refolded from the stored segments)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&checkOnly, "check-config", false, "print the validated configuration and exit")
@@ -284,6 +289,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Retention < 24*time.Hour {
 		return fmt.Errorf("%w: --retention must be at least 24h", ErrBadConfig)
+	}
+	if c.CheckpointInterval <= 0 {
+		return fmt.Errorf("%w: --analytics-checkpoint-interval must be positive", ErrBadConfig)
 	}
 	if c.Dev && len(c.TrustedProxies) == 0 {
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}

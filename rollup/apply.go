@@ -137,7 +137,13 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 		return res, nil // duplicates' records were fsynced when first applied
 	}
 
-	b := a.db.NewBatch()
+	// The batch is mostly the segments' records, copied once into blocks:
+	// sized up front, it is not copied again each time it grows.
+	room := 0
+	for _, seg := range fresh {
+		room += seg.size + batchRoomPerSegment
+	}
+	b := a.db.NewBatchWithSize(room)
 	defer b.Close()
 	sizes := make(map[day]dayStat)
 	stored := a.storedScratch[:0]
@@ -227,6 +233,10 @@ func (a *Aggregator) stageSegments(b *pebble.Batch, fresh []*verifiedSegment, no
 	}
 	return nil
 }
+
+// batchRoomPerSegment is what a segment adds to its batch besides its
+// records: block headers and keys, its records and journal entry.
+const batchRoomPerSegment = 1 << 10
 
 // expiryDay is the day with whose retention a segment's record goes: the
 // day of its newest event, so that once the record is gone every event of

@@ -458,7 +458,9 @@ func (s *visitorSet) addValue(b []byte) error {
 // compact sorts and deduplicates the list, and folds it into the sketch
 // when there is one or when it has grown past maxListHashes.
 func (s *visitorSet) compact() {
-	slices.Sort(s.hashes)
+	if !slices.IsSorted(s.hashes) { // a checkpoint's sets come sorted
+		slices.Sort(s.hashes)
+	}
 	s.hashes = slices.Compact(s.hashes)
 	if s.sk == nil && len(s.hashes) <= maxListHashes {
 		return

@@ -56,13 +56,16 @@ func shippedAll(t *testing.T, base string) bool {
 // TestE2EEventsExactlyOnce runs an edge node and a separate aggregator node
 // as real processes in one cluster: every redirect and event lands exactly
 // once in the raw store and in the rollups the stats API reads, across an
-// aggregator outage and a SIGKILL of the edge.
+// aggregator outage, a SIGKILL of the edge, and a SIGKILL of the
+// aggregator while the rollups of acknowledged segments are in its memory.
 func TestE2EEventsExactlyOnce(t *testing.T) {
 	// One cluster: the aggregator is its only voter, the edge a non-voter
 	// that replicates the link table and ships to the aggregator, so the
 	// stats API answers for the edge's links and sites.
 	c := newCluster(t)
-	agg := c.start("agg", "us", "voter,aggregator", "", "--bootstrap-expect", "1")
+	// Rollups are written only when a query asks (or at the 500k-event
+	// cap), so the last phase can kill the aggregator with some pending.
+	agg := c.start("agg", "us", "voter,aggregator", "", "--bootstrap-expect", "1", "--analytics-checkpoint-interval", "1h")
 	edge := c.start("edge", "us", "edge", agg.gossip, "--aggregator-url", "http://"+agg.http, "--ingest-ip-rate", "100000")
 	base := "http://" + edge.http
 	waitFor(t, "edge ready", 60*time.Second, func() bool { return ready(t, edge) })
@@ -202,6 +205,30 @@ func TestE2EEventsExactlyOnce(t *testing.T) {
 		t.Fatalf("after SIGKILL: lost %d clicks; more than the %d acknowledged inside the fsync window", lost, inWindow)
 	}
 	checkRollups(t, base, key, code1, siteID, N+N2+stored, M)
+
+	// SIGKILL the aggregator after it acknowledged clicks whose rollups
+	// are still in its memory: the restarted one folds them again from its
+	// journal, once. Nothing may query it before the kill (a query writes
+	// pending rollups).
+	const N3 = 50
+	if got := clicks(N3); got != N3 {
+		t.Fatalf("redirects before the aggregator SIGKILL: %d of %d answered 302", got, N3)
+	}
+	aggBase := "http://" + agg.http
+	waitFor(t, "clicks acknowledged by the aggregator, rollups pending", 30*time.Second, func() bool {
+		// The edge's counters restarted with it, so "shipped everything" is
+		// nothing left pending.
+		return metric(t, base, "waymark_ingest_oldest_pending_age_seconds") == 0 &&
+			metric(t, aggBase, "waymark_rollup_pending_events") == N3
+	})
+	agg.kill()
+	agg = c.restart("agg")
+	want := N + M + N2 + stored + N3
+	waitFor(t, "events after the aggregator SIGKILL", 60*time.Second, func() bool { return eventsCount(t, agg) == want })
+	if got := metric(t, "http://"+agg.http, "waymark_rollup_journal_segments_refolded_total"); got < 1 {
+		t.Fatalf("segments refolded from the journal after the SIGKILL: %v; want at least 1", got)
+	}
+	checkRollups(t, base, key, code1, siteID, N+N2+stored+N3, M)
 }
 
 const firefox = "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0"
