@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/axiomhq/hyperloglog"
 	"github.com/cockroachdb/pebble/v2"
@@ -38,35 +39,51 @@ func newValueMerger(key, value []byte) (pebble.ValueMerger, error) {
 	default:
 		return nil, fmt.Errorf("%w: no merge for table %q", errBadOperand, key[0])
 	}
-	return &lazyMerger{table: key[0], first: slices.Clone(value)}, nil
+	l := mergerPool.Get().(*lazyMerger)
+	l.table = key[0]
+	l.first = append(l.first[:0], value...)
+	return l, nil
 }
+
+// mergerPool recycles mergers and their buffers: a compaction makes one
+// per key it merges, and allocating their arenas and slices afresh was
+// most of the merge's cost. A merger returns to the pool when Pebble
+// closes the value it finished (Finish hands the merger out as the value's
+// io.Closer), so a value is never reused while Pebble holds it.
+var mergerPool = sync.Pool{New: func() any { return new(lazyMerger) }}
 
 // operandMerger is a merger of one table's operands.
 type operandMerger interface {
 	pebble.ValueMerger
 	add(op []byte) error
+	reset()
 }
 
 // lazyMerger decodes nothing until a second operand arrives: most keys
-// reach a memtable flush with one operand (a batch writes each of its
-// buckets once), and that operand is already the merged value, so it is
-// written out as it came instead of being decoded and encoded again.
+// reach a memtable flush with one operand (a checkpoint writes each of
+// its buckets once), and that operand is already the merged value, so it
+// is written out as it came instead of being decoded and encoded again.
 type lazyMerger struct {
 	table byte
 	first []byte
-	m     operandMerger
+	m     operandMerger // one of the three below, once a second operand came
+	rows  rowsetMerger
+	sets  sketchSetMerger
+	vec   vectorMerger
 }
 
 func (l *lazyMerger) start() error {
 	switch l.table {
 	case tabRows:
-		l.m = new(rowsetMerger)
+		l.m = &l.rows
 	case tabSketch:
-		m := new(sketchSetMerger)
-		l.m = m
-		return m.addOwned(l.first) // first is the merger's own copy
+		l.m = &l.sets
 	default:
-		l.m = new(vectorMerger)
+		l.m = &l.vec
+	}
+	l.m.reset()
+	if l.m == &l.sets {
+		return l.sets.addOwned(l.first) // first is the merger's own copy
 	}
 	return l.m.add(l.first)
 }
@@ -84,9 +101,13 @@ func (l *lazyMerger) MergeOlder(v []byte) error { return l.MergeNewer(v) }
 
 func (l *lazyMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
 	if l.m == nil {
-		return l.first, nil, nil
+		return l.first, l, nil
 	}
-	return l.m.Finish(includesBase)
+	v, _, err := l.m.Finish(includesBase)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, l, nil
 }
 
 // DeletableFinish drops a merged row that sums to zero (a retraction
@@ -94,10 +115,23 @@ func (l *lazyMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
 // writes a zero one.
 func (l *lazyMerger) DeletableFinish(includesBase bool) ([]byte, bool, io.Closer, error) {
 	if d, ok := l.m.(pebble.DeletableValueMerger); ok {
-		return d.DeletableFinish(includesBase)
+		v, del, _, err := d.DeletableFinish(includesBase)
+		if err != nil || del {
+			l.Close()
+			return nil, del, nil, err
+		}
+		return v, false, l, nil
 	}
 	v, c, err := l.Finish(includesBase)
 	return v, false, c, err
+}
+
+// Close returns the merger to the pool once Pebble is done with the value
+// it finished.
+func (l *lazyMerger) Close() error {
+	l.m = nil
+	mergerPool.Put(l)
+	return nil
 }
 
 // counters is one row of numbers; what each field means is in rollup.go.
@@ -159,6 +193,8 @@ type vectorMerger struct {
 	sum counters
 	buf []byte
 }
+
+func (m *vectorMerger) reset() { m.sum = counters{} }
 
 func (m *vectorMerger) add(op []byte) error {
 	var c counters
@@ -271,8 +307,15 @@ func forEachRowPrefix(b, prefix []byte, fn func(value []byte, c *counters) error
 // Pebble keeps ownership of operand bytes.
 type rowsetMerger struct {
 	entries []rowEntry
+	spare   []rowEntry // the other half of a double buffer with entries
 	scratch []rowEntry
 	arena   []byte
+	buf     []byte // the finished value
+}
+
+func (m *rowsetMerger) reset() {
+	m.entries, m.spare, m.scratch = m.entries[:0], m.spare[:0], m.scratch[:0]
+	m.arena = m.arena[:0]
 }
 
 func (m *rowsetMerger) add(op []byte) error {
@@ -284,7 +327,7 @@ func (m *rowsetMerger) add(op []byte) error {
 	if err != nil {
 		return err
 	}
-	out := make([]rowEntry, 0, len(m.entries)+len(in))
+	out := m.spare[:0]
 	i, j := 0, 0
 	for i < len(m.entries) || j < len(in) {
 		switch {
@@ -301,7 +344,7 @@ func (m *rowsetMerger) add(op []byte) error {
 			i, j = i+1, j+1
 		}
 	}
-	m.entries = out
+	m.entries, m.spare = out, m.entries[:0]
 	m.scratch = in[:0]
 	return nil
 }
@@ -310,7 +353,7 @@ func (m *rowsetMerger) add(op []byte) error {
 // older arrays when the arena grows, which stay valid.
 func (m *rowsetMerger) own(b []byte) []byte {
 	if cap(m.arena)-len(m.arena) < len(b) {
-		m.arena = make([]byte, 0, max(4096, 2*len(b)))
+		m.arena = make([]byte, 0, max(512, 2*len(b), min(2*cap(m.arena), 1<<20)))
 	}
 	off := len(m.arena)
 	m.arena = append(m.arena, b...)
@@ -321,7 +364,8 @@ func (m *rowsetMerger) MergeNewer(v []byte) error { return m.add(v) }
 func (m *rowsetMerger) MergeOlder(v []byte) error { return m.add(v) }
 
 func (m *rowsetMerger) Finish(bool) ([]byte, io.Closer, error) {
-	return appendRowset(nil, m.entries), nil, nil
+	m.buf = appendRowset(m.buf[:0], m.entries)
+	return m.buf, nil, nil
 }
 
 func (m *rowsetMerger) DeletableFinish(bool) ([]byte, bool, io.Closer, error) {

@@ -96,7 +96,29 @@ func forEachSketch(b, prefix []byte, fn func(key, set []byte) error) error {
 // are decoded and merged.
 type sketchSetMerger struct {
 	entries []sketchEntry
+	spare   []sketchEntry // the other half of a double buffer with entries
+	in      []sketchEntry
 	arena   []byte
+	sets    []visitorSet // decoded unions; entries point into it
+	buf     []byte       // the finished value
+}
+
+func (m *sketchSetMerger) reset() {
+	m.entries, m.spare, m.in = m.entries[:0], m.spare[:0], m.in[:0]
+	m.arena = m.arena[:0]
+	// The sets' backing arrays are kept only if small: a dense sketch
+	// holds 16 KiB.
+	if cap(m.sets) > 64 {
+		m.sets = nil
+	}
+	m.sets = m.sets[:0]
+}
+
+// newSet returns an empty visitor set owned by the merger. A pointer into
+// an earlier array stays valid when sets grows.
+func (m *sketchSetMerger) newSet() *visitorSet {
+	m.sets = append(m.sets, visitorSet{})
+	return &m.sets[len(m.sets)-1]
 }
 
 func (m *sketchSetMerger) own(b []byte) []byte {
@@ -115,7 +137,7 @@ func (m *sketchSetMerger) add(op []byte) error { return m.addOwned(m.own(op)) }
 // addOwned merges an operand whose bytes stay valid and unchanged for the
 // merger's life.
 func (m *sketchSetMerger) addOwned(op []byte) error {
-	var in []sketchEntry
+	in := m.in[:0]
 	err := forEachSketch(op, nil, func(key, set []byte) error {
 		in = append(in, sketchEntry{key: key, raw: set})
 		return nil
@@ -123,7 +145,7 @@ func (m *sketchSetMerger) addOwned(op []byte) error {
 	if err != nil {
 		return err
 	}
-	out := make([]sketchEntry, 0, len(m.entries)+len(in))
+	out := m.spare[:0]
 	i, j := 0, 0
 	for i < len(m.entries) || j < len(in) {
 		switch {
@@ -136,7 +158,7 @@ func (m *sketchSetMerger) addOwned(op []byte) error {
 		default:
 			e := m.entries[i]
 			if !e.decoded {
-				e.set = new(visitorSet)
+				e.set = m.newSet()
 				if err := e.set.addValue(e.raw); err != nil {
 					return err
 				}
@@ -149,7 +171,8 @@ func (m *sketchSetMerger) addOwned(op []byte) error {
 			i, j = i+1, j+1
 		}
 	}
-	m.entries = out
+	m.entries, m.spare = out, m.entries[:0]
+	m.in = in[:0]
 	return nil
 }
 
@@ -157,6 +180,7 @@ func (m *sketchSetMerger) MergeNewer(v []byte) error { return m.add(v) }
 func (m *sketchSetMerger) MergeOlder(v []byte) error { return m.add(v) }
 
 func (m *sketchSetMerger) Finish(bool) ([]byte, io.Closer, error) {
-	v, err := appendSketchSet(nil, m.entries)
+	v, err := appendSketchSet(m.buf[:0], m.entries)
+	m.buf = v
 	return v, nil, err
 }
