@@ -46,9 +46,12 @@ type pending struct {
 const (
 	DefaultCheckpointInterval = 2 * time.Second
 	DefaultCheckpointEvents   = 500_000
-	// checkpointCells bounds the pending delta's cells, whatever the
-	// event count: a batch spread over many links and days touches more.
-	checkpointCells = maxKeptCells / 2
+	// checkpointCells and checkpointVisits bound the pending delta's
+	// cells and (cell, visitor) entries, whatever the event count: events
+	// spread over many links and days touch more of both, and the flush
+	// of a checkpoint takes a few times their size again.
+	checkpointCells  = maxKeptCells / 2
+	checkpointVisits = 4 << 20
 )
 
 // journalKey is the journal entry of the seq-th applied segment:
@@ -98,7 +101,8 @@ func (a *Aggregator) foldStored(evs []*ingest.Event, upTo uint64) error {
 func (a *Aggregator) checkpointDue() bool {
 	p := &a.pend
 	return p.events > 0 && (p.events >= a.cfg.CheckpointEvents ||
-		len(p.f.d.keys) >= checkpointCells || time.Since(p.since) >= a.cfg.CheckpointInterval)
+		len(p.f.d.keys) >= checkpointCells || len(p.f.d.visits) >= checkpointVisits ||
+		time.Since(p.since) >= a.cfg.CheckpointInterval)
 }
 
 // checkpoint writes the pending aggregation (rollup operands, counters,
