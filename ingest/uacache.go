@@ -35,7 +35,7 @@ type uaCache struct {
 	seed  maphash.Seed
 	sets  []uaSet // slices of a page-aligned allocation, so each set is one line
 	mask  uint64
-	infos []uaInfo           // distinct answers; index 0 is unused
+	infos []uaInfo          // distinct answers; index 0 is unused
 	index map[uaInfo]uint16 // infos' indices
 }
 
