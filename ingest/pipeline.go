@@ -213,7 +213,12 @@ func newPipeline(cfg Config) (*Pipeline, error) {
 		return nil, fmt.Errorf("cannot open ingest pipeline: %w", err)
 	}
 	p.ship = newShipper(p)
-	p.seg.onSeal = func(seq uint64, records int) { p.ship.wake() }
+	p.seg.onSeal = func(seq uint64, records int, whole bool) {
+		if whole {
+			p.ship.writtenHere(seq)
+		}
+		p.ship.wake()
+	}
 	p.seg.syncer = &segmentSyncer{
 		dir: cfg.Dir, interval: cfg.SyncInterval, log: p.log, pending: &p.pendingBytes,
 		onSeal: p.seg.onSeal, errors: cfg.Metrics.GetOrCreateCounter("waymark_ingest_sync_errors_total"),
