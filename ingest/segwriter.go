@@ -73,7 +73,7 @@ type segmentWriter struct {
 	dirty          bool   // written to f but not fsynced
 	scratch        []byte
 
-	pending *atomic.Int64           // bytes on disk not yet acknowledged by the aggregator
+	pending *atomic.Int64 // bytes on disk not yet acknowledged by the aggregator
 	// onSeal tells the shipper a segment is ready; whole means this
 	// process wrote it from header to footer (not cut after a write error).
 	onSeal func(seq uint64, n int, whole bool)
