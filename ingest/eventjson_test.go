@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -276,6 +278,23 @@ func TestEventJSONAllocatesNothing(t *testing.T) {
 		parse()
 		if allocs := testing.AllocsPerRun(200, parse); allocs != 0 {
 			t.Errorf("%s: got %v allocs per parse; want 0", body, allocs)
+		}
+	}
+}
+
+// TestSmallIntMatchesParseFloat: the integer fast path gives exactly
+// ParseFloat's value (sign of zero included) and declines the rest.
+func TestSmallIntMatchesParseFloat(t *testing.T) {
+	for _, s := range []string{"0", "-0", "7", "007", "1280", "-12", "999999999999999", "123456789012345"} {
+		v, ok := smallInt(s)
+		want, err := strconv.ParseFloat(s, 64)
+		if !ok || err != nil || v != want || math.Signbit(v) != math.Signbit(want) {
+			t.Errorf("smallInt(%q) = %v, %v; want %v", s, v, ok, want)
+		}
+	}
+	for _, s := range []string{"", "-", "+5", "1.5", "1e3", "1234567890123456", "12a", " 1", "0x10", "inf", "--1"} {
+		if _, ok := smallInt(s); ok {
+			t.Errorf("smallInt(%q) took it; want ParseFloat to decide", s)
 		}
 	}
 }
