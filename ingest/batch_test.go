@@ -8,6 +8,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -23,7 +24,7 @@ func TestReadBatchRoundTrip(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write(raw)
 	zw.Close()
-	for enc, body := range map[string][]byte{"": raw, "zstd": zst, "gzip": gz.Bytes()} {
+	for enc, body := range map[string][]byte{"": raw, "s2": s2.Encode(nil, raw), "zstd": zst, "gzip": gz.Bytes()} {
 		var got []SegmentRef
 		err := ReadBatch(body, enc, 1<<20, func(s BatchSegment) error {
 			got = append(got, s.Ref)
@@ -36,8 +37,13 @@ func TestReadBatchRoundTrip(t *testing.T) {
 			t.Errorf("%q: got %v, %v; want both refs", enc, got, err)
 		}
 	}
-	if err := ReadBatch(zst, "zstd", 10, func(BatchSegment) error { return nil }); !errors.Is(err, ErrCorruptSegment) {
-		t.Errorf("over the size limit: got %v; want ErrCorruptSegment", err)
+	for enc, body := range map[string][]byte{"zstd": zst, "s2": s2.Encode(nil, raw)} {
+		if err := ReadBatch(body, enc, 10, func(BatchSegment) error { return nil }); !errors.Is(err, ErrCorruptSegment) {
+			t.Errorf("%s over the size limit: got %v; want ErrCorruptSegment", enc, err)
+		}
+	}
+	if err := ReadBatch([]byte{0xff, 0xff, 0x03, 1, 2}, "s2", 1<<20, func(BatchSegment) error { return nil }); !errors.Is(err, ErrCorruptSegment) {
+		t.Errorf("damaged s2 body: got %v; want ErrCorruptSegment", err)
 	}
 	for n := range len(raw) - 1 {
 		calls := 0

@@ -3,6 +3,7 @@ package ingest
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -65,5 +66,42 @@ func TestShipperSetsAsideOwnSegmentDamagedOnDisk(t *testing.T) {
 	}
 	if got := p.m.corruptSegments.Get(); got != 1 {
 		t.Errorf("corrupt segments: got %d; want 1", got)
+	}
+}
+
+// TestShipperSendsS2AndFallsBackToZstd: batches go s2-compressed; an
+// aggregator that refuses s2 (the version before it) gets zstd from then
+// on, and every event arrives once.
+func TestShipperSendsS2AndFallsBackToZstd(t *testing.T) {
+	for _, mode := range []string{"ack", "nos2"} {
+		agg := newFakeAggregator(t, mode)
+		p := openTestPipeline(t, func(c *Config) {
+			c.AggregatorURL = agg.srv.URL
+			c.ShipToken = "s3cret"
+			c.SegmentMaxAge = 20 * time.Millisecond
+		})
+		captureN(p, 20)
+		waitFor(t, mode+": every event shipped", func() bool { return agg.events() == 20 && p.PendingBytes() == 0 })
+		captureN(p, 20)
+		waitFor(t, mode+": the second lot shipped", func() bool { return agg.events() == 40 && p.PendingBytes() == 0 })
+		agg.mu.Lock()
+		encodings := append([]string(nil), agg.encodings...)
+		agg.mu.Unlock()
+		// Each lot goes in one post or more (a segment may seal mid-lot).
+		rest := "s2"
+		if mode == "nos2" {
+			rest = "zstd" // after the one refused s2 post
+			if len(encodings) > 0 && encodings[0] == "s2" {
+				encodings = encodings[1:]
+			} else {
+				t.Errorf("nos2: first post %v; want s2", encodings)
+			}
+		}
+		if len(encodings) < 2 || slices.ContainsFunc(encodings, func(e string) bool { return e != rest }) {
+			t.Errorf("%s: Content-Encodings %v; want two or more posts, all %s", mode, encodings, rest)
+		}
+		if got := p.m.shipRetries.Get(); got != 0 {
+			t.Errorf("%s: %d retries; want none (the fallback is not a failure)", mode, got)
+		}
 	}
 }
