@@ -60,4 +60,3 @@ func BenchmarkShipEncode(b *testing.B) {
 		})
 	}
 }
-

@@ -44,8 +44,8 @@ type shipper struct {
 	// used by the shipper goroutine only.
 	zstdOnly bool
 	raw      []byte
-	m      shipMetrics
-	state  shipState
+	m        shipMetrics
+	state    shipState
 
 	oldestSeq uint64 // seq whose created time is in p.oldestSealedMs
 	// deferred holds segments answers left unacknowledged: when each may
