@@ -47,8 +47,8 @@ type uaSet [uaCacheWays]uint64 // slot: fingerprint<<16 | answer index; 0 is emp
 const uaMaxInfos = 1 << 16
 
 func newUACache(sets int) *uaCache {
-	if sets&(sets-1) != 0 || sets <= 0 {
-		panic("BUG: uaCache sets must be a power of two")
+	if sets&(sets-1) != 0 || sets <= 0 || sets > 1<<16 {
+		panic("BUG: uaCache sets must be a power of two up to 65,536 (the fingerprint is the hash's top 48 bits)")
 	}
 	return &uaCache{
 		seed:  maphash.MakeSeed(),
