@@ -333,11 +333,23 @@ func queryUTM(query string, utm *[5]string, scratch *[]byte) {
 	}
 }
 
+// utmIndex is name's index in utmNames, or -1. Most query keys are not
+// UTM names, and most fail at the prefix.
 func utmIndex(name string) int {
-	for i, n := range utmNames {
-		if n == name {
-			return i
-		}
+	if len(name) < len("utm_term") || name[:4] != "utm_" {
+		return -1
+	}
+	switch name[4:] {
+	case "source":
+		return 0
+	case "medium":
+		return 1
+	case "campaign":
+		return 2
+	case "term":
+		return 3
+	case "content":
+		return 4
 	}
 	return -1
 }

@@ -39,3 +39,16 @@ func BenchmarkReferrerHost(b *testing.B) {
 		referrerHost(refs[i&3])
 	}
 }
+
+func TestUTMIndex(t *testing.T) {
+	for i, n := range utmNames {
+		if got := utmIndex(n); got != i {
+			t.Errorf("utmIndex(%q) = %d; want %d", n, got, i)
+		}
+	}
+	for _, n := range []string{"", "utm_", "utm_x", "UTM_source", "utm_sourcex", "xutm_term", "ref", "utm_terms"} {
+		if got := utmIndex(n); got != -1 {
+			t.Errorf("utmIndex(%q) = %d; want -1", n, got)
+		}
+	}
+}
