@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,11 @@ type shipper struct {
 	// used by the shipper goroutine only.
 	zstdOnly bool
 	raw      []byte
+	// arena holds the segment files of the batch being sent, reused from
+	// round to round: the shipper would otherwise allocate every byte it
+	// ships twice over, and on an edge that allocation rate, not the
+	// redirects, sets how often the garbage collector runs.
+	arena []byte
 	m        shipMetrics
 	state    shipState
 
@@ -222,6 +228,7 @@ func (s *shipper) round() (more bool, err error) {
 		return false, nil
 	}
 	now := time.Now()
+	s.arena = s.arena[:0]
 	var batch []BatchSegment
 	var files []sealedSegment
 	var records []int
@@ -234,7 +241,7 @@ func (s *shipper) round() (more bool, err error) {
 			more = true
 			break
 		}
-		data, err := os.ReadFile(sg.path)
+		data, err := s.readSegment(sg.path)
 		if err != nil {
 			return false, fmt.Errorf("cannot read segment %d: %w", sg.seq, err)
 		}
@@ -346,6 +353,27 @@ func (s *shipper) reidentify(sg sealedSegment, b BatchSegment) error {
 	s.untrust(sg.seq) // a new header, written by another path: check it all
 	s.p.log.Info("segment re-identified after a conflict", "seq", b.Ref.Seq, "old_incarnation", b.Ref.Inc, "incarnation", cur)
 	return nil
+}
+
+// readSegment reads a segment file into the arena. The slice it returns
+// stays valid until the next round.
+func (s *shipper) readSegment(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	start := len(s.arena)
+	s.arena = slices.Grow(s.arena, int(info.Size()))[:start+int(info.Size())]
+	if _, err := io.ReadFull(f, s.arena[start:]); err != nil {
+		s.arena = s.arena[:start]
+		return nil, err
+	}
+	return s.arena[start:len(s.arena):len(s.arena)], nil
 }
 
 // writtenHere records that this process wrote segment seq whole and
