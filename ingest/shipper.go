@@ -50,8 +50,8 @@ type shipper struct {
 	// ships twice over, and on an edge that allocation rate, not the
 	// redirects, sets how often the garbage collector runs.
 	arena []byte
-	m        shipMetrics
-	state    shipState
+	m     shipMetrics
+	state shipState
 
 	oldestSeq uint64 // seq whose created time is in p.oldestSealedMs
 	// deferred holds segments answers left unacknowledged: when each may
