@@ -45,6 +45,7 @@ type shipper struct {
 	// used by the shipper goroutine only.
 	zstdOnly bool
 	raw      []byte
+	s2buf    []byte // s2's output before it is copied to a body of its size
 	// arena holds the segment files of the batch being sent, reused from
 	// round to round: the shipper would otherwise allocate every byte it
 	// ships twice over, and on an edge that allocation rate, not the
@@ -506,7 +507,11 @@ func (s *shipper) quarantine(sg sealedSegment, msg string, why error) {
 func (s *shipper) post(batch []BatchSegment) (ShipAck, error) {
 	s.raw = AppendBatch(s.raw[:0], batch)
 	if !s.zstdOnly {
-		ack, status, answer, err := s.send(s2.Encode(nil, s.raw), "s2")
+		// s2 needs room for its worst case (more than the input); the
+		// body gets its own allocation of the compressed size, since the
+		// HTTP transport may still read it after an error.
+		s.s2buf = s2.Encode(s.s2buf[:cap(s.s2buf)], s.raw)
+		ack, status, answer, err := s.send(bytes.Clone(s.s2buf), "s2")
 		if !(status == http.StatusBadRequest && bytes.Contains(answer, []byte("unsupported Content-Encoding"))) {
 			return ack, err
 		}
