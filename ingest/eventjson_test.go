@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
@@ -295,6 +296,27 @@ func TestSmallIntMatchesParseFloat(t *testing.T) {
 	for _, s := range []string{"", "-", "+5", "1.5", "1e3", "1234567890123456", "12a", " 1", "0x10", "inf", "--1"} {
 		if _, ok := smallInt(s); ok {
 			t.Errorf("smallInt(%q) took it; want ParseFloat to decide", s)
+		}
+	}
+}
+
+// TestPlainASCII8: every byte value at every position of a word of
+// otherwise plain bytes, against the byte-by-byte rule.
+func TestPlainASCII8(t *testing.T) {
+	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
+	for pos := range 8 {
+		for c := range 256 {
+			for _, fill := range []byte{'a', ' ', '~', '!', '#', '[', ']'} {
+				var w [8]byte
+				for i := range w {
+					w[i] = fill
+				}
+				w[pos] = byte(c)
+				want := plain(byte(c))
+				if got := plainASCII8(binary.LittleEndian.Uint64(w[:])); got != want {
+					t.Fatalf("%q: got %v; want %v", w, got, want)
+				}
+			}
 		}
 	}
 }

@@ -265,6 +265,12 @@ func lowerView(s string, scratch *[]byte) string {
 func unescapeInto(dst *[]byte, s string, query bool) bool {
 	out := *dst
 	for i := 0; i < len(s); i++ {
+		if run := plainRun(s[i:], query); run > 0 {
+			out = append(out, s[i:i+run]...) // bytes that stand for themselves, at once
+			if i += run; i >= len(s) {
+				break
+			}
+		}
 		c := s[i]
 		switch {
 		case c == '%':
@@ -282,6 +288,21 @@ func unescapeInto(dst *[]byte, s string, query bool) bool {
 	}
 	*dst = out
 	return true
+}
+
+// plainRun is how many bytes at the start of s stand for themselves: up
+// to the first '%' (or '+' in a query).
+func plainRun(s string, query bool) int {
+	n := strings.IndexByte(s, '%')
+	if n < 0 {
+		n = len(s)
+	}
+	if query {
+		if p := strings.IndexByte(s[:n], '+'); p >= 0 {
+			n = p
+		}
+	}
+	return n
 }
 
 func isHex(c byte) bool {
