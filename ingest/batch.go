@@ -97,7 +97,8 @@ func AppendBatch(dst []byte, segs []BatchSegment) []byte {
 }
 
 // ReadBatch decodes a batch body sent with the given Content-Encoding
-// ("s2", the block format of github.com/klauspost/compress/s2; "zstd",
+// ("s2", the framed stream format of github.com/klauspost/compress/s2,
+// with a CRC32C per block; "zstd",
 // "gzip" or empty), refusing more than maxBytes once decompressed.
 // It parses the whole framing before calling fn once per segment, so a
 // malformed batch (error wrapping ErrCorruptSegment) delivers nothing. Each
@@ -129,16 +130,14 @@ func decompress(body []byte, encoding string, maxBytes int64) ([]byte, error) {
 		}
 		return body, nil
 	case "s2":
-		n, err := s2.DecodedLen(body)
+		// The framed stream format: every block carries a CRC32C, checked
+		// while reading.
+		raw, err := io.ReadAll(io.LimitReader(s2.NewReader(bytes.NewReader(body)), maxBytes+1))
 		if err != nil {
 			return nil, fmt.Errorf("cannot read batch: %w: %v", ErrCorruptSegment, err)
 		}
-		if int64(n) > maxBytes {
+		if int64(len(raw)) > maxBytes {
 			return nil, fmt.Errorf("cannot read batch: %w: larger than %d bytes", ErrCorruptSegment, maxBytes)
-		}
-		raw, err := s2.Decode(nil, body)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read batch: %w: %v", ErrCorruptSegment, err)
 		}
 		return raw, nil
 	case "zstd":
