@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -16,7 +17,7 @@ import (
 //	POST AggregatorURL + ShipPath
 //	Authorization: Bearer <ShipToken>
 //	Content-Type: application/x-waymark-segments
-//	Content-Encoding: zstd            (gzip and identity are accepted too)
+//	Content-Encoding: s2              (zstd, gzip and identity are accepted too)
 //
 //	body (after decompression):
 //	  magic "WMSB" | version byte (2)
@@ -96,7 +97,9 @@ func AppendBatch(dst []byte, segs []BatchSegment) []byte {
 }
 
 // ReadBatch decodes a batch body sent with the given Content-Encoding
-// ("zstd", "gzip" or empty), refusing more than maxBytes once decompressed.
+// ("s2", the framed stream format of github.com/klauspost/compress/s2,
+// with a CRC32C per block; "zstd",
+// "gzip" or empty), refusing more than maxBytes once decompressed.
 // It parses the whole framing before calling fn once per segment, so a
 // malformed batch (error wrapping ErrCorruptSegment) delivers nothing. Each
 // segment's own contents are checked by ReadSegment, which the aggregator
@@ -126,6 +129,17 @@ func decompress(body []byte, encoding string, maxBytes int64) ([]byte, error) {
 			return nil, fmt.Errorf("cannot read batch: %w: larger than %d bytes", ErrCorruptSegment, maxBytes)
 		}
 		return body, nil
+	case "s2":
+		// The framed stream format: every block carries a CRC32C, checked
+		// while reading.
+		raw, err := io.ReadAll(io.LimitReader(s2.NewReader(bytes.NewReader(body)), maxBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("cannot read batch: %w: %v", ErrCorruptSegment, err)
+		}
+		if int64(len(raw)) > maxBytes {
+			return nil, fmt.Errorf("cannot read batch: %w: larger than %d bytes", ErrCorruptSegment, maxBytes)
+		}
+		return raw, nil
 	case "zstd":
 		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(maxBytes)))
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -23,7 +24,7 @@ func TestReadBatchRoundTrip(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write(raw)
 	zw.Close()
-	for enc, body := range map[string][]byte{"": raw, "zstd": zst, "gzip": gz.Bytes()} {
+	for enc, body := range map[string][]byte{"": raw, "s2": s2Stream(raw), "zstd": zst, "gzip": gz.Bytes()} {
 		var got []SegmentRef
 		err := ReadBatch(body, enc, 1<<20, func(s BatchSegment) error {
 			got = append(got, s.Ref)
@@ -36,8 +37,15 @@ func TestReadBatchRoundTrip(t *testing.T) {
 			t.Errorf("%q: got %v, %v; want both refs", enc, got, err)
 		}
 	}
-	if err := ReadBatch(zst, "zstd", 10, func(BatchSegment) error { return nil }); !errors.Is(err, ErrCorruptSegment) {
-		t.Errorf("over the size limit: got %v; want ErrCorruptSegment", err)
+	for enc, body := range map[string][]byte{"zstd": zst, "s2": s2Stream(raw)} {
+		if err := ReadBatch(body, enc, 10, func(BatchSegment) error { return nil }); !errors.Is(err, ErrCorruptSegment) {
+			t.Errorf("%s over the size limit: got %v; want ErrCorruptSegment", enc, err)
+		}
+	}
+	damaged := s2Stream(raw)
+	damaged[len(damaged)/2] ^= 0x10 // inside the block: its CRC32C fails
+	if err := ReadBatch(damaged, "s2", 1<<20, func(BatchSegment) error { return nil }); !errors.Is(err, ErrCorruptSegment) {
+		t.Errorf("damaged s2 body: got %v; want ErrCorruptSegment", err)
 	}
 	for n := range len(raw) - 1 {
 		calls := 0
@@ -104,4 +112,13 @@ func TestShipAckJSON(t *testing.T) {
 	if string(out) != `{"acked":[{"node":"a","inc":5,"seq":1}]}` {
 		t.Fatalf("encoded %s", out)
 	}
+}
+
+// s2Stream compresses b as the shipper does: s2's framed stream format.
+func s2Stream(b []byte) []byte {
+	var out bytes.Buffer
+	w := s2.NewWriter(&out, s2.WriterConcurrency(1))
+	_ = w.EncodeBuffer(b)
+	_ = w.Close()
+	return out.Bytes()
 }

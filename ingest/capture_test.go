@@ -180,7 +180,7 @@ func TestDiskCapDrops(t *testing.T) {
 		p.CaptureClick(ctx, []byte("c")) // must not block, whatever the disk
 		if i%8 == 0 {
 			// Let the writer keep up, so the cap (not the queue) is what drops.
-			waitFor(t, "the queue to drain", func() bool { return len(p.queue) == 0 })
+			waitFor(t, "the queue to drain", func() bool { return p.queue.Len() == 0 })
 		}
 	}
 	accounted := func() uint64 {

@@ -357,6 +357,32 @@ func readStr(r *jsonReader, f *strField) {
 	}
 }
 
+// smallInt is ParseFloat's answer for an optional '-' and 1 to 15
+// digits, the numbers trackers send ("w":1280, "e":12000), without its
+// general parse: every such integer is exact in a float64.
+func smallInt(s string) (float64, bool) {
+	digits := s
+	if len(s) > 0 && s[0] == '-' {
+		digits = s[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	v := float64(n)
+	if len(digits) < len(s) {
+		v = -v // -0 stays negative zero, as ParseFloat gives it
+	}
+	return v, true
+}
+
 func readNum(r *jsonReader, f *numField) {
 	switch r.peek() {
 	case jsonNull:
@@ -381,6 +407,9 @@ func readNum(r *jsonReader, f *numField) {
 }
 
 func parseNum(s string) numField {
+	if v, ok := smallInt(s); ok {
+		return numField{set: true, v: v}
+	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		return numField{bad: true}

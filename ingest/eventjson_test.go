@@ -1,7 +1,10 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -276,6 +279,44 @@ func TestEventJSONAllocatesNothing(t *testing.T) {
 		parse()
 		if allocs := testing.AllocsPerRun(200, parse); allocs != 0 {
 			t.Errorf("%s: got %v allocs per parse; want 0", body, allocs)
+		}
+	}
+}
+
+// TestSmallIntMatchesParseFloat: the integer fast path gives exactly
+// ParseFloat's value (sign of zero included) and declines the rest.
+func TestSmallIntMatchesParseFloat(t *testing.T) {
+	for _, s := range []string{"0", "-0", "7", "007", "1280", "-12", "999999999999999", "123456789012345"} {
+		v, ok := smallInt(s)
+		want, err := strconv.ParseFloat(s, 64)
+		if !ok || err != nil || v != want || math.Signbit(v) != math.Signbit(want) {
+			t.Errorf("smallInt(%q) = %v, %v; want %v", s, v, ok, want)
+		}
+	}
+	for _, s := range []string{"", "-", "+5", "1.5", "1e3", "1234567890123456", "12a", " 1", "0x10", "inf", "--1"} {
+		if _, ok := smallInt(s); ok {
+			t.Errorf("smallInt(%q) took it; want ParseFloat to decide", s)
+		}
+	}
+}
+
+// TestPlainASCII8: every byte value at every position of a word of
+// otherwise plain bytes, against the byte-by-byte rule.
+func TestPlainASCII8(t *testing.T) {
+	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
+	for pos := range 8 {
+		for c := range 256 {
+			for _, fill := range []byte{'a', ' ', '~', '!', '#', '[', ']'} {
+				var w [8]byte
+				for i := range w {
+					w[i] = fill
+				}
+				w[pos] = byte(c)
+				want := plain(byte(c))
+				if got := plainASCII8(binary.LittleEndian.Uint64(w[:])); got != want {
+					t.Fatalf("%q: got %v; want %v", w, got, want)
+				}
+			}
 		}
 	}
 }

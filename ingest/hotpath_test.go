@@ -19,7 +19,7 @@ func TestCanonicalHeaderKey(t *testing.T) {
 }
 
 func TestNextLinger(t *testing.T) {
-	p := &Pipeline{queue: make(chan *pending, 400)} // a quarter is 100
+	p := &Pipeline{queue: newEventQueue(256)} // a quarter is 64
 	for _, tt := range []struct {
 		last time.Duration
 		n    int
@@ -27,10 +27,10 @@ func TestNextLinger(t *testing.T) {
 	}{
 		{flushInterval, 0, 0},                           // nothing came: block on the queue
 		{flushInterval, 10, flushInterval},              // slow: keep the interval
-		{flushInterval, 200, flushInterval / 2},         // a quarter would be passed: shorten
+		{flushInterval, 128, flushInterval / 2},         // a quarter would be passed: shorten
 		{flushInterval / 4, 10, flushInterval / 2},      // slow again: grow back twofold at most
-		{100 * time.Microsecond, 400, 0},                // too fast to wait: block on the queue
-		{time.Millisecond, 100, time.Millisecond},       // exactly a quarter: keep
+		{100 * time.Microsecond, 256, 0},                // too fast to wait: block on the queue
+		{time.Millisecond, 64, time.Millisecond},        // exactly a quarter: keep
 		{flushInterval, 1 << 20, 0},                     // a flood
 		{minLinger, 1, min(flushInterval, 2*minLinger)}, // from the shortest wait
 	} {

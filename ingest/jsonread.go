@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -163,6 +164,12 @@ func (r *jsonReader) str() []byte {
 	i := start
 	plain := true // no escapes, valid UTF-8: a view of the input
 	for ; i < len(b); i++ {
+		for i+8 <= len(b) && plainASCII8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8 // eight bytes that need no look: most of a tracker's body
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		if c == '"' {
 			break
@@ -193,6 +200,20 @@ func (r *jsonReader) str() []byte {
 		return b[start:i]
 	}
 	return r.unquote(b[start:i])
+}
+
+// plainASCII8 reports whether the eight bytes of w (little endian) are
+// all printable ASCII other than '"' and '\\': bytes a string's scan can
+// skip. Each test is the exact "some byte is" form (Bit Twiddling Hacks'
+// haszero and hasless), so a true answer is never wrong.
+func plainASCII8(w uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(v uint64) uint64 { return (v - lo) & ^v & hi }
+	special := w&hi | // >= 0x80
+		(w-lo*0x20)&^w&hi | // < 0x20
+		hasZero(w^(lo*'"')) |
+		hasZero(w^(lo*'\\'))
+	return special == 0
 }
 
 // unquote decodes the inside of a string with escapes or invalid UTF-8,

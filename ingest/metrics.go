@@ -45,7 +45,7 @@ func newPipelineMetrics(set *metrics.Set, p *Pipeline) *pipelineMetrics {
 	m.shippedBytes = set.GetOrCreateCounter("waymark_ingest_shipped_bytes_total")
 	m.shipRetries = set.GetOrCreateCounter("waymark_ingest_ship_retries_total")
 	m.corruptSegments = set.GetOrCreateCounter("waymark_ingest_corrupt_segments_total")
-	set.GetOrCreateGauge("waymark_ingest_queue_length", func() float64 { return float64(len(p.queue)) })
+	set.GetOrCreateGauge("waymark_ingest_queue_length", func() float64 { return float64(p.queue.Len()) })
 	set.GetOrCreateGauge("waymark_ingest_pending_bytes", func() float64 { return float64(p.pendingBytes.Load()) })
 	set.GetOrCreateGauge("waymark_ingest_oldest_pending_age_seconds", func() float64 {
 		return p.OldestPendingAge().Seconds()

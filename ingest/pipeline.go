@@ -27,7 +27,7 @@ type Config struct {
 	SegmentMaxAge   time.Duration // rotate by age (default 2s; bounds aggregator freshness)
 	SyncInterval    time.Duration // group fsync interval (default 200ms) = loss window on a crash
 	MaxPendingBytes int64         // byte cap on unshipped data (default 1 GiB); past it new events are dropped and counted
-	QueueSize       int           // bounded in-memory event queue (default 65536); full -> drop + count, never block
+	QueueSize       int           // bounded in-memory event queue (default 65536, rounded up to a power of two); full -> drop + count, never block
 
 	AggregatorURL string // shipper POSTs batches to AggregatorURL+ShipPath; empty: segments accumulate
 	ShipToken     string // sent as "Authorization: Bearer ..." to the aggregator
@@ -120,7 +120,7 @@ type Pipeline struct {
 	log   *slog.Logger
 	now   func() time.Time
 	m     *pipelineMetrics
-	queue chan *pending
+	queue *eventQueue
 	pool  sync.Pool
 
 	closed     atomic.Bool
@@ -181,7 +181,7 @@ func newPipeline(cfg Config) (*Pipeline, error) {
 		cfg:        cfg,
 		log:        cfg.Logger.With("component", "ingest"),
 		now:        cfg.Now,
-		queue:      make(chan *pending, cfg.QueueSize),
+		queue:      newEventQueue(cfg.QueueSize),
 		stopWriter: make(chan struct{}),
 		writerDone: make(chan struct{}),
 		script:     newScriptAsset(),
@@ -213,7 +213,12 @@ func newPipeline(cfg Config) (*Pipeline, error) {
 		return nil, fmt.Errorf("cannot open ingest pipeline: %w", err)
 	}
 	p.ship = newShipper(p)
-	p.seg.onSeal = func(seq uint64, records int) { p.ship.wake() }
+	p.seg.onSeal = func(seq uint64, records int, whole bool) {
+		if whole {
+			p.ship.writtenHere(seq)
+		}
+		p.ship.wake()
+	}
 	p.seg.syncer = &segmentSyncer{
 		dir: cfg.Dir, interval: cfg.SyncInterval, log: p.log, pending: &p.pendingBytes,
 		onSeal: p.seg.onSeal, errors: cfg.Metrics.GetOrCreateCounter("waymark_ingest_sync_errors_total"),
@@ -230,14 +235,12 @@ func (p *Pipeline) start() {
 
 // enqueue hands a filled pending event to the writer, or drops it.
 func (p *Pipeline) enqueue(pe *pending) bool {
-	select {
-	case p.queue <- pe:
+	if p.queue.push(pe) {
 		return true
-	default:
-		p.m.drop(DropQueueFull)
-		p.release(pe)
-		return false
 	}
+	p.m.drop(DropQueueFull)
+	p.release(pe)
+	return false
 }
 
 func (p *Pipeline) release(pe *pending) {
@@ -254,7 +257,7 @@ func (p *Pipeline) release(pe *pending) {
 const flushInterval = 2 * time.Millisecond
 
 // runWriter is the only goroutine that touches segment files. Idle, it
-// blocks on the queue, so the first event is written at once; while events
+// parks on the queue, so the first event is written at once; while events
 // keep arriving it drains the queue in batches every flushInterval.
 func (p *Pipeline) runWriter() {
 	defer close(p.writerDone)
@@ -262,16 +265,22 @@ func (p *Pipeline) runWriter() {
 	defer tick.Stop()
 	batch := time.NewTimer(flushInterval)
 	batch.Stop()
-	var linger time.Duration // 0: idle, blocked on the queue
+	var linger time.Duration // 0: idle, parked on the queue
 	for {
-		queue, due := p.queue, (<-chan time.Time)(nil)
-		if linger > 0 {
-			queue, due = nil, batch.C
+		wake, due := (<-chan struct{})(nil), (<-chan time.Time)(nil)
+		switch {
+		case linger > 0:
+			due = batch.C
+		case p.queue.park():
+			wake = p.queue.wake
+		default: // events came while the writer was busy: a batch now
+			p.writeBatch()
+			linger = flushInterval
+			batch.Reset(linger)
+			continue
 		}
 		select {
-		case pe := <-queue:
-			p.forgetSalts() // see drainQueue
-			p.write(pe)
+		case <-wake:
 			p.writeBatch()
 			linger = flushInterval
 			batch.Reset(linger)
@@ -306,7 +315,7 @@ func (p *Pipeline) nextLinger(last time.Duration, n int) time.Duration {
 	if n == 0 {
 		return 0
 	}
-	quarter := max(cap(p.queue)/4, 1)
+	quarter := max(p.queue.cap()/4, 1)
 	next := min(flushInterval, 2*last, last*time.Duration(quarter)/time.Duration(n))
 	if next < minLinger {
 		return 0
@@ -322,7 +331,7 @@ const minLinger = 50 * time.Microsecond
 // write, so a process crash loses at most what is still queued. It returns
 // how many events it took.
 func (p *Pipeline) writeBatch() int {
-	n := p.drainQueue(cap(p.queue))
+	n := p.drainQueue(p.queue.cap())
 	p.handleErr(p.seg.flush())
 	p.noteOpenSegment()
 	return n
@@ -334,12 +343,11 @@ func (p *Pipeline) drainQueue(limit int) int {
 	p.forgetSalts() // pick up a salt adopted since the last batch
 	i := 0
 	for ; limit < 0 || i < limit; i++ {
-		select {
-		case pe := <-p.queue:
-			p.write(pe)
-		default:
+		pe := p.queue.pop()
+		if pe == nil {
 			return i
 		}
+		p.write(pe)
 	}
 	return i
 }
@@ -518,16 +526,11 @@ func (p *Pipeline) Close(ctx context.Context) error {
 }
 
 func (p *Pipeline) dropQueued() {
-	for {
-		select {
-		case pe := <-p.queue:
-			p.m.drop(DropClosed)
-			p.release(pe)
-		default:
-			return
-		}
+	for pe := p.queue.pop(); pe != nil; pe = p.queue.pop() {
+		p.m.drop(DropClosed)
+		p.release(pe)
 	}
 }
 
 // QueueLen is how many captured events wait for the writer.
-func (p *Pipeline) QueueLen() int { return len(p.queue) }
+func (p *Pipeline) QueueLen() int { return p.queue.Len() }

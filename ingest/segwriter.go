@@ -73,8 +73,10 @@ type segmentWriter struct {
 	dirty          bool   // written to f but not fsynced
 	scratch        []byte
 
-	pending *atomic.Int64           // bytes on disk not yet acknowledged by the aggregator
-	onSeal  func(seq uint64, n int) // tells the shipper a segment is ready
+	pending *atomic.Int64 // bytes on disk not yet acknowledged by the aggregator
+	// onSeal tells the shipper a segment is ready; whole means this
+	// process wrote it from header to footer (not cut after a write error).
+	onSeal func(seq uint64, n int, whole bool)
 	// syncer, when set, does every fsync and seal off this goroutine (see
 	// syncer.go); without one (tests) they happen inline.
 	syncer *segmentSyncer
@@ -249,7 +251,7 @@ func (w *segmentWriter) seal() error {
 		return err
 	}
 	if w.onSeal != nil {
-		w.onSeal(seq, n)
+		w.onSeal(seq, n, true)
 	}
 	return nil
 }
@@ -285,7 +287,7 @@ func (w *segmentWriter) abandon() int {
 		if err := sealFile(path, w.dir, w.seq); err != nil {
 			w.log.Error("cannot seal segment after write error", "seq", w.seq, "err", err)
 		} else if w.onSeal != nil {
-			w.onSeal(w.seq, w.writtenRecords)
+			w.onSeal(w.seq, w.writtenRecords, false)
 		}
 	default:
 		// Leave it as <seq>.open: the next Open applies the torn-tail rule.

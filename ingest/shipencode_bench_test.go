@@ -1,17 +1,20 @@
 package ingest
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
 // BenchmarkShipEncode compresses a ship batch of eight 5,000-event
 // segments (varied ids, times, visitors, codes and pages, as real traffic)
-// at the zstd levels the shipper could use; the shipper runs on the edge's
-// serving core, so its cost per event is part of a redirect's.
+// with s2 (what the shipper sends) and the zstd levels it could use; the
+// shipper runs on the edge's serving core, so its cost per event is part
+// of a redirect's.
 func BenchmarkShipEncode(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var batch []BatchSegment
@@ -34,6 +37,24 @@ func BenchmarkShipEncode(b *testing.B) {
 		batch = append(batch, BatchSegment{Ref: SegmentRef{Node: "node-a", Seq: uint64(s)}, Data: buildSegment(events, true)})
 	}
 	raw := AppendBatch(nil, batch)
+	b.Run("s2", func(b *testing.B) { // the framed stream format, as the shipper sends it
+		var out bytes.Buffer
+		w := s2.NewWriter(&out, s2.WriterConcurrency(1))
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			out.Reset()
+			w.Reset(&out)
+			if err := w.EncodeBuffer(raw); err != nil {
+				b.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/40_000, "ns/event")
+		b.ReportMetric(float64(len(raw))/float64(out.Len()), "ratio")
+	})
 	for _, level := range []zstd.EncoderLevel{zstd.SpeedFastest, zstd.SpeedDefault} {
 		b.Run(level.String(), func(b *testing.B) {
 			enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1))

