@@ -1,8 +1,11 @@
 package rollup
 
 import (
+	"bytes"
 	"net"
 	"testing"
+
+	"github.com/klauspost/compress/s2"
 
 	"github.com/valyala/fasthttp"
 
@@ -29,6 +32,7 @@ func FuzzSegmentsHandlerBody(f *testing.F) {
 	f.Add([]byte("WMSB\x02"), uint8(0))
 	f.Add([]byte{}, uint8(2))
 	f.Add([]byte("\x28\xb5\x2f\xfd garbage"), uint8(1))
+	f.Add(s2Framed(f, ingest.AppendBatch(nil, []ingest.BatchSegment{{Ref: segmentRef(segs[0]), Data: segs[0]}})), uint8(4))
 
 	clock := &testClock{now: base}
 	cfg := testConfig(&testing.T{}, f.TempDir(), clock)
@@ -38,7 +42,7 @@ func FuzzSegmentsHandlerBody(f *testing.F) {
 	}
 	f.Cleanup(func() { a.Close() })
 	handler := a.SegmentsHandler()
-	encodings := []string{"", "zstd", "gzip", "identity"}
+	encodings := []string{"", "zstd", "gzip", "identity", "s2"}
 
 	f.Fuzz(func(t *testing.T, body []byte, enc uint8) {
 		before := mustCount(t, a, Filter{})
@@ -63,4 +67,18 @@ func FuzzSegmentsHandlerBody(f *testing.F) {
 			t.Fatalf("count went down from %d to %d", before, after)
 		}
 	})
+}
+
+// s2Framed compresses b the way the shipper does for Content-Encoding s2.
+func s2Framed(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := s2.NewWriter(&buf)
+	if _, err := w.Write(b); err != nil {
+		t.Fatalf("s2: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("s2: %v", err)
+	}
+	return buf.Bytes()
 }
