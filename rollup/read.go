@@ -160,21 +160,18 @@ func (a *Aggregator) sumRows(kind byte, entity, dim string, h0, h1 uint32, cross
 		spans = append(spans[:len(spans):len(spans)], span{granCross, cv.crossAt, cv.crossAt + 1})
 	}
 	out := make(map[string]*counters)
-	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tabRows}, UpperBound: []byte{tabRows + 1}})
-	if err != nil {
-		return nil, false, fmt.Errorf("cannot read rollups: %w", err)
-	}
-	defer it.Close()
+	rr := a.newRowReader()
+	defer rr.close()
 	var kb []byte
 	for _, s := range spans {
 		for p := s.lo; p < s.hi; p++ {
 			kb = rowPrefix(kb[:0], tabRows, s.gran, p, kind, entity, "")
-			if !it.SeekGE(kb) || !bytes.Equal(it.Key(), kb) {
-				continue
-			}
-			v, err := it.ValueAndErr()
+			v, err := rr.get(kb)
 			if err != nil {
-				return nil, false, fmt.Errorf("cannot read rollup %x: %w", kb, err)
+				return nil, false, err
+			}
+			if v == nil {
+				continue
 			}
 			err = forEachRowPrefix(v, []byte(dim), func(comp []byte, c *counters) error {
 				value := comp[len(dim):]
@@ -194,7 +191,54 @@ func (a *Aggregator) sumRows(kind byte, entity, dim string, h0, h1 uint32, cross
 			}
 		}
 	}
-	return out, cv.coarse, it.Error()
+	return out, cv.coarse, nil
+}
+
+// rowReader reads merged rowsets by key: finished buckets from the row
+// cache, the rest (and misses) from one Pebble iterator, opened at the
+// first miss, whose finished rowsets are then cached.
+type rowReader struct {
+	a   *Aggregator
+	it  *pebble.Iterator
+	seq uint64
+}
+
+func (a *Aggregator) newRowReader() rowReader { return rowReader{a: a} }
+
+// get returns the rowset under key, nil when there is none. The bytes are
+// valid until the next get or close.
+func (r *rowReader) get(key []byte) ([]byte, error) {
+	c := r.a.sketches
+	if v, ok := c.getRow(key); ok {
+		return v, nil
+	}
+	if r.it == nil {
+		r.seq = c.rowSeq()
+		it, err := r.a.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tabRows}, UpperBound: []byte{tabRows + 1}})
+		if err != nil {
+			return nil, fmt.Errorf("cannot read rollups: %w", err)
+		}
+		r.it = it
+	}
+	if !r.it.SeekGE(key) || !bytes.Equal(r.it.Key(), key) {
+		if err := r.it.Error(); err != nil {
+			return nil, fmt.Errorf("cannot read rollups: %w", err)
+		}
+		return nil, nil
+	}
+	v, err := r.it.ValueAndErr()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read rollup %x: %w", key, err)
+	}
+	c.putRow(key, v, r.seq)
+	return v, nil
+}
+
+func (r *rowReader) close() {
+	if r.it != nil {
+		r.it.Close()
+		r.it = nil
+	}
 }
 
 // visitorAcc unions visitor sets lazily: a single set (one finished
