@@ -160,6 +160,7 @@ func (a *Aggregator) sumRows(kind byte, entity, dim string, h0, h1 uint32, cross
 		spans = append(spans[:len(spans):len(spans)], span{granCross, cv.crossAt, cv.crossAt + 1})
 	}
 	out := make(map[string]*counters)
+	var slab []counters // the sums, allocated a run at a time
 	rr := a.newRowReader()
 	defer rr.close()
 	var kb []byte
@@ -180,7 +181,11 @@ func (a *Aggregator) sumRows(kind byte, entity, dim string, h0, h1 uint32, cross
 				}
 				sum := out[string(value)]
 				if sum == nil {
-					sum = new(counters)
+					if len(slab) == cap(slab) {
+						slab = make([]counters, 0, min(max(16, 2*cap(slab)), 1024))
+					}
+					slab = slab[:len(slab)+1]
+					sum = &slab[len(slab)-1]
 					out[string(value)] = sum
 				}
 				sum.add(c)

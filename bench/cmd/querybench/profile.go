@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,13 +20,16 @@ type profileCapture struct {
 	err error
 }
 
-// startProfile asks the node for a CPU profile of the next seconds and
-// writes it to path when it arrives.
+// startProfile asks the node for a CPU profile of the next seconds, and
+// for the allocations over the same seconds, and writes them to path and
+// path + ".allocs" when they arrive.
 func startProfile(ctx context.Context, node *harness.AggregatorNode, seconds int, path string) *profileCapture {
 	p := &profileCapture{ch: make(chan struct{})}
+	allocs := make(chan error, 1)
+	go func() { allocs <- fetchProfile(ctx, node.Admin, "allocs", seconds, path+".allocs") }()
 	go func() {
 		defer close(p.ch)
-		p.err = fetchProfile(ctx, node.Admin, seconds, path)
+		p.err = errors.Join(fetchProfile(ctx, node.Admin, "profile", seconds, path), <-allocs)
 	}()
 	return p
 }
@@ -37,8 +41,8 @@ func (p *profileCapture) wait() error {
 	return p.err
 }
 
-func fetchProfile(ctx context.Context, admin *harness.AdminClient, seconds int, path string) error {
-	url := admin.BaseURL + "/debug/pprof/profile?seconds=" + strconv.Itoa(seconds)
+func fetchProfile(ctx context.Context, admin *harness.AdminClient, kind string, seconds int, path string) error {
+	url := admin.BaseURL + "/debug/pprof/" + kind + "?seconds=" + strconv.Itoa(seconds)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
