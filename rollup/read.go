@@ -201,11 +201,16 @@ func (a *Aggregator) sumRows(kind byte, entity, dim string, h0, h1 uint32, cross
 
 // rowReader reads merged rowsets by key: finished buckets from the row
 // cache, the rest (and misses) from one Pebble iterator, opened at the
-// first miss, whose finished rowsets are then cached.
+// first miss, whose finished rowsets are then cached. It holds the cache's
+// gate shared from its first read to close, as readSets does, so that a
+// batch that changes cached rowsets commits and drops them while no
+// reader is between the cache and its iterator: an answer is of one
+// state, before the batch or after it.
 type rowReader struct {
-	a   *Aggregator
-	it  *pebble.Iterator
-	seq uint64
+	a      *Aggregator
+	it     *pebble.Iterator
+	seq    uint64
+	locked bool
 }
 
 func (a *Aggregator) newRowReader() rowReader { return rowReader{a: a} }
@@ -214,6 +219,10 @@ func (a *Aggregator) newRowReader() rowReader { return rowReader{a: a} }
 // valid until the next get or close.
 func (r *rowReader) get(key []byte) ([]byte, error) {
 	c := r.a.sketches
+	if !r.locked {
+		c.gate.RLock()
+		r.locked = true
+	}
 	if v, ok := c.getRow(key); ok {
 		return v, nil
 	}
@@ -243,6 +252,10 @@ func (r *rowReader) close() {
 	if r.it != nil {
 		r.it.Close()
 		r.it = nil
+	}
+	if r.locked {
+		r.a.sketches.gate.RUnlock()
+		r.locked = false
 	}
 }
 
