@@ -104,7 +104,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	rep.IdleWaitSeconds, rep.StartedIdle = waited.Seconds(), idle
 
 	qs := buildQueries(hot.Code, hot.SiteID, from, to)
-	results, err := runQueries(ctx, cfg, node, ch, qs, tr, out)
+	results, err := runQueries(ctx, cfg, node, ch, qs, tr, rep, out)
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func load(ctx context.Context, cfg config, hot harness.HotConfig, node *harness.
 // runQueries asks each query once of each server, unmeasured, to check
 // the answers (and warm both up), then cfg.Reps timed times, node and
 // ClickHouse in alternating order.
-func runQueries(ctx context.Context, cfg config, node *harness.AggregatorNode, ch *harness.ClickHouse, qs []query, tr *truth, out io.Writer) ([]QueryResult, error) {
+func runQueries(ctx context.Context, cfg config, node *harness.AggregatorNode, ch *harness.ClickHouse, qs []query, tr *truth, rep *Report, out io.Writer) ([]QueryResult, error) {
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
 	defer client.CloseIdleConnections()
 	askNode := func(q query) ([]byte, time.Duration, error) {
@@ -238,6 +238,11 @@ func runQueries(ctx context.Context, cfg config, node *harness.AggregatorNode, c
 	if cfg.Profile != "" {
 		prof = startProfile(ctx, node, cfg.ProfileSeconds, cfg.Profile)
 	}
+	chPid := 0
+	if ch != nil {
+		chPid = ch.Pid()
+	}
+	meter := startCoreMeter(cfg.ServerCPU, node.Pid(), chPid)
 	for rep := range cfg.Reps {
 		for i, q := range qs {
 			r := &results[i]
@@ -259,6 +264,11 @@ func runQueries(ctx context.Context, cfg config, node *harness.AggregatorNode, c
 			}
 		}
 	}
+	use, err := meter.finish(cfg.Reps * len(qs))
+	if err != nil {
+		return nil, err
+	}
+	rep.Core = use
 	if prof != nil {
 		// Keep the node answering until the capture ends, so that the
 		// whole profile is of queries.
