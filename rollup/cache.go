@@ -297,3 +297,20 @@ func (c *sketchCache) dropRows() {
 		c.rowBytes = 0
 	}
 }
+
+// forgetAll drops every cached set, range and rowset. A commit that
+// deletes buckets without writing them again (a rebuilt day whose entity
+// is gone from it) touches no key; it calls this after committing.
+func (c *sketchCache) forgetAll() {
+	c.gate.Lock()
+	defer c.gate.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+	clear(c.buckets)
+	clear(c.ranges)
+	clear(c.rows)
+	c.order = c.order[:0]
+	c.bytes, c.rowBytes = 0, 0
+	c.gen++
+}

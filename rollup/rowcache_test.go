@@ -107,3 +107,23 @@ func TestRowCacheOffWithoutRowTouches(t *testing.T) {
 		t.Fatalf("a rowset was cached although commits do not report rowset keys")
 	}
 }
+
+// TestForgetAllDropsEverything: after forgetAll nothing cached before it
+// is answered, rowsets nor ranges.
+func TestForgetAllDropsEverything(t *testing.T) {
+	now := base
+	c := newSketchCache(1<<20, func() time.Time { return now })
+	key := rowPrefix(nil, tabRows, granHour, hourOf(base.Add(-3*time.Hour).UnixMilli()), kindSite, "s", "")
+	c.putRow(key, []byte("rows"), c.rowSeq())
+	c.putRange("r", &cachedSet{estimate: 3, size: 64}, c.generation())
+	if _, ok := c.getRow(key); !ok || c.getRange("r") == nil {
+		t.Fatalf("setup: the rowset and the range should be cached")
+	}
+	c.forgetAll()
+	if _, ok := c.getRow(key); ok {
+		t.Errorf("a rowset survived forgetAll")
+	}
+	if c.getRange("r") != nil {
+		t.Errorf("a range survived forgetAll")
+	}
+}
