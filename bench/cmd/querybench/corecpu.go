@@ -9,7 +9,8 @@ import (
 )
 
 // CoreUse is where the servers' core went over the timed repetitions: the
-// node's own CPU per request says what a query costs it; the rest of the
+// node's CPU over the window per request bounds what a query costs it
+// (its background work, such as compactions, is in it too); the rest of the
 // core's busy time (ClickHouse, and anything else on the machine that ran
 // there) is time a node request may have waited for the core, which the
 // client-side latencies include.
@@ -84,6 +85,6 @@ func (m *coreMeter) finish(requests int) (CoreUse, error) {
 }
 
 func (u CoreUse) print(w io.Writer) {
-	fmt.Fprintf(w, "server core over the %.0f s of timed repetitions: node %.1f%% (%.0f µs of CPU per request, %d requests), ClickHouse %.1f%%, other processes %.1f%%\n",
+	fmt.Fprintf(w, "server core over the %.0f s of timed repetitions: node %.1f%% (%.0f µs of CPU per request at most: its background work is in it, %d requests), ClickHouse %.1f%%, other processes %.1f%%\n",
 		u.Seconds, 100*u.NodeBusyShare, u.NodeCPUMicrosPerReq, u.NodeRequests, 100*u.ClickHouseBusyShare, 100*u.OtherBusyShare)
 }
