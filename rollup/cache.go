@@ -3,11 +3,15 @@ package rollup
 import (
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // sketchCacheBytes bounds the decoded visitor sets kept for queries.
 const sketchCacheBytes = 64 << 20
+
+// rowCacheBytes bounds the merged rowsets kept for queries.
+const rowCacheBytes = 32 << 20
 
 // sketchCache keeps decoded visitor sets (and their estimates) of buckets
 // that ended at least an hour ago, keyed by their H key: a 30-day query
@@ -38,6 +42,24 @@ type sketchCache struct {
 	// every range cached before it stale.
 	ranges map[string]rangeEntry
 	gen    uint64
+
+	// rows holds the merged values of finished rowsets by key (read.go):
+	// a rowset written in many batches is a stack of merge operands that
+	// Pebble would otherwise merge again on every read (a 30-day series
+	// of a busy site merged thousands of page rows per day per request).
+	// Entries are plain byte slices, which the GC does not scan.
+	rows     map[string][]byte
+	rowBytes int
+	rowMax   int
+	// commits moves before and after every commit: a rowset read from an
+	// iterator opened before a commit may be stale, so it is cached only
+	// when commits has not moved since the iterator was opened.
+	commits atomic.Uint64
+	// rowTouches is set once a batch reported a rowset key to touch. Row
+	// entries are dropped by those touches, so until one is seen, rows
+	// are cached only while no batch has been committed at all (a flush
+	// that reports sketch keys only would leave them stale).
+	rowTouches atomic.Bool
 }
 
 type rangeEntry struct {
@@ -53,7 +75,8 @@ type cachedSet struct {
 
 func newSketchCache(max int, now func() time.Time) *sketchCache {
 	return &sketchCache{m: make(map[string]*cachedSet), buckets: make(map[string][]string),
-		ranges: make(map[string]rangeEntry), max: max, now: now}
+		ranges: make(map[string]rangeEntry), max: max, now: now,
+		rows: make(map[string][]byte), rowMax: rowCacheBytes}
 }
 
 // cacheable reports whether the bucket of an H or R key ended an hour ago.
@@ -64,7 +87,7 @@ func cacheable(key []byte, now time.Time) bool {
 	period := binary.BigEndian.Uint32(key[2:6])
 	nowHour := hourOf(now.UnixMilli())
 	switch key[1] {
-	case granHour:
+	case granHour, granCross:
 		return period+2 <= nowHour
 	case granDay:
 		return (period+1)*24+1 <= nowHour
@@ -77,6 +100,9 @@ func cacheable(key []byte, now time.Time) bool {
 // touch records a sketch key written by the current batch (apply holds
 // the writer lock).
 func (c *sketchCache) touch(key []byte) {
+	if key[0] == tabRows && !c.rowTouches.Load() {
+		c.rowTouches.Store(true)
+	}
 	if cacheable(key, c.now()) {
 		c.pending = append(c.pending, append([]byte(nil), key...))
 	}
@@ -85,6 +111,11 @@ func (c *sketchCache) touch(key []byte) {
 // commit runs fn (the batch commit); when the batch wrote cacheable keys,
 // it holds queries out and drops those keys before they come back.
 func (c *sketchCache) commit(fn func() error) error {
+	c.commits.Add(1)
+	defer c.commits.Add(1)
+	if !c.rowTouches.Load() {
+		c.dropRows() // nothing will say which rows the batch changed
+	}
 	if len(c.pending) == 0 {
 		return fn()
 	}
@@ -103,6 +134,10 @@ func (c *sketchCache) commit(fn func() error) error {
 			}
 		}
 		delete(c.buckets, string(k))
+		if v, ok := c.rows[string(k)]; ok {
+			c.rowBytes -= len(k) + len(v)
+			delete(c.rows, string(k))
+		}
 	}
 	c.gen++
 	c.mu.Unlock()
@@ -209,4 +244,73 @@ func (c *sketchCache) evict() {
 		}
 		c.order = kept
 	}
+}
+
+// rowSeq is read before opening the iterator whose rowsets go to putRow.
+func (c *sketchCache) rowSeq() uint64 { return c.commits.Load() }
+
+// getRow returns the cached merged rowset of a row key.
+func (c *sketchCache) getRow(key []byte) ([]byte, bool) {
+	c.mu.Lock()
+	v, ok := c.rows[string(key)]
+	c.mu.Unlock()
+	return v, ok
+}
+
+// putRow caches a copy of the merged rowset of a finished bucket, read
+// from an iterator opened at rowSeq seq, unless a commit has run since
+// (or rows cannot be cached at all: see rowTouches).
+func (c *sketchCache) putRow(key, value []byte, seq uint64) {
+	if seq&1 != 0 || !cacheable(key, c.now()) || len(key)+len(value) > c.rowMax/16 {
+		return
+	}
+	v := append([]byte(nil), value...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.commits.Load() != seq || (seq != 0 && !c.rowTouches.Load()) {
+		return
+	}
+	if _, ok := c.rows[string(key)]; ok {
+		return
+	}
+	c.rows[string(key)] = v
+	c.rowBytes += len(key) + len(v)
+	if c.rowBytes <= c.rowMax {
+		return
+	}
+	for k, old := range c.rows { // past the budget: drop a quarter, any
+		if c.rowBytes <= c.rowMax*3/4 {
+			break
+		}
+		if k != string(key) {
+			c.rowBytes -= len(k) + len(old)
+			delete(c.rows, k)
+		}
+	}
+}
+
+func (c *sketchCache) dropRows() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.rows) > 0 {
+		clear(c.rows)
+		c.rowBytes = 0
+	}
+}
+
+// forgetAll drops every cached set, range and rowset. A commit that
+// deletes buckets without writing them again (a rebuilt day whose entity
+// is gone from it) touches no key; it calls this after committing.
+func (c *sketchCache) forgetAll() {
+	c.gate.Lock()
+	defer c.gate.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+	clear(c.buckets)
+	clear(c.ranges)
+	clear(c.rows)
+	c.order = c.order[:0]
+	c.bytes, c.rowBytes = 0, 0
+	c.gen++
 }

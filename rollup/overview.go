@@ -283,22 +283,17 @@ func (a *Aggregator) hourTotals(kind byte, entity string, gran byte, h0, h1 uint
 		return nil
 	}
 	total := dimCode(dimTotal)
-	lower := rowPrefix(nil, tabRows, gran, h0, kind, entity, "")
-	upper := rowPrefix(nil, tabRows, gran, h1, kind, entity, "")
-	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return fmt.Errorf("cannot read rollups: %w", err)
-	}
-	defer it.Close()
-	kb := make([]byte, 0, len(lower))
+	rr := a.newRowReader()
+	defer rr.close()
+	var kb []byte
 	for h := h0; h < h1; h++ {
 		kb = rowPrefix(kb[:0], tabRows, gran, h, kind, entity, "")
-		if !it.SeekGE(kb) || !bytes.Equal(it.Key(), kb) {
-			continue
-		}
-		v, err := it.ValueAndErr()
+		v, err := rr.get(kb)
 		if err != nil {
-			return fmt.Errorf("cannot read rollup %x: %w", kb, err)
+			return err
+		}
+		if v == nil {
+			continue
 		}
 		// Composites sort by dimension code, so the total, dimTotal's
 		// composite, is the rowset's first entry when it has one: the
@@ -314,7 +309,7 @@ func (a *Aggregator) hourTotals(kind byte, entity string, gran byte, h0, h1 uint
 			return fmt.Errorf("cannot read rollup %x: %w", kb, err)
 		}
 	}
-	return it.Error()
+	return nil
 }
 
 // serveLinkOverview answers GET /v1/links/{code}/stats/overview?tz=ZONE.

@@ -160,21 +160,19 @@ func (a *Aggregator) sumRows(kind byte, entity, dim string, h0, h1 uint32, cross
 		spans = append(spans[:len(spans):len(spans)], span{granCross, cv.crossAt, cv.crossAt + 1})
 	}
 	out := make(map[string]*counters)
-	it, err := a.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tabRows}, UpperBound: []byte{tabRows + 1}})
-	if err != nil {
-		return nil, false, fmt.Errorf("cannot read rollups: %w", err)
-	}
-	defer it.Close()
+	var slab []counters // the sums, allocated a run at a time
+	rr := a.newRowReader()
+	defer rr.close()
 	var kb []byte
 	for _, s := range spans {
 		for p := s.lo; p < s.hi; p++ {
 			kb = rowPrefix(kb[:0], tabRows, s.gran, p, kind, entity, "")
-			if !it.SeekGE(kb) || !bytes.Equal(it.Key(), kb) {
-				continue
-			}
-			v, err := it.ValueAndErr()
+			v, err := rr.get(kb)
 			if err != nil {
-				return nil, false, fmt.Errorf("cannot read rollup %x: %w", kb, err)
+				return nil, false, err
+			}
+			if v == nil {
+				continue
 			}
 			err = forEachRowPrefix(v, []byte(dim), func(comp []byte, c *counters) error {
 				value := comp[len(dim):]
@@ -183,7 +181,11 @@ func (a *Aggregator) sumRows(kind byte, entity, dim string, h0, h1 uint32, cross
 				}
 				sum := out[string(value)]
 				if sum == nil {
-					sum = new(counters)
+					if len(slab) == cap(slab) {
+						slab = make([]counters, 0, min(max(16, 2*cap(slab)), 1024))
+					}
+					slab = slab[:len(slab)+1]
+					sum = &slab[len(slab)-1]
 					out[string(value)] = sum
 				}
 				sum.add(c)
@@ -194,7 +196,67 @@ func (a *Aggregator) sumRows(kind byte, entity, dim string, h0, h1 uint32, cross
 			}
 		}
 	}
-	return out, cv.coarse, it.Error()
+	return out, cv.coarse, nil
+}
+
+// rowReader reads merged rowsets by key: finished buckets from the row
+// cache, the rest (and misses) from one Pebble iterator, opened at the
+// first miss, whose finished rowsets are then cached. It holds the cache's
+// gate shared from its first read to close, as readSets does, so that a
+// batch that changes cached rowsets commits and drops them while no
+// reader is between the cache and its iterator: an answer is of one
+// state, before the batch or after it.
+type rowReader struct {
+	a      *Aggregator
+	it     *pebble.Iterator
+	seq    uint64
+	locked bool
+}
+
+func (a *Aggregator) newRowReader() rowReader { return rowReader{a: a} }
+
+// get returns the rowset under key, nil when there is none. The bytes are
+// valid until the next get or close.
+func (r *rowReader) get(key []byte) ([]byte, error) {
+	c := r.a.sketches
+	if !r.locked {
+		c.gate.RLock()
+		r.locked = true
+	}
+	if v, ok := c.getRow(key); ok {
+		return v, nil
+	}
+	if r.it == nil {
+		r.seq = c.rowSeq()
+		it, err := r.a.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tabRows}, UpperBound: []byte{tabRows + 1}})
+		if err != nil {
+			return nil, fmt.Errorf("cannot read rollups: %w", err)
+		}
+		r.it = it
+	}
+	if !r.it.SeekGE(key) || !bytes.Equal(r.it.Key(), key) {
+		if err := r.it.Error(); err != nil {
+			return nil, fmt.Errorf("cannot read rollups: %w", err)
+		}
+		return nil, nil
+	}
+	v, err := r.it.ValueAndErr()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read rollup %x: %w", key, err)
+	}
+	c.putRow(key, v, r.seq)
+	return v, nil
+}
+
+func (r *rowReader) close() {
+	if r.it != nil {
+		r.it.Close()
+		r.it = nil
+	}
+	if r.locked {
+		r.a.sketches.gate.RUnlock()
+		r.locked = false
+	}
 }
 
 // visitorAcc unions visitor sets lazily: a single set (one finished

@@ -134,17 +134,33 @@ func ratio(num, den int64) float64 {
 	return float64(num) / float64(den)
 }
 
-// sortRows orders breakdown rows by count, then value.
+// sortByCount orders breakdown rows by count, then value. The keys are
+// taken once per row: a comparison that called count and value on copies
+// of its arguments would move both to the heap, twice per comparison.
 func sortByCount[T any](rows []T, count func(*T) int64, value func(*T) string) {
-	slices.SortFunc(rows, func(x, y T) int {
-		if cx, cy := count(&x), count(&y); cx != cy {
-			if cx > cy {
+	type sortKey struct {
+		count int64
+		value string
+		i     int
+	}
+	keys := make([]sortKey, len(rows))
+	for i := range rows {
+		keys[i] = sortKey{count(&rows[i]), value(&rows[i]), i}
+	}
+	slices.SortFunc(keys, func(x, y sortKey) int {
+		if x.count != y.count {
+			if x.count > y.count {
 				return -1
 			}
 			return 1
 		}
-		return strings.Compare(value(&x), value(&y))
+		return strings.Compare(x.value, y.value)
 	})
+	sorted := make([]T, len(rows))
+	for j, k := range keys {
+		sorted[j] = rows[k.i]
+	}
+	copy(rows, sorted)
 }
 
 // checkRange refuses ranges that are empty or absurdly long.

@@ -11,6 +11,11 @@
 // Usage:
 //
 //	querybench [-waymark bin/waymark] [-scale 1] [-days 30] [-reps 100] [-out FILE]
+//
+// For iterating on the node's query path: -scale 0.1 loads a tenth of the
+// events, -with-clickhouse=false leaves ClickHouse out, -profile FILE writes the
+// node's CPU profile over the timed repetitions, -node-env GODEBUG=gctrace=1
+// (with -v) shows the node's garbage collections.
 package main
 
 import (
@@ -55,11 +60,15 @@ type config struct {
 	StartTimeout     time.Duration
 	Seed             uint64
 	LogOut           io.Writer
+	WithClickHouse   bool
+	Profile          string
+	ProfileSeconds   int
+	NodeEnv          []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var cfg config
-	var nodeArgs string
+	var nodeArgs, nodeEnv string
 	fs := flag.NewFlagSet("querybench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Waymark, "waymark", "", "waymark binary (default: bin/waymark at the repo root)")
@@ -80,8 +89,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.Verbose, "v", false, "copy the servers' logs to stderr")
 	fs.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "how long each server may take to become ready")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the generated events")
+	fs.BoolVar(&cfg.WithClickHouse, "with-clickhouse", true, "also load and time ClickHouse (false: the node alone, for iterating on it)")
+	fs.StringVar(&cfg.Profile, "profile", "", "write the node's CPU profile over the timed repetitions to this file")
+	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", 30, "length of the -profile capture; the node is kept asking until it ends")
+	fs.StringVar(&nodeEnv, "node-env", "", "extra space-separated NAME=VALUE pairs for the node's environment (GODEBUG=gctrace=1 with -v)")
 	err := harness.ParseFlags(fs, args, func() error {
 		cfg.NodeArgs = strings.Fields(nodeArgs)
+		cfg.NodeEnv = strings.Fields(nodeEnv)
 		cfg.LogOut = stderr
 		if !cfg.Pin {
 			cfg.ServerCPU, cfg.LoadCPU = "", ""
@@ -104,6 +118,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-segment-events, -segments-per-batch and -ch-batch must be positive")
 	case c.Pin && (c.ServerCPU == "" || c.LoadCPU == "" || c.ServerCPU == c.LoadCPU):
 		return fmt.Errorf("-pin needs different -server-cpu and -load-cpu, got %q and %q", c.ServerCPU, c.LoadCPU)
+	case c.Profile != "" && c.ProfileSeconds <= 0:
+		return fmt.Errorf("-profile-seconds must be positive")
 	case c.StartTimeout <= 0 || c.IdleTimeout <= 0:
 		return fmt.Errorf("-start-timeout and -idle-timeout must be positive")
 	}

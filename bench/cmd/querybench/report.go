@@ -30,6 +30,7 @@ type Report struct {
 	IdleWaitSeconds   float64       `json:"idle_wait_seconds"`
 	StartedIdle       bool          `json:"started_idle"`
 	Queries           []QueryResult `json:"queries"`
+	Core              CoreUse       `json:"server_core"`
 }
 
 // LoadFigures is one server's load of the hot data.
@@ -102,6 +103,7 @@ func (r *Report) print(w io.Writer) {
 			harness.FormatMicros(q.ClickHouseP50Micros), harness.FormatMicros(q.ClickHouseP99Micros),
 			q.P50Ratio, q.P99Ratio, q.NodeCheck, q.ClickHouseCheck)
 	}
+	r.Core.print(w)
 	for _, q := range r.Queries {
 		if !q.NodeCheck.OK() {
 			fmt.Fprintf(w, "WARNING: the node's answer to %q is incomplete (%s): its latency is not comparable\n", q.Name, q.NodeCheck)

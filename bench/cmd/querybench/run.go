@@ -29,8 +29,10 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := harness.FindClickHouse(cfg.ClickHouseBinary); err != nil {
-		return err
+	if cfg.WithClickHouse {
+		if _, err := harness.FindClickHouse(cfg.ClickHouseBinary); err != nil {
+			return err
+		}
 	}
 	dir, err := os.MkdirTemp("", "querybench-")
 	if err != nil {
@@ -52,7 +54,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 
 	node, err := harness.StartAggregatorNode(ctx, harness.NodeConfig{
 		Binary: bin, DataDir: filepath.Join(dir, "node"), ExtraArgs: append([]string{"--capture-clicks=false"}, cfg.NodeArgs...),
-		Echo: echo, StartTimeout: cfg.StartTimeout, CPUs: cfg.ServerCPU,
+		Env: cfg.NodeEnv, Echo: echo, StartTimeout: cfg.StartTimeout, CPUs: cfg.ServerCPU,
 	})
 	if err != nil {
 		return err
@@ -70,24 +72,31 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	hot.Code, hot.SiteID = codes[0], sites[0]
 	fmt.Fprintf(out, "node ready at %s (pid %d): link %s, site %s (%s)\n", node.HTTPAddr, node.Pid(), hot.Code, hot.SiteID, hotDomain)
 
-	ch, err := harness.StartClickHouse(ctx, harness.ClickHouseOptions{
-		Binary: cfg.ClickHouseBinary, Dir: filepath.Join(dir, "clickhouse"), CPUs: cfg.ServerCPU, Echo: echo, StartTimeout: cfg.StartTimeout,
-	})
-	if err != nil {
-		return err
-	}
-	defer ch.Stop()
-	rep.ClickHouseVersion, rep.ClickHousePid = "ClickHouse "+ch.Version, ch.Pid()
-	fmt.Fprintf(out, "clickhouse %s ready at %s (pid %d)\n", ch.Version, ch.HTTPAddr, ch.Pid())
-	if err := ch.Exec(ctx, harness.EventsTableDDL(eventsTable)); err != nil {
-		return fmt.Errorf("cannot create the events table: %w", err)
+	var ch *harness.ClickHouse
+	if cfg.WithClickHouse {
+		ch, err = harness.StartClickHouse(ctx, harness.ClickHouseOptions{
+			Binary: cfg.ClickHouseBinary, Dir: filepath.Join(dir, "clickhouse"), CPUs: cfg.ServerCPU, Echo: echo, StartTimeout: cfg.StartTimeout,
+		})
+		if err != nil {
+			return err
+		}
+		defer ch.Stop()
+		rep.ClickHouseVersion, rep.ClickHousePid = "ClickHouse "+ch.Version, ch.Pid()
+		fmt.Fprintf(out, "clickhouse %s ready at %s (pid %d)\n", ch.Version, ch.HTTPAddr, ch.Pid())
+		if err := ch.Exec(ctx, harness.EventsTableDDL(eventsTable)); err != nil {
+			return fmt.Errorf("cannot create the events table: %w", err)
+		}
 	}
 
 	tr, err := load(ctx, cfg, hot, node, ch, rep, out)
 	if err != nil {
 		return err
 	}
-	waited, idle, err := harness.WaitIdle(ctx, harness.IdleConfig{Groups: []int{node.Pid(), ch.Pid()}, Timeout: cfg.IdleTimeout})
+	groups := []int{node.Pid()}
+	if ch != nil {
+		groups = append(groups, ch.Pid())
+	}
+	waited, idle, err := harness.WaitIdle(ctx, harness.IdleConfig{Groups: groups, Timeout: cfg.IdleTimeout})
 	if err != nil {
 		return err
 	}
@@ -95,7 +104,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	rep.IdleWaitSeconds, rep.StartedIdle = waited.Seconds(), idle
 
 	qs := buildQueries(hot.Code, hot.SiteID, from, to)
-	results, err := runQueries(ctx, cfg, node, ch, qs, tr, out)
+	results, err := runQueries(ctx, cfg, node, ch, qs, tr, rep, out)
 	if err != nil {
 		return err
 	}
@@ -149,6 +158,9 @@ func load(ctx context.Context, cfg config, hot harness.HotConfig, node *harness.
 		return nil, fmt.Errorf("the node holds %d events; want %d", n, total)
 	}
 
+	if ch == nil {
+		return tr, nil
+	}
 	gen, _ = harness.NewHotGen(hot) // the same stream again
 	fmt.Fprintf(out, "clickhouse: inserting %d events\n", total)
 	st, err = harness.InsertEvents(ctx, ch, eventsTable, gen, cfg.CHBatch, total, out)
@@ -169,7 +181,7 @@ func load(ctx context.Context, cfg config, hot harness.HotConfig, node *harness.
 // runQueries asks each query once of each server, unmeasured, to check
 // the answers (and warm both up), then cfg.Reps timed times, node and
 // ClickHouse in alternating order.
-func runQueries(ctx context.Context, cfg config, node *harness.AggregatorNode, ch *harness.ClickHouse, qs []query, tr *truth, out io.Writer) ([]QueryResult, error) {
+func runQueries(ctx context.Context, cfg config, node *harness.AggregatorNode, ch *harness.ClickHouse, qs []query, tr *truth, rep *Report, out io.Writer) ([]QueryResult, error) {
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
 	defer client.CloseIdleConnections()
 	askNode := func(q query) ([]byte, time.Duration, error) {
@@ -211,15 +223,26 @@ func runQueries(ctx context.Context, cfg config, node *harness.AggregatorNode, c
 		if r.NodeCheck, err = q.checkNode(b, tr); err != nil {
 			return nil, err
 		}
-		body, _, err := askCH(q)
-		if err != nil {
-			return nil, err
-		}
-		if r.ClickHouseCheck, err = q.checkCH(body, tr); err != nil {
-			return nil, err
+		if ch != nil {
+			body, _, err := askCH(q)
+			if err != nil {
+				return nil, err
+			}
+			if r.ClickHouseCheck, err = q.checkCH(body, tr); err != nil {
+				return nil, err
+			}
 		}
 		fmt.Fprintf(out, "%s: node %s; clickhouse %s\n", q.Name, r.NodeCheck, r.ClickHouseCheck)
 	}
+	var prof *profileCapture
+	if cfg.Profile != "" {
+		prof = startProfile(ctx, node, cfg.ProfileSeconds, cfg.Profile)
+	}
+	chPid := 0
+	if ch != nil {
+		chPid = ch.Pid()
+	}
+	meter := startCoreMeter(cfg.ServerCPU, node.Pid(), chPid)
 	for rep := range cfg.Reps {
 		for i, q := range qs {
 			r := &results[i]
@@ -229,6 +252,9 @@ func runQueries(ctx context.Context, cfg config, node *harness.AggregatorNode, c
 					r.node = append(r.node, d)
 					return err
 				}
+				if ch == nil {
+					return nil
+				}
 				_, d, err := askCH(q)
 				r.ch = append(r.ch, d)
 				return err
@@ -237,6 +263,24 @@ func runQueries(ctx context.Context, cfg config, node *harness.AggregatorNode, c
 				return nil, err
 			}
 		}
+	}
+	use, err := meter.finish(cfg.Reps * len(qs))
+	if err != nil {
+		return nil, err
+	}
+	rep.Core = use
+	if prof != nil {
+		// Keep the node answering until the capture ends, so that the
+		// whole profile is of queries.
+		for i := 0; !prof.done(); i++ {
+			if _, _, err := askNode(qs[i%len(qs)]); err != nil {
+				return nil, err
+			}
+		}
+		if err := prof.wait(); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "node CPU profile of the queries written to %s\n", cfg.Profile)
 	}
 	return results, nil
 }
