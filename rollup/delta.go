@@ -314,7 +314,7 @@ type flushRef struct {
 
 // flush writes the delta to b as merge operands: per entity and bucket
 // one rowset and one sketch set. touched is called with the key of every
-// sketch set written (the query cache drops its copies).
+// rowset and sketch set written (the query cache drops its copies).
 //
 // Every live cell is placed in the buckets it is written to (its hour, and
 // its day and month where keep accepts them); the places are sorted by
@@ -449,6 +449,9 @@ func (d *delta) flush(b *pebble.Batch, keep bucketFilter, touched func(key []byt
 			vb = appendRowset(vb[:0], rows)
 			if err := b.Merge(kb, vb, nil); err != nil {
 				return fmt.Errorf("cannot stage rollup row: %w", err)
+			}
+			if touched != nil {
+				touched(kb)
 			}
 		}
 		if len(entries) > 0 {

@@ -143,6 +143,9 @@ func (a *Aggregator) writeDay(d day, f *folder) error {
 		a.sketches.discard()
 		return fmt.Errorf("cannot commit rebuilt day %s: %w", d, err)
 	}
+	// The day's deleted rows and the month and all-time rows it moved are
+	// keys flush never touched: no cached copy may outlive them.
+	a.sketches.forgetAll()
 	return nil
 }
 
