@@ -55,11 +55,6 @@ type sketchCache struct {
 	// iterator opened before a commit may be stale, so it is cached only
 	// when commits has not moved since the iterator was opened.
 	commits atomic.Uint64
-	// rowTouches is set once a batch reported a rowset key to touch. Row
-	// entries are dropped by those touches, so until one is seen, rows
-	// are cached only while no batch has been committed at all (a flush
-	// that reports sketch keys only would leave them stale).
-	rowTouches atomic.Bool
 }
 
 type rangeEntry struct {
@@ -100,9 +95,6 @@ func cacheable(key []byte, now time.Time) bool {
 // touch records a sketch key written by the current batch (apply holds
 // the writer lock).
 func (c *sketchCache) touch(key []byte) {
-	if key[0] == tabRows && !c.rowTouches.Load() {
-		c.rowTouches.Store(true)
-	}
 	if cacheable(key, c.now()) {
 		c.pending = append(c.pending, append([]byte(nil), key...))
 	}
@@ -113,9 +105,6 @@ func (c *sketchCache) touch(key []byte) {
 func (c *sketchCache) commit(fn func() error) error {
 	c.commits.Add(1)
 	defer c.commits.Add(1)
-	if !c.rowTouches.Load() {
-		c.dropRows() // nothing will say which rows the batch changed
-	}
 	if len(c.pending) == 0 {
 		return fn()
 	}
@@ -258,8 +247,7 @@ func (c *sketchCache) getRow(key []byte) ([]byte, bool) {
 }
 
 // putRow caches a copy of the merged rowset of a finished bucket, read
-// from an iterator opened at rowSeq seq, unless a commit has run since
-// (or rows cannot be cached at all: see rowTouches).
+// from an iterator opened at rowSeq seq, unless a commit has run since.
 func (c *sketchCache) putRow(key, value []byte, seq uint64) {
 	if seq&1 != 0 || !cacheable(key, c.now()) || len(key)+len(value) > c.rowMax/16 {
 		return
@@ -267,7 +255,7 @@ func (c *sketchCache) putRow(key, value []byte, seq uint64) {
 	v := append([]byte(nil), value...)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.commits.Load() != seq || (seq != 0 && !c.rowTouches.Load()) {
+	if c.commits.Load() != seq {
 		return
 	}
 	if _, ok := c.rows[string(key)]; ok {
@@ -286,15 +274,6 @@ func (c *sketchCache) putRow(key, value []byte, seq uint64) {
 			c.rowBytes -= len(k) + len(old)
 			delete(c.rows, k)
 		}
-	}
-}
-
-func (c *sketchCache) dropRows() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.rows) > 0 {
-		clear(c.rows)
-		c.rowBytes = 0
 	}
 }
 

@@ -82,30 +82,6 @@ func TestRowCachePutAfterCommitRefused(t *testing.T) {
 	}
 }
 
-// TestRowCacheOffWithoutRowTouches: when batches report sketch keys only,
-// no rowset is cached after the first commit (nothing would drop it).
-func TestRowCacheOffWithoutRowTouches(t *testing.T) {
-	now := base
-	c := newSketchCache(1<<20, func() time.Time { return now })
-	key := rowPrefix(nil, tabRows, granHour, hourOf(base.Add(-3*time.Hour).UnixMilli()), kindSite, "s", "")
-	c.putRow(key, []byte("before any commit"), c.rowSeq())
-	if _, ok := c.getRow(key); !ok {
-		t.Fatalf("nothing committed yet: the rowset should be cached")
-	}
-	sk := append([]byte{tabSketch}, key[1:]...)
-	c.touch(sk)
-	if err := c.commit(func() error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := c.getRow(key); ok {
-		t.Fatalf("a commit without rowset touches left a cached rowset")
-	}
-	c.putRow(key, []byte("after"), c.rowSeq())
-	if _, ok := c.getRow(key); ok {
-		t.Fatalf("a rowset was cached although commits do not report rowset keys")
-	}
-}
-
 // TestForgetAllDropsEverything: after forgetAll nothing cached before it
 // is answered, rowsets nor ranges.
 func TestForgetAllDropsEverything(t *testing.T) {
