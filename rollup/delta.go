@@ -27,6 +27,9 @@ type delta struct {
 	counts  []counters
 	visits  []cellHash
 	allTime map[uint32]*counters // link entity id -> all-time delta
+	// clicked lists the links whose non-bot clicks moved since the click
+	// limits last looked (checkClickLimits), repeats included.
+	clicked []uint32
 	scratch []byte
 
 	// A visit counts under every one of its event-scoped visit dimensions
@@ -101,6 +104,7 @@ func (d *delta) reset() bool {
 	clear(d.cells)
 	d.forgetRecent()
 	clear(d.allTime)
+	d.clicked = d.clicked[:0]
 	clear(d.tupleIDs)
 	d.tuples = d.tuples[:0]
 	d.epoch = deltaEpochs.Add(1)
@@ -232,6 +236,9 @@ func (d *delta) addAllTime(ent uint32, f int, n int64) {
 		d.allTime[ent] = c
 	}
 	c[f] += n
+	if f == fCount {
+		d.clicked = append(d.clicked, ent)
+	}
 }
 
 // visitor adds a visitor hash to the cell in the hour of ms.

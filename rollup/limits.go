@@ -30,17 +30,28 @@ func newRollupMetrics(s *metrics.Set) *rollupMetrics {
 }
 
 // checkClickLimits runs after every apply with the pending aggregation's
-// delta d: for every link whose clicks moved since the last checkpoint, it
+// delta d: for every link the apply clicked, it
 // compares the all-time exact non-bot count (the stored row plus d's, which
 // no stored row holds yet) with the link's ClickLimit and reports a reached
 // limit to OnClickLimit on a goroutine of its own, once per code and
 // limit. It never blocks the apply on the callback.
 func (a *Aggregator) checkClickLimits(d *delta) {
+	clicked := d.clicked
+	d.clicked = d.clicked[:0]
 	if a.cfg.Links == nil || a.cfg.OnClickLimit == nil {
 		return
 	}
-	for ent, c := range d.allTime {
-		if c[fCount] == 0 {
+	// Only the links this apply clicked: the pending delta holds every
+	// link since the checkpoint, and walking all of them per batch was
+	// work that grew with the checkpoint interval.
+	seen := make(map[uint32]struct{}, len(clicked))
+	for _, ent := range clicked {
+		if _, dup := seen[ent]; dup {
+			continue
+		}
+		seen[ent] = struct{}{}
+		c := d.allTime[ent]
+		if c == nil || c[fCount] == 0 {
 			continue
 		}
 		e := d.ents.strs[ent]
