@@ -33,15 +33,18 @@ const (
 // Config is the validated runtime configuration of one node. Build it with
 // ParseFlags (or by hand in tests) and call Validate before Start.
 type Config struct {
-	Name      string
-	Region    string
-	Roles     []Role
-	Dev       bool
-	DataDir   string
-	HTTPAddr  string
-	RaftAddr  string
-	AdminAddr string
-	PublicURL string
+	Name     string
+	Region   string
+	Roles    []Role
+	Dev      bool
+	DataDir  string
+	HTTPAddr string
+	RaftAddr string
+	// RaftAdvertise is the Raft address other nodes dial, when it is not
+	// the bound one (NAT, a proxy in front of the transport); "" = bound.
+	RaftAdvertise string
+	AdminAddr     string
+	PublicURL     string
 
 	GossipAddr      string
 	Join            []string
@@ -129,6 +132,7 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.StringVar(&c.DataDir, "data-dir", "data", "folder for the store, Raft log, segments and tokens")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "public HTTP address (port 0 picks one)")
 	fs.StringVar(&c.RaftAddr, "raft-addr", "127.0.0.1:0", "Raft TCP address (port 0 picks one)")
+	fs.StringVar(&c.RaftAdvertise, "raft-advertise", "", "Raft address other nodes dial, when not the bound --raft-addr (a NAT or proxy in front of it)")
 	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:8081", "operator API address (loopback by default)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of short links (default http://<http-addr>)")
 	fs.StringVar(&c.GossipAddr, "gossip-addr", "127.0.0.1:0", "memberlist gossip address, TCP and UDP (port 0 picks one)")
@@ -276,6 +280,12 @@ func (c *Config) Validate() error {
 	for name, addr := range map[string]string{"--http-addr": c.HTTPAddr, "--raft-addr": c.RaftAddr, "--admin-addr": c.AdminAddr, "--gossip-addr": c.GossipAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return fmt.Errorf("%w: %s %q: %w", ErrBadConfig, name, addr, err)
+		}
+	}
+	if c.RaftAdvertise != "" {
+		host, port, err := net.SplitHostPort(c.RaftAdvertise)
+		if ip := net.ParseIP(host); err != nil || ip == nil || ip.IsUnspecified() || port == "0" || port == "" {
+			return fmt.Errorf("%w: --raft-advertise %q: want IP:PORT that other nodes can dial (a fixed port, not 0.0.0.0)", ErrBadConfig, c.RaftAdvertise)
 		}
 	}
 	if c.CacheEntries < 0 || c.BlockCacheBytes < 0 || c.ApplyTimeout <= 0 {

@@ -40,6 +40,18 @@ func TestParseFlagsEnvironment(t *testing.T) {
 	}
 }
 
+// --raft-advertise is what other nodes dial; the bound address stays
+// --raft-addr (the fault tier puts a proxy between the two).
+func TestParseFlagsRaftAdvertise(t *testing.T) {
+	cfg, _, err := ParseFlags([]string{"--dev", "--data-dir", t.TempDir(), "--raft-addr", "127.0.0.1:0", "--raft-advertise", "127.0.0.1:7400"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RaftAddr != "127.0.0.1:0" || cfg.RaftAdvertise != "127.0.0.1:7400" {
+		t.Fatalf("raft addresses: bind %q advertise %q; want 127.0.0.1:0 and 127.0.0.1:7400", cfg.RaftAddr, cfg.RaftAdvertise)
+	}
+}
+
 func TestParseFlagsErrors(t *testing.T) {
 	cases := [][]string{
 		{"--dev", "--role", "king"},
@@ -49,6 +61,10 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"--dev", "stray"},
 		{"--role", "voter"}, // no cluster key outside --dev
 		{"--dev", "--bootstrap-expect", "-1"},
+		{"--dev", "--raft-advertise", "127.0.0.1:0"},
+		{"--dev", "--raft-advertise", "0.0.0.0:7000"},
+		{"--dev", "--raft-advertise", ":7000"},
+		{"--dev", "--raft-advertise", "raft.example:7000"},
 	}
 	for _, args := range cases {
 		_, _, err := ParseFlags(append(args, "--data-dir", t.TempDir()))
