@@ -1,0 +1,314 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The fault tier's history: every client operation with its invocation
+// and response time, checked by porcupine against a model of one link
+// (the link table is a map of independent links, so the history is
+// partitioned by alias and each link is checked on its own).
+
+// Operation kinds.
+const (
+	opCreate   = "create"   // POST /v1/links with an alias
+	opEdit     = "edit"     // PATCH /v1/links/{alias} {"url": ...}
+	opTakedown = "takedown" // DELETE /v1/links/{alias} (status disabled)
+	opRead     = "read"     // GET /v1/links/{alias} on the leader
+	opRedirect = "redirect" // GET /{alias} on any node
+)
+
+// Outcomes.
+const (
+	outOK      = "ok"      // acknowledged (2xx)
+	outUnknown = "unknown" // timeout or 5xx: may or may not have been applied
+	outAbsent  = "absent"  // read: 404
+	outPresent = "present" // read: 200
+)
+
+type ftInput struct {
+	Kind    string `json:"kind"`
+	Alias   string `json:"alias"`
+	URL     string `json:"url,omitempty"`     // create, edit: the destination written
+	Node    string `json:"node"`              // the node the request went to
+	Applied uint64 `json:"applied,omitempty"` // redirect: the node's store applied index just before the request
+}
+
+type ftOutput struct {
+	Outcome  string `json:"outcome"`
+	URL      string `json:"url,omitempty"`      // read: the destination shown
+	Status   string `json:"status,omitempty"`   // read, edit: the status shown
+	Index    uint64 `json:"index,omitempty"`    // writes: Waymark-Index of the answer
+	HTTP     int    `json:"http,omitempty"`     // the answer's status code
+	Location string `json:"location,omitempty"` // redirect: Location
+}
+
+// linkState is the model: one link as the leader path must show it.
+type linkState struct {
+	exists   bool
+	url      string
+	disabled bool
+}
+
+// linkModel is porcupine's model of one link. Unknown-outcome writes carry
+// an infinite return time, so porcupine may place them anywhere after
+// their invocation, including after every later operation (not applied).
+var linkModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range history {
+			a := op.Input.(ftInput).Alias
+			if _, ok := by[a]; !ok {
+				keys = append(keys, a)
+			}
+			by[a] = append(by[a], op)
+		}
+		sort.Strings(keys)
+		out := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, by[k])
+		}
+		return out
+	},
+	Init: func() interface{} { return linkState{} },
+	Step: func(state, input, output interface{}) (bool, interface{}) {
+		s, in, out := state.(linkState), input.(ftInput), output.(ftOutput)
+		switch in.Kind {
+		case opCreate:
+			if s.exists {
+				// Each alias is created once: an acknowledged second create
+				// would be a lost alias check; an unknown one had no effect.
+				return out.Outcome == outUnknown, s
+			}
+			return true, linkState{exists: true, url: in.URL}
+		case opEdit:
+			if !s.exists {
+				return out.Outcome == outUnknown, s
+			}
+			if out.Outcome == outOK && out.Status != statusName(s.disabled) {
+				return false, s
+			}
+			s.url = in.URL
+			return true, s
+		case opTakedown:
+			if !s.exists {
+				return out.Outcome == outUnknown, s
+			}
+			s.disabled = true
+			return true, s
+		case opRead:
+			if out.Outcome == outAbsent {
+				return !s.exists, s
+			}
+			return s.exists && out.URL == s.url && out.Status == statusName(s.disabled), s
+		case opRedirect:
+			// A node's own replica may lag, so a redirect is only checked
+			// against the takedowns it has applied (checkTakedowns); here it
+			// must not show a link that never existed.
+			if out.HTTP == 302 {
+				return s.exists, s
+			}
+			return true, s
+		}
+		panic("BUG: unknown operation kind " + in.Kind)
+	},
+	Equal: func(a, b interface{}) bool { return a.(linkState) == b.(linkState) },
+	DescribeOperation: func(input, output interface{}) string {
+		in, out := input.(ftInput), output.(ftOutput)
+		desc := fmt.Sprintf("%s %s@%s", in.Kind, in.Alias, in.Node)
+		if in.URL != "" {
+			desc += " " + in.URL
+		}
+		if in.Kind == opRedirect {
+			desc += fmt.Sprintf(" (applied %d)", in.Applied)
+		}
+		desc += fmt.Sprintf(" -> %s %d", out.Outcome, out.HTTP)
+		for _, v := range []string{out.Status, out.URL, out.Location} {
+			if v != "" {
+				desc += " " + v
+			}
+		}
+		if out.Index != 0 {
+			desc += fmt.Sprintf(" index %d", out.Index)
+		}
+		return desc
+	},
+	DescribeState: func(state interface{}) string {
+		s := state.(linkState)
+		if !s.exists {
+			return "absent"
+		}
+		return statusName(s.disabled) + " " + s.url
+	},
+}
+
+func statusName(disabled bool) string {
+	if disabled {
+		return "disabled"
+	}
+	return "active"
+}
+
+// history records operations from many client goroutines.
+type history struct {
+	start time.Time
+	mu    sync.Mutex
+	ops   []porcupine.Operation
+}
+
+func newHistory() *history { return &history{start: time.Now()} }
+
+func (h *history) now() int64 { return int64(time.Since(h.start)) }
+
+// add records one finished operation; an unknown outcome gets an infinite
+// return time, as porcupine expects for an operation that may take effect
+// at any later moment.
+func (h *history) add(client int, in ftInput, call int64, out ftOutput) {
+	ret := h.now()
+	if out.Outcome == outUnknown {
+		ret = math.MaxInt64
+	}
+	h.mu.Lock()
+	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+	h.mu.Unlock()
+}
+
+// addAt records an operation whose response time was taken by the caller.
+func (h *history) addAt(client int, in ftInput, call int64, out ftOutput, ret int64) {
+	h.mu.Lock()
+	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+	h.mu.Unlock()
+}
+
+func (h *history) snapshot() []porcupine.Operation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]porcupine.Operation(nil), h.ops...)
+}
+
+// checkTakedowns: once a node's applied index has passed an acknowledged
+// takedown's index, that node must never redirect the link again.
+func checkTakedowns(ops []porcupine.Operation) []string {
+	takedown := map[string]uint64{} // alias -> lowest acknowledged takedown index
+	var takedownOp = map[string]porcupine.Operation{}
+	for _, op := range ops {
+		in, out := op.Input.(ftInput), op.Output.(ftOutput)
+		if in.Kind == opTakedown && out.Outcome == outOK && out.Index > 0 {
+			if cur, ok := takedown[in.Alias]; !ok || out.Index < cur {
+				takedown[in.Alias], takedownOp[in.Alias] = out.Index, op
+			}
+		}
+	}
+	var bad []string
+	for _, op := range ops {
+		in, out := op.Input.(ftInput), op.Output.(ftOutput)
+		if in.Kind != opRedirect || out.HTTP != 302 {
+			continue
+		}
+		if idx, ok := takedown[in.Alias]; ok && in.Applied >= idx {
+			t := takedownOp[in.Alias]
+			bad = append(bad, fmt.Sprintf("%s redirected to %s on %s at t=%v with its store applied index %d past the takedown at index %d (takedown through %s, answered at t=%v)",
+				in.Alias, out.Location, in.Node, time.Duration(op.Call), in.Applied, idx, t.Input.(ftInput).Node, time.Duration(t.Return)))
+		}
+	}
+	return bad
+}
+
+// verify runs both checks and, on a violation, keeps the history (JSON)
+// and porcupine's visualisation in a folder that outlives the test.
+func (h *history) verify(t *testing.T, scenario string, seed int64) {
+	t.Helper()
+	ops := h.snapshot()
+	counts := map[string]int{}
+	for _, op := range ops {
+		counts[op.Input.(ftInput).Kind+"/"+op.Output.(ftOutput).Outcome]++
+	}
+	t.Logf("%s: %d operations: %v", scenario, len(ops), counts)
+	if counts[opCreate+"/"+outOK] == 0 || counts[opRead+"/"+outPresent] == 0 || counts[opRedirect+"/"+outOK] == 0 {
+		t.Fatalf("%s: the history has no acknowledged create, leader read or redirect; the check would prove nothing: %v", scenario, counts)
+	}
+	res, info := porcupine.CheckOperationsVerbose(linkModel, ops, 60*time.Second)
+	bad := checkTakedowns(ops)
+	if res == porcupine.Ok && len(bad) == 0 {
+		return
+	}
+	dir, err := os.MkdirTemp("", "waymark-fault-"+scenario+"-")
+	if err == nil {
+		b, _ := json.MarshalIndent(jsonHistory(ops), "", " ")
+		os.WriteFile(filepath.Join(dir, "history.json"), b, 0o644)
+		if res == porcupine.Illegal {
+			porcupine.VisualizePath(linkModel, info, filepath.Join(dir, "linearizability.html"))
+		}
+	}
+	var msg strings.Builder
+	fmt.Fprintf(&msg, "%s (seed %d, replay with WAYMARK_FAULT_SEED=%d): history kept in %s\n", scenario, seed, seed, dir)
+	switch res {
+	case porcupine.Illegal:
+		msg.WriteString("porcupine: the leader path is not linearizable for these links:\n")
+		parts := illegalParts(ops)
+		for i, part := range parts {
+			if i == 5 {
+				fmt.Fprintf(&msg, "  ... and %d more links (all in history.json)\n", len(parts)-i)
+				break
+			}
+			msg.WriteString(part)
+		}
+	case porcupine.Unknown:
+		msg.WriteString("porcupine: the check timed out\n")
+	}
+	for _, b := range bad {
+		msg.WriteString("takedown: " + b + "\n")
+	}
+	t.Error(msg.String())
+}
+
+// illegalParts re-checks each link alone and lists the operations of the
+// ones that fail, in invocation order.
+func illegalParts(ops []porcupine.Operation) []string {
+	var out []string
+	for _, part := range linkModel.Partition(ops) {
+		if porcupine.CheckOperationsTimeout(linkModel, part, 10*time.Second) != porcupine.Illegal {
+			continue
+		}
+		sort.Slice(part, func(i, j int) bool { return part[i].Call < part[j].Call })
+		var b strings.Builder
+		fmt.Fprintf(&b, "  link %s:\n", part[0].Input.(ftInput).Alias)
+		for _, op := range part {
+			ret := "never"
+			if op.Return != math.MaxInt64 {
+				ret = time.Duration(op.Return).String()
+			}
+			fmt.Fprintf(&b, "    [%v .. %s] client %d: %s\n", time.Duration(op.Call), ret, op.ClientId, linkModel.DescribeOperation(op.Input, op.Output))
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+type jsonOp struct {
+	Client int      `json:"client"`
+	Call   int64    `json:"call_ns"`
+	Return int64    `json:"return_ns"` // math.MaxInt64: unknown outcome
+	Input  ftInput  `json:"input"`
+	Output ftOutput `json:"output"`
+}
+
+func jsonHistory(ops []porcupine.Operation) []jsonOp {
+	out := make([]jsonOp, len(ops))
+	for i, op := range ops {
+		out[i] = jsonOp{Client: op.ClientId, Call: op.Call, Return: op.Return, Input: op.Input.(ftInput), Output: op.Output.(ftOutput)}
+	}
+	return out
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"math"
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The checker must reject the histories the fault tier exists to catch,
+// worked out by hand, and accept the ones an unknown outcome allows.
+func TestFaultModelVerdicts(t *testing.T) {
+	op := func(kind, url string, call, ret int64, out ftOutput) porcupine.Operation {
+		return porcupine.Operation{Input: ftInput{Kind: kind, Alias: "a", URL: url}, Call: call, Output: out, Return: ret}
+	}
+	never := int64(math.MaxInt64)
+	ok := ftOutput{Outcome: outOK}
+	unknown := ftOutput{Outcome: outUnknown}
+	absent := ftOutput{Outcome: outAbsent}
+	present := func(url, status string) ftOutput { return ftOutput{Outcome: outPresent, URL: url, Status: status} }
+	cases := []struct {
+		name string
+		ops  []porcupine.Operation
+		want porcupine.CheckResult
+	}{
+		{"acknowledged create then absent", []porcupine.Operation{op(opCreate, "u0", 0, 1, ok), op(opRead, "", 2, 3, absent)}, porcupine.Illegal},
+		{"create overlapping an absent read", []porcupine.Operation{op(opCreate, "u0", 0, 5, ok), op(opRead, "", 2, 3, absent)}, porcupine.Ok},
+		{"unknown create, absent then present", []porcupine.Operation{op(opCreate, "u0", 0, never, unknown), op(opRead, "", 2, 3, absent), op(opRead, "", 4, 5, present("u0", "active"))}, porcupine.Ok},
+		{"unknown create, present then absent", []porcupine.Operation{op(opCreate, "u0", 0, never, unknown), op(opRead, "", 2, 3, present("u0", "active")), op(opRead, "", 4, 5, absent)}, porcupine.Illegal},
+		{"acknowledged edit then the old url", []porcupine.Operation{op(opCreate, "u0", 0, 1, ok), op(opEdit, "u1", 2, 3, ftOutput{Outcome: outOK, Status: "active"}), op(opRead, "", 4, 5, present("u0", "active"))}, porcupine.Illegal},
+		{"acknowledged takedown then active", []porcupine.Operation{op(opCreate, "u0", 0, 1, ok), op(opTakedown, "", 2, 3, ok), op(opRead, "", 4, 5, present("u0", "active"))}, porcupine.Illegal},
+		{"unknown takedown, disabled then active", []porcupine.Operation{op(opCreate, "u0", 0, 1, ok), op(opTakedown, "", 2, never, unknown), op(opRead, "", 4, 5, present("u0", "disabled")), op(opRead, "", 6, 7, present("u0", "active"))}, porcupine.Illegal},
+		{"redirect of a link never created", []porcupine.Operation{op(opRedirect, "", 0, 1, ftOutput{Outcome: outOK, HTTP: 302})}, porcupine.Illegal},
+	}
+	for _, c := range cases {
+		if got := porcupine.CheckOperationsTimeout(linkModel, c.ops, 0); got != c.want {
+			t.Errorf("%s: porcupine says %q; want %q", c.name, got, c.want)
+		}
+	}
+
+	redirect := func(applied uint64, status int) porcupine.Operation {
+		return porcupine.Operation{Input: ftInput{Kind: opRedirect, Alias: "a", Node: "e1", Applied: applied}, Call: 10, Return: 11, Output: ftOutput{Outcome: outOK, HTTP: status}}
+	}
+	takedown := porcupine.Operation{Input: ftInput{Kind: opTakedown, Alias: "a"}, Call: 2, Return: 3, Output: ftOutput{Outcome: outOK, Index: 40}}
+	if bad := checkTakedowns([]porcupine.Operation{takedown, redirect(40, 302)}); len(bad) != 1 {
+		t.Errorf("a redirect on a node that applied the takedown's index: %d findings; want 1", len(bad))
+	}
+	if bad := checkTakedowns([]porcupine.Operation{takedown, redirect(39, 302), redirect(41, 410)}); len(bad) != 0 {
+		t.Errorf("a redirect before the takedown's index and a 410 after it: findings %v; want none", bad)
+	}
+}
