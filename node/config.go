@@ -52,6 +52,12 @@ type Config struct {
 	ClusterKey      []byte // 32 bytes; encrypts gossip, authenticates node-to-node calls
 	DeadGrace       time.Duration
 
+	// Raft log compaction; zero keeps raft's defaults (raft/config.go).
+	// Small values let a test make a lagging node install a snapshot.
+	SnapshotInterval  time.Duration
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+
 	CacheEntries    int
 	BlockCacheBytes int64
 	PrivateMaxAge   time.Duration
@@ -140,6 +146,9 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 0, "voters to wait for before bootstrapping a new cluster")
 	fs.StringVar(&keyFile, "cluster-key-file", "", "file holding the base64 cluster key (or WAYMARK_CLUSTER_KEY; `waymark keygen` makes one)")
 	fs.DurationVar(&c.DeadGrace, "dead-grace", 2*time.Minute, "how long a failed member stays in the Raft configuration before it is removed")
+	fs.DurationVar(&c.SnapshotInterval, "raft-snapshot-interval", 0, "how often Raft checks whether to snapshot (0: 5m)")
+	fs.Uint64Var(&c.SnapshotThreshold, "raft-snapshot-threshold", 0, "new log entries that trigger a Raft snapshot (0: 65536)")
+	fs.Uint64Var(&c.TrailingLogs, "raft-trailing-logs", 0, "log entries kept behind a snapshot, so a lagging node can catch up without one (0: 262144)")
 	fs.StringVar(&configFile, "config", "", "optional JSON file of flag values (flags and WAYMARK_* win over it)")
 	fs.IntVar(&c.CacheEntries, "cache-entries", 1<<20, "redirect cache size in entries")
 	fs.Int64Var(&c.BlockCacheBytes, "block-cache-bytes", 128<<20, "Pebble block cache size")
@@ -249,6 +258,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BootstrapExpect < 0 || (c.BootstrapExpect > 0 && !c.HasRole(RoleVoter)) {
 		return fmt.Errorf("%w: --bootstrap-expect needs a positive count on a voter", ErrBadConfig)
+	}
+	if c.SnapshotInterval < 0 || (c.SnapshotInterval > 0 && c.SnapshotInterval < 10*time.Millisecond) {
+		return fmt.Errorf("%w: --raft-snapshot-interval %v: want 0 (the default) or at least 10ms", ErrBadConfig, c.SnapshotInterval)
 	}
 	if c.DeadGrace <= 0 {
 		return fmt.Errorf("%w: --dead-grace must be positive", ErrBadConfig)

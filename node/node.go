@@ -194,16 +194,19 @@ func (n *Node) openIngest() error {
 func (n *Node) openRaft() error {
 	var err error
 	n.raft, err = raft.Open(raft.Config{
-		NodeID:        n.cfg.Name,
-		Region:        n.cfg.Region,
-		Dir:           filepath.Join(n.cfg.DataDir, "raft"),
-		BindAddr:      n.cfg.RaftAddr,
-		AdvertiseAddr: n.cfg.RaftAdvertise,
-		Bootstrap:     n.cfg.Dev && n.cfg.BootstrapExpect == 0,
-		Forward:       n.forward,
-		ApplyTimeout:  n.cfg.ApplyTimeout,
-		Logger:        n.log,
-		Metrics:       n.metrics,
+		NodeID:            n.cfg.Name,
+		Region:            n.cfg.Region,
+		Dir:               filepath.Join(n.cfg.DataDir, "raft"),
+		BindAddr:          n.cfg.RaftAddr,
+		AdvertiseAddr:     n.cfg.RaftAdvertise,
+		SnapshotInterval:  n.cfg.SnapshotInterval,
+		SnapshotThreshold: n.cfg.SnapshotThreshold,
+		TrailingLogs:      n.cfg.TrailingLogs,
+		Bootstrap:         n.cfg.Dev && n.cfg.BootstrapExpect == 0,
+		Forward:           n.forward,
+		ApplyTimeout:      n.cfg.ApplyTimeout,
+		Logger:            n.log,
+		Metrics:           n.metrics,
 		OnChange: func(code string) {
 			if srv := n.edge.Load(); srv != nil {
 				srv.Invalidate(code)

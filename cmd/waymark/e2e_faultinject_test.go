@@ -64,13 +64,14 @@ type faultCluster struct {
 	procs  map[string]*proc
 	tokens map[string]string // operator tokens
 	down   map[string]bool
+	gen    map[string]int // restarts, by node
 }
 
 var faultRegions = []string{"us", "eu", "ap"}
 
-func startFaultCluster(t *testing.T, voters, edges int) *faultCluster {
+func startFaultCluster(t *testing.T, voters, edges int, extra ...string) *faultCluster {
 	c := newCluster(t)
-	fc := &faultCluster{cluster: c, net: newFaultNet(t), procs: map[string]*proc{}, tokens: map[string]string{}, down: map[string]bool{}}
+	fc := &faultCluster{cluster: c, net: newFaultNet(t), procs: map[string]*proc{}, tokens: map[string]string{}, down: map[string]bool{}, gen: map[string]int{}}
 	raw, err := os.ReadFile(c.keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +84,7 @@ func startFaultCluster(t *testing.T, voters, edges int) *faultCluster {
 	m.Write([]byte("waymark/internal-v1"))
 	fc.internal = hex.EncodeToString(m.Sum(nil))
 
-	common := []string{"--write-rate", "100000", "--apply-timeout", "2s", "--dead-grace", "30m", "--capture-clicks=false"}
+	common := append([]string{"--write-rate", "100000", "--apply-timeout", "2s", "--dead-grace", "30m", "--capture-clicks=false"}, extra...)
 	start := func(name, region, role, join string, extra ...string) {
 		bind := freePort(t)
 		adv := fc.net.add(name, bind)
@@ -92,6 +93,21 @@ func startFaultCluster(t *testing.T, voters, edges int) *faultCluster {
 		fc.procs[name] = p
 		fc.tokens[name] = readKey(t, filepath.Join(p.dataDir, "operator-token"))
 	}
+	// On any failure, keep every node's log where it outlives the test
+	// (registered first, so it runs after the nodes have been stopped).
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dir, err := os.MkdirTemp("", "waymark-fault-logs-")
+		if err != nil {
+			return
+		}
+		for name, l := range fc.logs() {
+			os.WriteFile(filepath.Join(dir, name+".log"), []byte(l), 0o644)
+		}
+		t.Logf("node logs kept in %s", dir)
+	})
 	var join string
 	for i := 0; i < voters; i++ {
 		name := fmt.Sprintf("v%d", i+1)
@@ -130,6 +146,15 @@ func startFaultCluster(t *testing.T, voters, edges int) *faultCluster {
 		t.Fatalf("owners create: exit %d %q", code, out)
 	}
 	return fc
+}
+
+// logs is every node's log (the current process of each), by name.
+func (fc *faultCluster) logs() map[string]string {
+	out := map[string]string{}
+	for _, n := range fc.all() {
+		out[n] = fc.proc(n).logs()
+	}
+	return out
 }
 
 func (fc *faultCluster) all() []string {
@@ -279,6 +304,7 @@ type workload struct {
 	seed    int64
 	mu      sync.Mutex
 	aliases []string
+	acked   []string // aliases whose create was acknowledged
 	anomaly []string // unexpected answers, reported at the end
 }
 
@@ -365,6 +391,11 @@ func (w *workload) create(client int, node, alias string) {
 	if out.HTTP == 409 {
 		w.note("create %s through %s: 409 for an alias created once", alias, node)
 	}
+	if out.Outcome == outOK {
+		w.mu.Lock()
+		w.acked = append(w.acked, alias)
+		w.mu.Unlock()
+	}
 	if record {
 		w.h.add(client, in, call, out)
 	}
@@ -444,10 +475,29 @@ func (w *workload) leaderRead(client int, alias string) {
 // redirect follows a short link on any node, after reading how far that
 // node's store has applied the log.
 func (w *workload) redirect(client int, node, alias string) {
-	applied, ok := w.fc.storeApplied(node)
+	applied, ok := w.sampleApplied(node)
 	if !ok {
 		return
 	}
+	w.redirectAt(client, node, alias, applied)
+}
+
+// sampleApplied reads node's store applied index and records the reading.
+func (w *workload) sampleApplied(node string) (uint64, bool) {
+	w.fc.mu.Lock()
+	gen := w.fc.gen[node]
+	w.fc.mu.Unlock()
+	call := w.h.now()
+	v, ok := w.fc.storeApplied(node)
+	if ok {
+		w.h.addSample(appliedSample{Node: node, Gen: gen, Call: call, Return: w.h.now(), Value: v})
+	}
+	return v, ok
+}
+
+// redirectAt follows a short link on node, whose store had applied at
+// least index applied before this call.
+func (w *workload) redirectAt(client int, node, alias string, applied uint64) {
 	in := ftInput{Kind: opRedirect, Alias: alias, Node: node, Applied: applied}
 	call := w.h.now()
 	req, _ := http.NewRequest("GET", "http://"+w.fc.proc(node).http+"/"+alias, nil)
@@ -631,7 +681,85 @@ func TestE2EFaultPartitions(t *testing.T) {
 	})
 	t.Logf("faultnet at the end: %s", fc.net.describe())
 	w.report(t)
-	w.h.verify(t, "partitions", seed)
+	w.h.verify(t, "partitions", seed, fc.logs())
+	w.converged(t, rng)
+}
+
+// TestE2EFaultSnapshotInstall cuts an edge off until the leader has
+// compacted its log past the edge, then heals: the edge must install a
+// snapshot while the clients keep reading it, and no code it has applied
+// may answer 404 meanwhile (issue 10, point 3), nor any takedown it has
+// applied redirect again.
+//
+// Skipped until the lead merges fixes from outside this tier: on main it
+// fails (1) because Store.Restore empties the live store (the edge's
+// applied index reads 0 and known codes answer 404 while it refills;
+// issue 10 point 3, the consensus branch), and (2) because the redirect
+// cache is invalidated only after the restore has returned (OnRestore):
+// between the store showing the snapshot's state and that call, the edge
+// serves entries cached from before, a 404 for codes it has applied and
+// a redirect for links it has applied a takedown of.
+// WAYMARK_FAULT_KNOWN_BUGS=1 runs it.
+func TestE2EFaultSnapshotInstall(t *testing.T) {
+	if os.Getenv("WAYMARK_FAULT_KNOWN_BUGS") == "" {
+		t.Skip("fails on known bugs fixed outside the fault tier (snapshot install empties the store; the redirect cache outlives the restore); WAYMARK_FAULT_KNOWN_BUGS=1 runs it")
+	}
+	seed := faultSeed(t, "snapshot")
+	rng := rand.New(rand.NewSource(seed))
+	defer boundScenario(t, 4*time.Minute)()
+
+	fc := startFaultCluster(t, 3, 1, "--raft-snapshot-interval", "200ms", "--raft-snapshot-threshold", "200", "--raft-trailing-logs", "50")
+	w := &workload{fc: fc, h: newHistory(), seed: seed}
+	const snaps = "waymark_raft_snapshot_create_duration_seconds_count"
+	const restores = "waymark_raft_snapshot_restore_duration_seconds_count"
+	w.runClients(t, 4, func() {
+		during(3 * time.Second)
+		edge := fc.edges[rng.Intn(len(fc.edges))]
+		leader := fc.waitLeaderAmong(t, "a leader", fc.voters, "")
+		base := "http://" + fc.proc(leader).http
+		before := metric(t, base, snaps)
+		restored := metric(t, "http://"+fc.proc(edge).http, restores)
+		t.Logf("cut %s (edge) from %v until %s has snapshotted twice (%v so far)", edge, fc.voters, leader, before)
+		fc.net.partition([]string{edge}, fc.voters)
+		// Two snapshots after the cut: the second one's index is at least
+		// one threshold (200) past the cut, so compaction (50 trailing
+		// entries) has removed entries the edge has not applied.
+		waitFor(t, leader+" to snapshot twice", 60*time.Second, func() bool { return metric(t, base, snaps) >= before+2 })
+		// Readers of known codes on the edge, as fast as it answers,
+		// while it installs the snapshot: the store applied index is
+		// read every 20 redirects (a lower bound for the ones after it).
+		ctx, stop := context.WithCancel(context.Background())
+		var readers sync.WaitGroup
+		for i := 0; i < 2; i++ {
+			readers.Add(1)
+			go func(client int) {
+				defer readers.Done()
+				r := rand.New(rand.NewSource(seed + int64(client)))
+				for ctx.Err() == nil {
+					applied, ok := w.sampleApplied(edge)
+					if !ok {
+						continue
+					}
+					for j := 0; j < 20; j++ {
+						w.mu.Lock()
+						alias := w.acked[r.Intn(len(w.acked))]
+						w.mu.Unlock()
+						w.redirectAt(client, edge, alias, applied)
+					}
+				}
+			}(100 + i)
+		}
+		fc.net.heal()
+		t.Logf("healed; %s must install a snapshot", edge)
+		waitFor(t, edge+" to install a snapshot", 60*time.Second, func() bool {
+			return metric(t, "http://"+fc.proc(edge).http, restores) > restored
+		})
+		during(2 * time.Second)
+		stop()
+		readers.Wait()
+	})
+	w.report(t)
+	w.h.verify(t, "snapshot", seed, fc.logs())
 	w.converged(t, rng)
 }
 
@@ -673,7 +801,7 @@ func TestE2EFaultKillLoop(t *testing.T) {
 		during(2 * time.Second)
 	})
 	w.report(t)
-	w.h.verify(t, "killloop", seed)
+	w.h.verify(t, "killloop", seed, fc.logs())
 	w.converged(t, rng)
 }
 
@@ -718,6 +846,7 @@ func (fc *faultCluster) restartNode(t *testing.T, name string) {
 	tok := readKey(t, filepath.Join(p.dataDir, "operator-token"))
 	fc.mu.Lock()
 	fc.procs[name], fc.nodes[name], fc.tokens[name] = p, p, tok
+	fc.gen[name]++
 	delete(fc.down, name)
 	fc.mu.Unlock()
 }

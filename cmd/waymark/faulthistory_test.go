@@ -115,7 +115,7 @@ var linkModel = porcupine.Model{
 			return s.exists && out.URL == s.url && out.Status == statusName(s.disabled), s
 		case opRedirect:
 			// A node's own replica may lag, so a redirect is only checked
-			// against the takedowns it has applied (checkTakedowns); here it
+			// against what it has applied (checkReplicas); here it
 			// must not show a link that never existed.
 			if out.HTTP == 302 {
 				return s.exists, s
@@ -163,9 +163,65 @@ func statusName(disabled bool) string {
 
 // history records operations from many client goroutines.
 type history struct {
-	start time.Time
-	mu    sync.Mutex
-	ops   []porcupine.Operation
+	start   time.Time
+	mu      sync.Mutex
+	ops     []porcupine.Operation
+	applied []appliedSample
+}
+
+// appliedSample is one reading of a node's store applied index, true at
+// some moment in [Call, Return]. Gen counts the node's restarts.
+type appliedSample struct {
+	Node   string `json:"node"`
+	Gen    int    `json:"gen"`
+	Call   int64  `json:"call_ns"`
+	Return int64  `json:"return_ns"`
+	Value  uint64 `json:"applied"`
+}
+
+func (h *history) addSample(s appliedSample) {
+	h.mu.Lock()
+	h.applied = append(h.applied, s)
+	h.mu.Unlock()
+}
+
+// checkApplied: a running node's store applied index never goes back. A
+// reading that starts after another one ended must not be lower (a store
+// emptied while it installs a snapshot reads as 0). A restart may go back
+// to what was last flushed: raft applies the rest again, so each process
+// is checked on its own.
+func checkApplied(samples []appliedSample) []string {
+	type key struct {
+		node string
+		gen  int
+	}
+	by := map[key][]appliedSample{}
+	for _, s := range samples {
+		by[key{s.Node, s.Gen}] = append(by[key{s.Node, s.Gen}], s)
+	}
+	var bad []string
+	for k, ss := range by {
+		byRet := append([]appliedSample(nil), ss...)
+		sort.Slice(byRet, func(i, j int) bool { return byRet[i].Return < byRet[j].Return })
+		sort.Slice(ss, func(i, j int) bool { return ss[i].Call < ss[j].Call })
+		var best appliedSample // the highest reading that ended before ss[i] began
+		j := 0
+		for _, s := range ss {
+			for ; j < len(byRet) && byRet[j].Return < s.Call; j++ {
+				if byRet[j].Value > best.Value {
+					best = byRet[j]
+				}
+			}
+			if s.Value < best.Value {
+				bad = append(bad, fmt.Sprintf("applied index: %s (process %d) read %d at t=%v after reading %d at t=%v", k.node, k.gen, s.Value, time.Duration(s.Call), best.Value, time.Duration(best.Return)))
+				if len(bad) > 50 {
+					return bad
+				}
+			}
+		}
+	}
+	sort.Strings(bad)
+	return bad
 }
 
 func newHistory() *history { return &history{start: time.Now()} }
@@ -198,29 +254,44 @@ func (h *history) snapshot() []porcupine.Operation {
 	return append([]porcupine.Operation(nil), h.ops...)
 }
 
-// checkTakedowns: once a node's applied index has passed an acknowledged
-// takedown's index, that node must never redirect the link again.
-func checkTakedowns(ops []porcupine.Operation) []string {
-	takedown := map[string]uint64{} // alias -> lowest acknowledged takedown index
-	var takedownOp = map[string]porcupine.Operation{}
+// checkReplicas holds every node to what its store has applied, read
+// just before each redirect: once a node's applied index has passed an
+// acknowledged takedown's index, it must never redirect the link again;
+// once it has passed an acknowledged create's index, it must never answer
+// 404 for the link (a known code lost, as an emptied store would lose it).
+func checkReplicas(ops []porcupine.Operation) []string {
+	type ack struct {
+		index uint64
+		op    porcupine.Operation
+	}
+	takedown, created := map[string]ack{}, map[string]ack{}
 	for _, op := range ops {
 		in, out := op.Input.(ftInput), op.Output.(ftOutput)
-		if in.Kind == opTakedown && out.Outcome == outOK && out.Index > 0 {
-			if cur, ok := takedown[in.Alias]; !ok || out.Index < cur {
-				takedown[in.Alias], takedownOp[in.Alias] = out.Index, op
+		if out.Outcome != outOK || out.Index == 0 {
+			continue
+		}
+		switch in.Kind {
+		case opTakedown:
+			if cur, ok := takedown[in.Alias]; !ok || out.Index < cur.index {
+				takedown[in.Alias] = ack{out.Index, op}
 			}
+		case opCreate:
+			created[in.Alias] = ack{out.Index, op}
 		}
 	}
 	var bad []string
 	for _, op := range ops {
 		in, out := op.Input.(ftInput), op.Output.(ftOutput)
-		if in.Kind != opRedirect || out.HTTP != 302 {
+		if in.Kind != opRedirect {
 			continue
 		}
-		if idx, ok := takedown[in.Alias]; ok && in.Applied >= idx {
-			t := takedownOp[in.Alias]
-			bad = append(bad, fmt.Sprintf("%s redirected to %s on %s at t=%v with its store applied index %d past the takedown at index %d (takedown through %s, answered at t=%v)",
-				in.Alias, out.Location, in.Node, time.Duration(op.Call), in.Applied, idx, t.Input.(ftInput).Node, time.Duration(t.Return)))
+		if a, ok := takedown[in.Alias]; ok && out.HTTP == 302 && in.Applied >= a.index {
+			bad = append(bad, fmt.Sprintf("takedown: %s redirected to %s on %s at t=%v with its store applied index %d past the takedown at index %d (takedown through %s, answered at t=%v)",
+				in.Alias, out.Location, in.Node, time.Duration(op.Call), in.Applied, a.index, a.op.Input.(ftInput).Node, time.Duration(a.op.Return)))
+		}
+		if a, ok := created[in.Alias]; ok && out.HTTP == 404 && in.Applied >= a.index {
+			bad = append(bad, fmt.Sprintf("lost code: %s answered 404 on %s at t=%v with its store applied index %d past the create at index %d (create through %s, answered at t=%v)",
+				in.Alias, in.Node, time.Duration(op.Call), in.Applied, a.index, a.op.Input.(ftInput).Node, time.Duration(a.op.Return)))
 		}
 	}
 	return bad
@@ -228,7 +299,7 @@ func checkTakedowns(ops []porcupine.Operation) []string {
 
 // verify runs both checks and, on a violation, keeps the history (JSON)
 // and porcupine's visualisation in a folder that outlives the test.
-func (h *history) verify(t *testing.T, scenario string, seed int64) {
+func (h *history) verify(t *testing.T, scenario string, seed int64, logs map[string]string) {
 	t.Helper()
 	ops := h.snapshot()
 	counts := map[string]int{}
@@ -240,7 +311,10 @@ func (h *history) verify(t *testing.T, scenario string, seed int64) {
 		t.Fatalf("%s: the history has no acknowledged create, leader read or redirect; the check would prove nothing: %v", scenario, counts)
 	}
 	res, info := porcupine.CheckOperationsVerbose(linkModel, ops, 60*time.Second)
-	bad := checkTakedowns(ops)
+	h.mu.Lock()
+	samples := append([]appliedSample(nil), h.applied...)
+	h.mu.Unlock()
+	bad := append(checkReplicas(ops), checkApplied(samples)...)
 	if res == porcupine.Ok && len(bad) == 0 {
 		return
 	}
@@ -251,6 +325,12 @@ func (h *history) verify(t *testing.T, scenario string, seed int64) {
 		if res == porcupine.Illegal {
 			porcupine.VisualizePath(linkModel, info, filepath.Join(dir, "linearizability.html"))
 		}
+		b, _ = json.Marshal(samples)
+		os.WriteFile(filepath.Join(dir, "applied.json"), b, 0o644)
+		for name, l := range logs {
+			os.WriteFile(filepath.Join(dir, name+".log"), []byte(l), 0o644)
+		}
+		os.WriteFile(filepath.Join(dir, "start.txt"), []byte(h.start.UTC().Format(time.RFC3339Nano)+"\n"), 0o644)
 	}
 	var msg strings.Builder
 	fmt.Fprintf(&msg, "%s (seed %d, replay with WAYMARK_FAULT_SEED=%d): history kept in %s\n", scenario, seed, seed, dir)
@@ -268,8 +348,12 @@ func (h *history) verify(t *testing.T, scenario string, seed int64) {
 	case porcupine.Unknown:
 		msg.WriteString("porcupine: the check timed out\n")
 	}
-	for _, b := range bad {
-		msg.WriteString("takedown: " + b + "\n")
+	for i, b := range bad {
+		if i == 20 {
+			fmt.Fprintf(&msg, "... and %d more replica findings (all in history.json)\n", len(bad)-i)
+			break
+		}
+		msg.WriteString(b + "\n")
 	}
 	t.Error(msg.String())
 }
