@@ -710,21 +710,27 @@ func TestE2EFaultSnapshotInstall(t *testing.T) {
 
 	fc := startFaultCluster(t, 3, 1, "--raft-snapshot-interval", "200ms", "--raft-snapshot-threshold", "200", "--raft-trailing-logs", "50")
 	w := &workload{fc: fc, h: newHistory(), seed: seed}
-	const snaps = "waymark_raft_snapshot_create_duration_seconds_count"
 	const restores = "waymark_raft_snapshot_restore_duration_seconds_count"
 	w.runClients(t, 4, func() {
 		during(3 * time.Second)
 		edge := fc.edges[rng.Intn(len(fc.edges))]
 		leader := fc.waitLeaderAmong(t, "a leader", fc.voters, "")
-		base := "http://" + fc.proc(leader).http
-		before := metric(t, base, snaps)
 		restored := metric(t, "http://"+fc.proc(edge).http, restores)
-		t.Logf("cut %s (edge) from %v until %s has snapshotted twice (%v so far)", edge, fc.voters, leader, before)
 		fc.net.partition([]string{edge}, fc.voters)
-		// Two snapshots after the cut: the second one's index is at least
-		// one threshold (200) past the cut, so compaction (50 trailing
-		// entries) has removed entries the edge has not applied.
-		waitFor(t, leader+" to snapshot twice", 60*time.Second, func() bool { return metric(t, base, snaps) >= before+2 })
+		var cutAt uint64
+		waitFor(t, edge+"'s applied index", 10*time.Second, func() bool {
+			var ok bool
+			cutAt, ok = fc.storeApplied(edge)
+			return ok
+		})
+		// Two snapshots on the leader past the edge's index plus the
+		// trailing 50 entries and a margin: after the first, raft has
+		// compacted the log past what the edge has applied (the second
+		// one starts only when the first one's compaction is done).
+		t.Logf("cut %s (edge, applied %d) from %v until %s has compacted past it", edge, cutAt, fc.voters, leader)
+		waitFor(t, leader+" to snapshot twice past the edge", 60*time.Second, func() bool {
+			return len(snapshotsPast(fc.proc(leader).logs(), cutAt+150)) >= 2
+		})
 		// Readers of known codes on the edge, as fast as it answers,
 		// while it installs the snapshot: the store applied index is
 		// read every 20 redirects (a lower bound for the ones after it).
@@ -742,6 +748,10 @@ func TestE2EFaultSnapshotInstall(t *testing.T) {
 					}
 					for j := 0; j < 20; j++ {
 						w.mu.Lock()
+						if len(w.acked) == 0 {
+							w.mu.Unlock()
+							break
+						}
 						alias := w.acked[r.Intn(len(w.acked))]
 						w.mu.Unlock()
 						w.redirectAt(client, edge, alias, applied)
@@ -761,6 +771,29 @@ func TestE2EFaultSnapshotInstall(t *testing.T) {
 	w.report(t)
 	w.h.verify(t, "snapshot", seed, fc.logs())
 	w.converged(t, rng)
+}
+
+// snapshotsPast lists the indexes of the snapshots a node's log says it
+// persisted at or past index (raft snapshot ids are term-index-time).
+func snapshotsPast(log string, index uint64) []uint64 {
+	var out []uint64
+	for _, line := range strings.Split(log, "\n") {
+		var rec struct {
+			Msg string `json:"msg"`
+			ID  string `json:"id"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != "raft snapshot persisted" {
+			continue
+		}
+		parts := strings.Split(rec.ID, "-")
+		if len(parts) < 3 {
+			continue
+		}
+		if i, err := strconv.ParseUint(parts[1], 10, 64); err == nil && i >= index {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // TestE2EFaultKillLoop SIGKILLs voters and edges at random moments in a
