@@ -621,6 +621,7 @@ func TestE2EFaultPartitions(t *testing.T) {
 		if now := fc.leader(); now != leader {
 			t.Logf("leadership moved from %s to %s while cut from a minority only", leader, now)
 		}
+		fc.expectBehind(t, minority, "cut from the leader")
 		fc.net.heal()
 		during(3 * time.Second)
 
@@ -647,6 +648,7 @@ func TestE2EFaultPartitions(t *testing.T) {
 		t.Logf("drop %s -> %s", leader, target)
 		fc.net.dropOneWay(leader, target)
 		during(4 * time.Second)
+		fc.expectBehind(t, target, "losing the leader's messages")
 		fc.net.heal()
 
 		// An edge cut off from every voter: its replica stalls (and may
@@ -655,6 +657,7 @@ func TestE2EFaultPartitions(t *testing.T) {
 		t.Logf("cut %s (edge) from %v", edge, fc.voters)
 		fc.net.partition([]string{edge}, fc.voters)
 		during(3 * time.Second)
+		fc.expectBehind(t, edge, "cut off from the voters")
 		fc.net.heal()
 
 		// The leader cut from the majority, SIGKILLed and restarted while
@@ -846,6 +849,22 @@ func boundScenario(t *testing.T, d time.Duration) func() {
 		if el := time.Since(start); el > d {
 			t.Errorf("scenario took %v, over its bound of %v", el.Round(time.Second), d)
 		}
+	}
+}
+
+// expectBehind checks that a fault took effect: name's store lags the
+// leader's while the clients keep writing.
+func (fc *faultCluster) expectBehind(t *testing.T, name, why string) {
+	t.Helper()
+	l := fc.leader()
+	if l == "" || l == name {
+		t.Logf("%s %s: leader now %q, lag not checked", name, why, l)
+		return
+	}
+	behind, ok1 := fc.storeApplied(name)
+	ahead, ok2 := fc.storeApplied(l)
+	if ok1 && ok2 && behind+50 > ahead {
+		t.Errorf("%s %s has applied %d, the leader %s %d: the fault did not hold it back", name, why, behind, l, ahead)
 	}
 }
 
