@@ -475,29 +475,35 @@ func (w *workload) leaderRead(client int, alias string) {
 // redirect follows a short link on any node, after reading how far that
 // node's store has applied the log.
 func (w *workload) redirect(client int, node, alias string) {
-	applied, ok := w.sampleApplied(node)
+	applied, gen, ok := w.sampleApplied(node)
 	if !ok {
 		return
 	}
-	w.redirectAt(client, node, alias, applied)
+	w.redirectAt(client, node, alias, applied, gen)
 }
 
-// sampleApplied reads node's store applied index and records the reading.
-func (w *workload) sampleApplied(node string) (uint64, bool) {
+// sampleApplied reads node's store applied index and records the reading,
+// with the count of the process it came from.
+func (w *workload) sampleApplied(node string) (uint64, int, bool) {
 	w.fc.mu.Lock()
 	gen := w.fc.gen[node]
 	w.fc.mu.Unlock()
 	call := w.h.now()
 	v, ok := w.fc.storeApplied(node)
-	if ok {
-		w.h.addSample(appliedSample{Node: node, Gen: gen, Call: call, Return: w.h.now(), Value: v})
+	ret := w.h.now()
+	w.fc.mu.Lock()
+	same := w.fc.gen[node] == gen
+	w.fc.mu.Unlock()
+	if ok && same {
+		w.h.addSample(appliedSample{Node: node, Gen: gen, Call: call, Return: ret, Value: v})
 	}
-	return v, ok
+	return v, gen, ok && same
 }
 
-// redirectAt follows a short link on node, whose store had applied at
-// least index applied before this call.
-func (w *workload) redirectAt(client int, node, alias string, applied uint64) {
+// redirectAt follows a short link on node, whose store (in process gen)
+// had applied at least index applied before this call. An answer from
+// another process than the reading's is dropped.
+func (w *workload) redirectAt(client int, node, alias string, applied uint64, gen int) {
 	in := ftInput{Kind: opRedirect, Alias: alias, Node: node, Applied: applied}
 	call := w.h.now()
 	req, _ := http.NewRequest("GET", "http://"+w.fc.proc(node).http+"/"+alias, nil)
@@ -507,6 +513,12 @@ func (w *workload) redirectAt(client int, node, alias string, applied uint64) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	w.fc.mu.Lock()
+	same := w.fc.gen[node] == gen
+	w.fc.mu.Unlock()
+	if !same {
+		return
+	}
 	switch resp.StatusCode {
 	case 302, 404, 410:
 	default:
@@ -745,7 +757,7 @@ func TestE2EFaultSnapshotInstall(t *testing.T) {
 				defer readers.Done()
 				r := rand.New(rand.NewSource(seed + int64(client)))
 				for ctx.Err() == nil {
-					applied, ok := w.sampleApplied(edge)
+					applied, gen, ok := w.sampleApplied(edge)
 					if !ok {
 						continue
 					}
@@ -757,7 +769,7 @@ func TestE2EFaultSnapshotInstall(t *testing.T) {
 						}
 						alias := w.acked[r.Intn(len(w.acked))]
 						w.mu.Unlock()
-						w.redirectAt(client, edge, alias, applied)
+						w.redirectAt(client, edge, alias, applied, gen)
 					}
 				}
 			}(100 + i)
@@ -883,6 +895,11 @@ func (fc *faultCluster) kill(name string) {
 func (fc *faultCluster) restartNode(t *testing.T, name string) {
 	t.Helper()
 	old := fc.proc(name)
+	// A new process, a new count, before it exists: a reading taken while
+	// the count changed may come from either process and is dropped.
+	fc.mu.Lock()
+	fc.gen[name]++
+	fc.mu.Unlock()
 	args := append([]string(nil), fc.args[name]...)
 	for i := 0; i+1 < len(args); i++ {
 		switch args[i] {
@@ -898,7 +915,6 @@ func (fc *faultCluster) restartNode(t *testing.T, name string) {
 	tok := readKey(t, filepath.Join(p.dataDir, "operator-token"))
 	fc.mu.Lock()
 	fc.procs[name], fc.nodes[name], fc.tokens[name] = p, p, tok
-	fc.gen[name]++
 	delete(fc.down, name)
 	fc.mu.Unlock()
 }
