@@ -42,23 +42,23 @@ func TestFaultModelVerdicts(t *testing.T) {
 		return porcupine.Operation{Input: ftInput{Kind: opRedirect, Alias: "a", Node: "e1", Applied: applied}, Call: 10, Return: 11, Output: ftOutput{Outcome: outOK, HTTP: status}}
 	}
 	takedown := porcupine.Operation{Input: ftInput{Kind: opTakedown, Alias: "a"}, Call: 2, Return: 3, Output: ftOutput{Outcome: outOK, Index: 40}}
-	if bad, _ := checkReplicas([]porcupine.Operation{takedown, redirect(40, 302)}); len(bad) != 1 {
-		t.Errorf("a redirect on a node that applied the takedown's index, after its answer: %d findings; want 1", len(bad))
+	if f := checkReplicas([]porcupine.Operation{takedown, redirect(40, 302)}); len(f.takedownAfter) != 1 {
+		t.Errorf("a redirect on a node that applied the takedown's index, after its answer: %d findings; want 1", len(f.takedownAfter))
 	}
-	if bad, early := checkReplicas([]porcupine.Operation{takedown, redirect(39, 302), redirect(41, 410)}); len(bad)+len(early) != 0 {
-		t.Errorf("a redirect before the takedown's index and a 410 after it: findings %v %v; want none", bad, early)
+	if f := checkReplicas([]porcupine.Operation{takedown, redirect(39, 302), redirect(41, 410)}); f.count() != 0 {
+		t.Errorf("a redirect before the takedown's index and a 410 after it: findings %+v; want none", f)
 	}
 	slow := takedown
 	slow.Return = 20 // answered after the redirect below (Call 10)
-	if bad, early := checkReplicas([]porcupine.Operation{slow, redirect(40, 302)}); len(bad) != 0 || len(early) != 1 {
-		t.Errorf("a redirect after the node applied the takedown, before its answer: %d bad, %d early; want 0 and 1", len(bad), len(early))
+	if f := checkReplicas([]porcupine.Operation{slow, redirect(40, 302)}); len(f.takedownAfter) != 0 || len(f.takedownEarly) != 1 {
+		t.Errorf("a redirect after the node applied the takedown, before its answer: %d after, %d early; want 0 and 1", len(f.takedownAfter), len(f.takedownEarly))
 	}
 	create := porcupine.Operation{Input: ftInput{Kind: opCreate, Alias: "a", URL: "u0"}, Call: 0, Return: 1, Output: ftOutput{Outcome: outOK, Index: 30}}
-	if bad, _ := checkReplicas([]porcupine.Operation{create, redirect(30, 404)}); len(bad) != 1 {
-		t.Errorf("a 404 on a node that applied the create's index: %d findings; want 1", len(bad))
+	if f := checkReplicas([]porcupine.Operation{create, redirect(30, 404)}); len(f.lostAfter) != 1 {
+		t.Errorf("a 404 on a node that applied the create's index: %d findings; want 1", len(f.lostAfter))
 	}
-	if bad, early := checkReplicas([]porcupine.Operation{create, redirect(29, 404), redirect(31, 302)}); len(bad)+len(early) != 0 {
-		t.Errorf("a 404 before the create's index and a redirect after it: findings %v %v; want none", bad, early)
+	if f := checkReplicas([]porcupine.Operation{create, redirect(29, 404), redirect(31, 302)}); f.count() != 0 {
+		t.Errorf("a 404 before the create's index and a redirect after it: findings %+v; want none", f)
 	}
 	samples := []appliedSample{
 		{Node: "e1", Call: 0, Return: 1, Value: 50},
