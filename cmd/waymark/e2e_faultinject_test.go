@@ -90,6 +90,7 @@ func startFaultCluster(t *testing.T, voters, edges int, extra ...string) *faultC
 		adv := fc.net.add(name, bind)
 		args := append(append([]string{"--raft-addr", bind, "--raft-advertise", adv}, common...), extra...)
 		p := c.start(name, region, role, join, args...)
+		fc.net.setPid(name, p.cmd.Process.Pid)
 		fc.procs[name] = p
 		fc.tokens[name] = readKey(t, filepath.Join(p.dataDir, "operator-token"))
 	}
@@ -941,6 +942,7 @@ func (fc *faultCluster) restartNode(t *testing.T, name string) {
 		}
 	}
 	p := startNode(t, old.dataDir, args...)
+	fc.net.setPid(name, p.cmd.Process.Pid)
 	tok := readKey(t, filepath.Join(p.dataDir, "operator-token"))
 	fc.mu.Lock()
 	fc.procs[name], fc.nodes[name], fc.tokens[name] = p, p, tok

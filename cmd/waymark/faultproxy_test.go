@@ -1,31 +1,33 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-msgpack/v2/codec"
 )
 
 // faultNet sits between the nodes' Raft transports: every node advertises
 // (--raft-advertise) the address of its own front, and the front forwards
-// to the node's bound --raft-addr. A connection's source node is read from
-// the first RPC it carries (hashicorp/raft puts the sender's ID in every
-// RPC header), so the test can cut, delay or drop one direction between
-// any two nodes. Gossip and the internal HTTP calls do not go through it:
-// these are Raft partitions.
+// to the node's bound --raft-addr. Raft between nodes is TLS, so the front
+// cannot read who is dialing from the stream; it finds the process that
+// owns the other end of the connection instead (/proc/net/tcp gives the
+// socket's inode, /proc/PID/fd the process holding it), so the test can
+// cut, delay or drop one direction between any two nodes. Gossip and the
+// internal HTTP calls do not go through it: these are Raft partitions.
 type faultNet struct {
-	t     *testing.T
-	mu    sync.Mutex
-	rules map[[2]string]linkRule // [from, to]: what happens to messages from -> to
-	conns map[*faultConn]struct{}
-	front map[string]*raftFront // by the name of the node behind it
-	seen  map[[2]string]int     // connections accepted, by [src, dst]
+	t      *testing.T
+	mu     sync.Mutex
+	rules  map[[2]string]linkRule // [from, to]: what happens to messages from -> to
+	conns  map[*faultConn]struct{}
+	front  map[string]*raftFront // by the name of the node behind it
+	seen   map[[2]string]int     // connections accepted, by [src, dst]
+	pids   map[int]string        // node processes, by pid
+	closed bool
 }
 
 // linkRule is the fate of the messages sent from one node to another.
@@ -58,7 +60,7 @@ func (c *faultConn) close() {
 }
 
 func newFaultNet(t *testing.T) *faultNet {
-	f := &faultNet{t: t, rules: map[[2]string]linkRule{}, conns: map[*faultConn]struct{}{}, front: map[string]*raftFront{}, seen: map[[2]string]int{}}
+	f := &faultNet{t: t, rules: map[[2]string]linkRule{}, conns: map[*faultConn]struct{}{}, front: map[string]*raftFront{}, seen: map[[2]string]int{}, pids: map[int]string{}}
 	t.Cleanup(f.close)
 	return f
 }
@@ -81,6 +83,7 @@ func (f *faultNet) add(name, backend string) string {
 func (f *faultNet) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.closed = true
 	for _, fr := range f.front {
 		fr.ln.Close()
 	}
@@ -99,31 +102,42 @@ func (f *faultNet) accept(fr *raftFront) {
 	}
 }
 
-// rpcHeader is the part of every hashicorp/raft request the front reads:
-// the embedded raft.RPCHeader, whose fields msgpack inlines.
-type rpcHeader struct {
-	ID []byte
+// setPid names the node process pid (a restart brings a new one).
+func (f *faultNet) setPid(name string, pid int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for p, n := range f.pids {
+		if n == name {
+			delete(f.pids, p)
+		}
+	}
+	f.pids[pid] = name
 }
 
-// serve reads the first RPC to learn who is dialing, then pipes both
-// directions under the rules of that pair.
+// serve learns which node is dialing, then pipes both directions under
+// the rules of that pair.
 func (f *faultNet) serve(fr *raftFront, client net.Conn) {
-	var first bytes.Buffer
-	client.SetReadDeadline(time.Now().Add(30 * time.Second))
-	tee := io.TeeReader(client, &first)
-	var typ [1]byte
-	var hdr rpcHeader
-	if _, err := io.ReadFull(tee, typ[:]); err != nil {
+	// A node dials as soon as its Raft starts, maybe before the test has
+	// named its pid: look again for a moment.
+	var src string
+	var err error
+	for try := 0; try < 40; try++ {
+		if src, err = f.dialer(client); err == nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if err != nil {
+		f.mu.Lock()
+		closed := f.closed
+		f.mu.Unlock()
+		if !closed {
+			f.t.Logf("faultnet: cannot tell who dialled %s: %v", fr.name, err)
+		}
 		client.Close()
 		return
 	}
-	if err := codec.NewDecoder(tee, &codec.MsgpackHandle{}).Decode(&hdr); err != nil || len(hdr.ID) == 0 {
-		f.t.Logf("faultnet: cannot read the sender of a raft connection to %s: %v", fr.name, err)
-		client.Close()
-		return
-	}
-	client.SetReadDeadline(time.Time{})
-	c := &faultConn{src: string(hdr.ID), dst: fr.name, client: client}
+	c := &faultConn{src: src, dst: fr.name, client: client}
 	back, err := net.DialTimeout("tcp", fr.backend, 2*time.Second)
 	if err != nil {
 		client.Close()
@@ -141,7 +155,7 @@ func (f *faultNet) serve(fr *raftFront, client net.Conn) {
 	fwd, rev := f.rules[[2]string{c.src, c.dst}], f.rules[[2]string{c.dst, c.src}]
 	f.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { pipe(back, io.MultiReader(&first, client), fwd); done <- struct{}{} }()
+	go func() { pipe(back, client, fwd); done <- struct{}{} }()
 	go func() { pipe(client, back, rev); done <- struct{}{} }()
 	<-done
 	c.close()
@@ -149,6 +163,55 @@ func (f *faultNet) serve(fr *raftFront, client net.Conn) {
 	f.mu.Lock()
 	delete(f.conns, c)
 	f.mu.Unlock()
+}
+
+// dialer finds the node whose process owns the far end of conn, an
+// accepted loopback connection: the socket whose local address is conn's
+// remote one and whose peer is conn's local one.
+func (f *faultNet) dialer(conn net.Conn) (string, error) {
+	want := procTCPAddr(conn.RemoteAddr().(*net.TCPAddr)) + " " + procTCPAddr(conn.LocalAddr().(*net.TCPAddr))
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return "", err
+	}
+	inode := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 9 && fields[1]+" "+fields[2] == want {
+			inode = fields[9]
+			break
+		}
+	}
+	if inode == "" || inode == "0" {
+		return "", fmt.Errorf("no socket %s in /proc/net/tcp", want)
+	}
+	target := "socket:[" + inode + "]"
+	f.mu.Lock()
+	pids := make(map[int]string, len(f.pids))
+	for p, n := range f.pids {
+		pids[p] = n
+	}
+	f.mu.Unlock()
+	for pid, name := range pids {
+		dir := fmt.Sprintf("/proc/%d/fd", pid)
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if l, err := os.Readlink(dir + "/" + fd.Name()); err == nil && l == target {
+				return name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("socket %s (inode %s) belongs to no node process", want, inode)
+}
+
+// procTCPAddr writes an IPv4 address as /proc/net/tcp does: the address
+// as a little-endian hex word, the port in hex.
+func procTCPAddr(a *net.TCPAddr) string {
+	ip := a.IP.To4()
+	return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], a.Port)
 }
 
 // pipe copies src to dst under rule: dropped bytes are read and thrown
