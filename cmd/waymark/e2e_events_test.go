@@ -258,32 +258,11 @@ func checkRollups(t *testing.T, base, key, code, siteID string, clicks, pageview
 	}
 }
 
-// TestE2EDiskCap fills a tiny unshipped-bytes cap: redirects keep
-// answering and the drops are counted.
-func TestE2EDiskCap(t *testing.T) {
-	dir := t.TempDir()
-	p := startNode(t, dir, "--dev", "--role", "voter,edge", "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
-		"--ingest-max-pending-bytes", "4096")
-	base := "http://" + p.http
-	waitFor(t, "ready", 30*time.Second, func() bool { return do(t, "GET", base+"/readyz", "", "").status == 200 })
-	var key string
-	waitFor(t, "dev key", 30*time.Second, func() bool { key = readKeyMaybe(filepath.Join(dir, "dev-api-key")); return key != "" })
-	code := do(t, "POST", base+"/v1/links", key, `{"url":"https://dest.example/"}`).json(t)["code"].(string)
-	for i := 0; i < 400; i++ {
-		if r := do(t, "GET", base+"/"+code, "", ""); r.status != 302 {
-			t.Fatalf("redirect %d with a full disk cap: got %d; want 302", i, r.status)
-		}
-	}
-	waitFor(t, "disk_cap drops counted", 10*time.Second, func() bool {
-		return metric(t, base, `waymark_ingest_dropped_total{reason="disk_cap"}`) > 0
-	})
-}
-
-// TestE2EDroppedEventsInStats drops clicks at a tiny unshipped-bytes cap
-// on a node without an aggregator, then restarts it with one: every
-// redirect is either a click in the stats or counted in their
-// dropped_events.
-func TestE2EDroppedEventsInStats(t *testing.T) {
+// TestE2EDiskCapDropsInStats fills a tiny unshipped-bytes cap on a node
+// without an aggregator: redirects keep answering and the drops are
+// counted. Restarted with an aggregator, every redirect is either a click
+// in the stats or counted in their dropped_events.
+func TestE2EDiskCapDropsInStats(t *testing.T) {
 	dir := t.TempDir()
 	p := startNode(t, dir, "--dev", "--role", "voter,edge", "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
 		"--ingest-max-pending-bytes", "4096")
@@ -295,7 +274,7 @@ func TestE2EDroppedEventsInStats(t *testing.T) {
 	const n = 300
 	for i := range n {
 		if r := do(t, "GET", base+"/"+code, "", "", "User-Agent", firefox); r.status != 302 {
-			t.Fatalf("redirect %d: got %d; want 302", i, r.status)
+			t.Fatalf("redirect %d with a full disk cap: got %d; want 302", i, r.status)
 		}
 	}
 	dropped := func() float64 {
