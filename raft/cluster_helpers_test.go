@@ -56,6 +56,10 @@ type member struct {
 	n      *Node        // nil while stopped
 	ev     *events
 	leader *leaderLog
+	// storeHook, when set, is the store's BeforeCommit fault injection.
+	storeHook func() error
+	// onStore, when set, runs after the store opens and before raft does.
+	onStore func(*store.Store)
 }
 
 // leaderLog records OnLeader calls.
@@ -99,7 +103,14 @@ func newCluster(t testing.TB, mod func(*Config)) *cluster {
 // add starts a node that has no raft state and does not bootstrap.
 func (c *cluster) add(id, region string) *member {
 	c.t.Helper()
-	m := &member{c: c, id: id, dir: c.t.TempDir(), leader: &leaderLog{}}
+	return c.addAt(id, region, c.t.TempDir(), nil)
+}
+
+// addAt is add on the data dir dir (store/ and raft/ inside it); prep
+// runs on the member before it starts.
+func (c *cluster) addAt(id, region, dir string, prep func(*member)) *member {
+	c.t.Helper()
+	m := &member{c: c, id: id, dir: dir, leader: &leaderLog{}}
 	m.cfg = Config{
 		NodeID:   id,
 		Region:   region,
@@ -112,6 +123,9 @@ func (c *cluster) add(id, region string) *member {
 	fastTimeouts(&m.cfg)
 	if c.mod != nil {
 		c.mod(&m.cfg)
+	}
+	if prep != nil {
+		prep(m)
 	}
 	c.mu.Lock()
 	c.members[id] = m
@@ -126,7 +140,13 @@ func (c *cluster) add(id, region string) *member {
 // start opens the store and raft on the member's dirs.
 func (m *member) start() {
 	m.c.t.Helper()
-	st := openStore(m.c.t, filepath.Join(m.dir, "store"))
+	st, err := store.Open(filepath.Join(m.dir, "store"), store.Options{BlockCacheBytes: 8 << 20, Logger: testLogger(), BeforeCommit: m.storeHook})
+	if err != nil {
+		m.c.t.Fatalf("open store %s: %v", m.id, err)
+	}
+	if m.onStore != nil {
+		m.onStore(st)
+	}
 	m.ev = newEvents()
 	cfg := m.cfg
 	m.ev.hook(&cfg)

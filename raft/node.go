@@ -38,6 +38,9 @@ type Node struct {
 	perm     atomic.Pointer[store.Permuter]
 	caughtUp atomic.Bool // applied the commit index once since start
 	securing atomic.Bool // a SetSecret loop is running
+	// steppingDown is set while a halted leader hands its leadership away.
+	steppingDown atomic.Bool
+	raftUp       atomic.Bool // n.raft is set
 	// mayInitSecret is set on a node that bootstraps (Config.Bootstrap or
 	// BootstrapCluster): only such a node, as leader, may originate the
 	// cluster permutation key. A node that was added to a cluster gets it
@@ -67,6 +70,14 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	n.fsm = newFSM(st, Config{
 		Logger: n.log, OnChange: cfg.OnChange, OnSite: cfg.OnSite, OnRestore: n.onRestore(cfg.OnRestore),
 	}, n.m)
+	n.fsm.onHalt = func() {
+		// The FSM may halt while NewRaft replays the log, before n.raft
+		// is set; a node is never leader then, and leadershipChanged
+		// steps down later if it wins an election.
+		if n.raftUp.Load() {
+			n.stepDownHalted()
+		}
+	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.blocks = newBlockPool(n.ctx, cfg.BlockSize, n.allocBlock, n.goSafe, n.log)
 	if err := n.start(); err != nil {
@@ -158,6 +169,7 @@ func (n *Node) start() error {
 	if err != nil {
 		return fmt.Errorf("cannot start raft: %w", err)
 	}
+	n.raftUp.Store(true)
 	n.goSafe(n.watchLeadership)
 	n.goSafe(n.observeLoop)
 	return nil

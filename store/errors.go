@@ -50,3 +50,9 @@ var ErrStorage = errors.New("storage failure")
 
 // storageErr marks err as coming from the storage layer.
 func storageErr(err error) error { return fmt.Errorf("%w: %w", ErrStorage, err) }
+
+// ErrOtherCluster means the store holds another cluster's state: its
+// cluster id differs from the one in the raft log it is asked to follow.
+// Applying that log would skip entries up to the store's own applied index
+// as if they were already there.
+var ErrOtherCluster = errors.New("store belongs to another cluster")
