@@ -11,12 +11,13 @@ import (
 // Every apply method checks before it writes (as store's Batch methods do),
 // so a refused command leaves nothing behind in the batch.
 type applier struct {
-	st      *store.Store
-	b       *store.Batch
-	changed []string                     // link codes to evict from caches
-	sites   []store.Site                 // sites created or edited, to announce
-	idem    map[string]store.Idempotency // idempotency records written earlier in this batch
-	failed  error                        // the store itself failed; the batch must not commit
+	st        *store.Store
+	b         *store.Batch
+	changed   []string                     // link codes to evict from caches
+	sites     []store.Site                 // sites created or edited, to announce
+	idem      map[string]store.Idempotency // idempotency records written earlier in this batch
+	failed    error                        // the store itself failed; the batch must not commit
+	clusterID string                       // a SetClusterID applied in this batch
 }
 
 func newApplier(st *store.Store, b *store.Batch) *applier {
@@ -131,5 +132,7 @@ func (c *setSecretCmd) apply(a *applier, _ uint64, res *applyResult) {
 func (c *setClusterIDCmd) apply(a *applier, _ uint64, res *applyResult) {
 	if err := a.b.SetClusterID(c.ID); err != nil {
 		a.reject(res, err)
+		return
 	}
+	a.clusterID = c.ID
 }

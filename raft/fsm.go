@@ -42,6 +42,10 @@ type fsm struct {
 	// onHalt runs (on the FSM goroutine, so it must not block) once the
 	// FSM halts; the node hands its leadership away.
 	onHalt func()
+	// onClusterID runs with the cluster id once the store is known to hold
+	// this log's cluster (set, checked on replay, or restored); the node
+	// records it beside the raft log for the check at start.
+	onClusterID func(id string)
 	// restoring is set while Restore swaps a snapshot in: the node reports
 	// not ready, though readers keep seeing the old state until the swap.
 	restoring atomic.Bool
@@ -51,13 +55,14 @@ var _ hraft.BatchingFSM = (*fsm)(nil)
 
 func newFSM(st *store.Store, cfg Config, m *nodeMetrics) *fsm {
 	return &fsm{
-		st:        st,
-		log:       cfg.Logger,
-		m:         m,
-		onChange:  cfg.OnChange,
-		onSite:    cfg.OnSite,
-		onRestore: cfg.OnRestore,
-		onHalt:    func() {},
+		st:          st,
+		log:         cfg.Logger,
+		m:           m,
+		onChange:    cfg.OnChange,
+		onSite:      cfg.OnSite,
+		onRestore:   cfg.OnRestore,
+		onHalt:      func() {},
+		onClusterID: func(string) {},
 	}
 }
 
@@ -123,6 +128,9 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 	}
 	for _, s := range a.sites {
 		f.onSite(s)
+	}
+	if a.clusterID != "" {
+		f.onClusterID(a.clusterID)
 	}
 	f.m.fsmBatchDuration.UpdateDuration(start)
 	return resps
@@ -195,6 +203,7 @@ func (f *fsm) checkSkipped(l *hraft.Log) error {
 	case have != want:
 		return fmt.Errorf("store holds cluster %q, entry %d of the raft log sets cluster %q: %w", have, l.Index, want, store.ErrOtherCluster)
 	}
+	f.onClusterID(want)
 	return nil
 }
 

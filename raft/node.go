@@ -78,6 +78,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 			n.stepDownHalted()
 		}
 	}
+	n.fsm.onClusterID = n.recordClusterID
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.blocks = newBlockPool(n.ctx, cfg.BlockSize, n.allocBlock, n.goSafe, n.log)
 	if err := n.start(); err != nil {
@@ -111,6 +112,9 @@ func (n *Node) start() error {
 		return fmt.Errorf("cannot open raft log %q: %w", cfg.Dir, err)
 	}
 	n.bolt = bolt
+	if err := checkClusterID(bolt, n.st); err != nil {
+		return err
+	}
 	snaps, err := hraft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotRetain, hlog.Named("snapshot"))
 	if err != nil {
 		return fmt.Errorf("cannot open raft snapshots: %w", err)
@@ -183,6 +187,42 @@ func foreignStore(applied uint64) error {
 		return fmt.Errorf("cannot bootstrap raft: the store already holds entries up to index %d of another cluster; start with an empty store or the matching raft dir", applied)
 	}
 	return nil
+}
+
+// boltClusterID is the raft stable-store key that remembers which cluster
+// this raft dir belongs to, once the FSM has seen the store hold it.
+var boltClusterID = []byte("waymark_cluster_id")
+
+// checkClusterID refuses to start raft over a store of another cluster
+// than the raft dir's. Without it a store whose applied index is past the
+// log's first entries would skip them as already held: the entry naming
+// the cluster may be compacted away, so the FSM could not notice.
+func checkClusterID(bolt *raftboltdb.BoltStore, st *store.Store) error {
+	logID, err := bolt.Get(boltClusterID)
+	if errors.Is(err, raftboltdb.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read the raft dir's cluster id: %w", err)
+	}
+	storeID, found, err := st.ClusterID()
+	if err != nil || !found {
+		return err // a store without an id is empty or older than ids; the FSM checks as it applies
+	}
+	if storeID != string(logID) {
+		return fmt.Errorf("cannot start raft: the store holds cluster %q, the raft dir cluster %q: %w; start with the store of this raft dir, or an empty store", storeID, logID, store.ErrOtherCluster)
+	}
+	return nil
+}
+
+// recordClusterID remembers the cluster id beside the raft log.
+func (n *Node) recordClusterID(id string) {
+	if old, err := n.bolt.Get(boltClusterID); err == nil && string(old) == id {
+		return
+	}
+	if err := n.bolt.Set(boltClusterID, []byte(id)); err != nil {
+		n.log.Warn("cannot record cluster id in the raft dir", "err", err)
+	}
 }
 
 // logCacheEntries is how many recent log entries stay in memory for

@@ -48,7 +48,10 @@ func TestRefusedCommandsNeverHaltReplicas(t *testing.T) {
 				_, err := via.UpdateLink(ctx, &store.LinkPatch{Code: codes[0], Owner: bad, SetURL: true, URL: "https://example.com/x"})
 				return err
 			},
-			"create_owner with a NUL id": func() error { _, err := via.CreateOwner(ctx, &store.Owner{ID: bad}, store.HashAPIKey([]byte("k"))); return err },
+			"create_owner with a NUL id": func() error {
+				_, err := via.CreateOwner(ctx, &store.Owner{ID: bad}, store.HashAPIKey([]byte("k")))
+				return err
+			},
 			"create_site with a NUL owner": func() error {
 				_, err := via.CreateSite(ctx, &store.Site{ID: "snul", Domain: "nul.example", Timezone: "UTC", Owner: bad})
 				return err

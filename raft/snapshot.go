@@ -53,6 +53,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.m.snapshotRestore.UpdateDuration(start)
 	applied, _ := f.st.AppliedIndex()
 	f.log.Info("store restored from raft snapshot", "applied_index", applied, "duration", time.Since(start))
+	if id, found, err := f.st.ClusterID(); err == nil && found {
+		f.onClusterID(id)
+	}
 	f.onRestore()
 	return nil
 }
