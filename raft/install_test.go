@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -143,4 +145,32 @@ func createMany(t *testing.T, m *member, n int, tag string) []string {
 	default:
 	}
 	return codes
+}
+
+// While a snapshot is being installed the node reports not ready (its
+// state is stale) but keeps serving the old state, and a restore that
+// fails leaves that state serving and the node ready again.
+func TestInstallingSnapshotIsNotReady(t *testing.T) {
+	tn := newTestNode(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := tn.n.CreateLink(ctx, testLink("keep123"), nil); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	errc := make(chan error, 1)
+	go func() { errc <- tn.n.fsm.Restore(pr) }()
+	waitFor(t, "not ready while installing", func() (bool, string) {
+		ok, detail := tn.n.Ready()
+		return !ok && strings.Contains(detail, "installing a raft snapshot"), detail
+	})
+	mustGetLink(t, tn.st, "keep123")
+	pw.CloseWithError(errors.New("connection reset by peer"))
+	if err := <-errc; err == nil {
+		t.Fatalf("Restore of a broken stream succeeded")
+	}
+	if ok, detail := tn.n.Ready(); !ok {
+		t.Fatalf("not ready after a failed restore: %s", detail)
+	}
+	mustGetLink(t, tn.st, "keep123")
 }
