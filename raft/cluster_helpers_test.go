@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/waymark/waymark/store"
 )
@@ -60,6 +61,9 @@ type member struct {
 	storeHook func() error
 	// onStore, when set, runs after the store opens and before raft does.
 	onStore func(*store.Store)
+	// storeFS, when set, holds the store instead of the disk (raft's log
+	// stays on disk).
+	storeFS vfs.FS
 }
 
 // leaderLog records OnLeader calls.
@@ -140,7 +144,7 @@ func (c *cluster) addAt(id, region, dir string, prep func(*member)) *member {
 // start opens the store and raft on the member's dirs.
 func (m *member) start() {
 	m.c.t.Helper()
-	st, err := store.Open(filepath.Join(m.dir, "store"), store.Options{BlockCacheBytes: 8 << 20, Logger: testLogger(), BeforeCommit: m.storeHook})
+	st, err := store.Open(filepath.Join(m.dir, "store"), store.Options{BlockCacheBytes: 8 << 20, Logger: testLogger(), BeforeCommit: m.storeHook, FS: m.storeFS})
 	if err != nil {
 		m.c.t.Fatalf("open store %s: %v", m.id, err)
 	}

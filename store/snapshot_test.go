@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -318,4 +320,38 @@ func FuzzRestore(f *testing.F) {
 			t.Fatalf("accepted stream %x re-snapshots as %x", stream, again)
 		}
 	})
+}
+
+// A crash part-way through a restore leaves restore.tmp/ inside the
+// database directory: Pebble opens beside it, the old state serves, and
+// the next restore clears it.
+func TestRestoreAfterCrashLeftTempFiles(t *testing.T) {
+	src := newTestStore(t)
+	fillStore(t, src, 10)
+	snap := snapshotBytes(t, src)
+
+	dir := t.TempDir()
+	dst := openStore(t, dir)
+	old := sampleLink("old0001", "own_2", 500)
+	apply(t, dst, 500, func(b *Batch) error { return b.CreateLink(&old) })
+	want := snapshotBytes(t, dst)
+	closeStore(t, dst)
+	tmp := filepath.Join(dir, restoreDir)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "000000.sst"), []byte("half a table"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst = openStore(t, dir)
+	if got := snapshotBytes(t, dst); !bytes.Equal(got, want) {
+		t.Fatalf("store reopened beside a crashed restore differs from before it")
+	}
+	if err := dst.Restore(bytes.NewReader(snap)); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	sameContents(t, dst, src)
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("%s still there after a good restore: %v", tmp, err)
+	}
 }
