@@ -69,8 +69,11 @@ type Config struct {
 	// that is not the leader every write goes through it; nil keeps the
 	// single-node behaviour (writes fail with store.ErrNoLeader). Its error
 	// must wrap store.ErrNoLeader when the request certainly never reached
-	// the leader (no address, connection refused) and store.ErrUnknownOutcome
-	// once it may have; any other error is treated as an unknown outcome.
+	// the leader (no address, connection refused), store.ErrRefused or
+	// store.ErrClusterKeyMismatch when the leader turned it away before its
+	// log, and store.ErrUnknownOutcome once it may have; any other error is
+	// treated as an unknown outcome. It must pass LeaderTimeout(ctx) on to
+	// the leader, which must answer within it.
 	Forward func(ctx context.Context, leaderID, leaderRaftAddr string, cmd []byte) ([]byte, error)
 	// OnLeader is called with true when this node becomes the leader and
 	// with false when it stops being the leader (including at Close). Calls

@@ -35,6 +35,7 @@ type Node struct {
 	started time.Time // when Open was called; stands in for "last contact" until a leader is heard
 
 	blocks   *blockPool
+	applied  *appliedWatch // the store's applied index, signalled by the FSM
 	perm     atomic.Pointer[store.Permuter]
 	caughtUp atomic.Bool // applied the commit index once since start
 	securing atomic.Bool // a SetSecret loop is running
@@ -67,6 +68,12 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	n.fsm = newFSM(st, Config{
 		Logger: n.log, OnChange: cfg.OnChange, OnSite: cfg.OnSite, OnRestore: n.onRestore(cfg.OnRestore),
 	}, n.m)
+	applied, err := st.AppliedIndex()
+	if err != nil {
+		return nil, err
+	}
+	n.applied = newAppliedWatch(applied)
+	n.fsm.applied = n.applied
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.blocks = newBlockPool(n.ctx, cfg.BlockSize, n.allocBlock, n.goSafe, n.log)
 	if err := n.start(); err != nil {
@@ -83,6 +90,9 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 func (n *Node) onRestore(user func()) func() {
 	return func() {
 		n.perm.Store(nil)
+		if applied, err := n.st.AppliedIndex(); err == nil {
+			n.applied.advance(applied)
+		}
 		user()
 	}
 }

@@ -32,6 +32,13 @@ var (
 	// ErrIdempotencyMismatch means an Idempotency-Key was reused with a
 	// different request body.
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+	// ErrRefused means the leader refused a forwarded write before it
+	// reached the log (it could not read the command): it had no effect,
+	// and sending the same bytes again is refused again.
+	ErrRefused = errors.New("write refused by the leader")
+	// ErrClusterKeyMismatch means a peer refused a node-to-node call
+	// because the two nodes hold different cluster keys: it had no effect.
+	ErrClusterKeyMismatch = errors.New("cluster keys differ")
 )
 
 // ErrDomainTaken means a site is already registered for the domain.
