@@ -38,6 +38,9 @@ type Config struct {
 
 	ApplyTimeout time.Duration // deadline for every apply; default 5s
 	BlockSize    uint64        // IDs per counter block; default 4096
+	// IdempotencySweep is how often the leader expires idempotency
+	// records past their TTL; default DefaultIdempotencySweep.
+	IdempotencySweep time.Duration
 
 	SnapshotInterval  time.Duration // how often raft checks whether to snapshot; default 5m
 	SnapshotThreshold uint64        // new entries that trigger a snapshot; default 65536
@@ -101,6 +104,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = DefaultBlockSize
+	}
+	if c.IdempotencySweep <= 0 {
+		c.IdempotencySweep = DefaultIdempotencySweep
 	}
 	if c.SnapshotInterval <= 0 {
 		c.SnapshotInterval = DefaultSnapshotInterval

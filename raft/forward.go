@@ -56,6 +56,7 @@ var forwardable = map[cmdType]bool{
 	cmdCreateSite:  true,
 	cmdAllocBlock:  true,
 	cmdUpdateSite:  true,
+	cmdClaimRegion: true,
 }
 
 // forward sends cmd to the leader this node knows of. Forwarding happens

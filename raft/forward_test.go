@@ -38,6 +38,14 @@ func TestApplyForwardedOnLeader(t *testing.T) {
 		t.Errorf("duplicate code: got %+v, %v; want ErrCodeTaken in the answer", res, err)
 	}
 
+	if ans, err := tn.n.ApplyForwarded(ctx, appendAllocBlock(nil, "eu", 100)); err != nil {
+		t.Fatalf("apply forwarded block: %v", err)
+	} else if res, err := decodeResult(ans); err != nil || !errors.Is(res.Err, store.ErrRegionUnclaimed) {
+		t.Errorf("block in an unclaimed region: got %+v, %v; want ErrRegionUnclaimed in the answer", res, err)
+	}
+	if _, err := tn.n.ApplyForwarded(ctx, appendClaimRegion(nil, "eu")); err != nil {
+		t.Fatalf("apply forwarded claim: %v", err)
+	}
 	ans, err = tn.n.ApplyForwarded(ctx, appendAllocBlock(nil, "eu", 100))
 	if err != nil {
 		t.Fatalf("apply forwarded block: %v", err)

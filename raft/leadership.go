@@ -41,6 +41,11 @@ func (n *Node) leadershipChanged(leader bool) {
 			n.securing.Store(false)
 		}
 	}
+	if leader && n.sweeping.CompareAndSwap(false, true) {
+		if !n.goSafe(n.sweepIdempotency) {
+			n.sweeping.Store(false)
+		}
+	}
 }
 
 // ensureSecret applies SetSecret on a new leader whose store has no key,

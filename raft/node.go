@@ -39,11 +39,15 @@ type Node struct {
 	perm     atomic.Pointer[store.Permuter]
 	caughtUp atomic.Bool // applied the commit index once since start
 	securing atomic.Bool // a SetSecret loop is running
+	sweeping atomic.Bool // the idempotency expiry loop is running
 	// mayInitSecret is set on a node that bootstraps (Config.Bootstrap or
 	// BootstrapCluster): only such a node, as leader, may originate the
 	// cluster permutation key. A node that was added to a cluster gets it
 	// from the log.
 	mayInitSecret atomic.Bool
+	// claimingRegion is set while a node that formed the cluster claims
+	// its own region (regions.go); Ready waits for it.
+	claimingRegion atomic.Bool
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -155,6 +159,7 @@ func (n *Node) start() error {
 			return fmt.Errorf("cannot bootstrap raft: %w", err)
 		}
 		n.log.Info("bootstrapped single-voter raft cluster")
+		n.claimingRegion.Store(true) // started below, once raft runs
 	}
 
 	// The leader re-reads recent entries once per follower; a small cache
@@ -170,6 +175,9 @@ func (n *Node) start() error {
 	}
 	n.goSafe(n.watchLeadership)
 	n.goSafe(n.observeLoop)
+	if n.claimingRegion.Swap(false) {
+		n.claimOwnRegionInBackground()
+	}
 	return nil
 }
 

@@ -14,6 +14,9 @@ var (
 	ErrCorrupt = errors.New("corrupt record")
 	// ErrRegionSpaceFull means all region slots are assigned.
 	ErrRegionSpaceFull = errors.New("no free region slot")
+	// ErrRegionUnclaimed means a region has no slot of the ID space: an
+	// operator claims one with `waymark regions add`.
+	ErrRegionUnclaimed = errors.New("region not claimed")
 	// ErrRangeExhausted means a region has spent its whole ID range.
 	ErrRangeExhausted = errors.New("region ID range exhausted")
 	// ErrBadCode means a string is not a valid code.
