@@ -111,6 +111,9 @@ func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, what string, err erro
 		// Checked before the unknown outcome: the leader turned the
 		// command away before its log, so nothing happened.
 		writeProblem(ctx, probInvalidRequest, "the cluster leader refused the "+what+" as unreadable (are this node and the leader on different versions?); it was not made")
+	case errors.Is(err, store.ErrRegionUnclaimed):
+		s.log.Error("cannot generate codes: this node's region is not claimed", "what", what, "err", err)
+		writeRetryProblem(ctx, probUnavailable, "this node's region has no slot of the code space yet, so the "+what+" was not made; an operator claims it with `waymark regions add`, or create through a node of another region", 30)
 	case errors.Is(err, store.ErrClusterKeyMismatch):
 		s.log.Error("cannot forward write: this node's cluster key differs from the leader's", "what", what, "err", err)
 		writeRetryProblem(ctx, probUnavailable, "this node cannot write through the cluster leader (their cluster keys differ), so the "+what+" was not made; retry through another node", 30)
