@@ -66,3 +66,32 @@ func TestReconcilerKeepsVotersThroughGossipOnlyPartition(t *testing.T) {
 		return held("quorum") > baseQuorum
 	})
 }
+
+// The quorum rules do not stop the ordinary case: a voter that really
+// stops, while the others are alive in gossip, is removed after
+// --dead-grace.
+func TestReconcilerRemovesDeadVoter(t *testing.T) {
+	c := newTestCluster(t)
+	args := []string{"--role", "voter", "--region", "us", "--bootstrap-expect", "3", "--dead-grace", "500ms"}
+	v1 := c.start("v1", args...)
+	v2 := c.start("v2", append([]string{"--join", v1.gossip.Addr()}, args...)...)
+	v3 := c.start("v3", append([]string{"--join", v1.gossip.Addr()}, args...)...)
+	leader := leaderOf(t, v1, v2, v3)
+	waitUntil(t, "three voters in raft", 30*time.Second, func() bool { return voterCount(t, leader) == 3 })
+	var gone *Node
+	for _, n := range []*Node{v1, v2, v3} {
+		if n != leader {
+			gone = n
+			break
+		}
+	}
+	name := gone.cfg.Name
+	c.stop(gone)
+	waitUntil(t, name+" removed from raft", 60*time.Second, func() bool {
+		_, in := voters(t, leader)[name]
+		return !in
+	})
+	if got := voterCount(t, leader); got != 2 {
+		t.Fatalf("voters after removing %s: got %d (%v); want 2", name, got, voters(t, leader))
+	}
+}
