@@ -184,7 +184,7 @@ func parseCommandFlags(name string, args []string, usage string, minArgs, maxArg
 		fs.PrintDefaults()
 	}
 	mk := clientFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, err
 		}
@@ -195,6 +195,30 @@ func parseCommandFlags(name string, args []string, usage string, minArgs, maxArg
 		return nil, nil, &cliError{ExitUsage, fmt.Errorf("waymark %s: wrong number of arguments", name)}
 	}
 	return fs, mk, nil
+}
+
+// parseInterspersed parses flags before, between and after positional
+// arguments (kubectl and gh accept both `add eu -format json` and
+// `add -format json eu`); "--" ends the flags. Afterwards fs.Args() holds
+// the positional arguments in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
 }
 
 // CmdOwnersCreate is `waymark owners create NAME`: prints only the API key.
