@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/store"
 )
 
@@ -43,6 +45,7 @@ type Server struct {
 
 	auth    *authCache
 	limiter *limiter
+	limits  bodyLimits
 	m       *serverMetrics
 	srv     *fasthttp.Server
 
@@ -96,6 +99,7 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 	if cfg.WriteRate > 0 {
 		s.limiter = newLimiter(cfg.WriteRate, 2*cfg.WriteRate, cfg.Now)
 	}
+	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
 	s.routes = map[string]fasthttp.RequestHandler{
 		"/healthz": s.serveHealth,
 		"/readyz":  s.serveReady,
@@ -119,10 +123,12 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		Handler:                      s.handle,
 		ErrorHandler:                 s.handleParseError,
 		Logger:                       fasthttpLogger{s.log},
+		ReadBufferSize:               readBufferSize, // also the limit on the request line and headers
 		ReadTimeout:                  10 * time.Second,
 		WriteTimeout:                 10 * time.Second,
 		IdleTimeout:                  90 * time.Second,
-		MaxRequestBodySize:           cfg.MaxRequestBodyBytes, // per-endpoint limits are tighter
+		HeaderReceived:               s.headerReceived,   // the body limit of each route...
+		MaxRequestBodySize:           s.limits.largest(), // ...within this
 		DisablePreParseMultipartForm: true,
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
@@ -196,6 +202,10 @@ func (s *Server) InvalidateAll() {
 	}
 }
 
+// readBufferSize is fasthttp's default, named because it is also the most
+// a request line and headers may take (431 past it).
+const readBufferSize = 4096
+
 var (
 	prefixAPI      = []byte("/v1/")
 	prefixProblems = []byte("/problems/")
@@ -227,20 +237,22 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// handleParseError answers requests fasthttp could not read. The default
-// would call an oversized body a 400.
+// handleParseError answers requests fasthttp could not read, as RFC 9457
+// problems like every other API error. The default would answer plain
+// text and call an oversized body a 400.
 func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		writeProblem(ctx, probTooLarge, "request body is too large")
+		s.m.bodyTooLarge.Inc()
+		writeProblem(ctx, probTooLarge, s.tooLargeDetail(ctx))
 	case errors.As(err, &small):
-		ctx.Error("request header too large", fasthttp.StatusRequestHeaderFieldsTooLarge)
+		writeProblem(ctx, problem.HeaderTooLarge, "request line or headers are larger than "+strconv.Itoa(readBufferSize)+" bytes")
 	case errors.As(err, &netErr) && netErr.Timeout():
-		ctx.Error("request timeout", fasthttp.StatusRequestTimeout)
+		writeProblem(ctx, problem.RequestTimeout, "the request was not received in time")
 	default:
-		ctx.Error("malformed HTTP request", fasthttp.StatusBadRequest)
+		writeProblem(ctx, probInvalidRequest, "malformed HTTP request")
 	}
 }
 

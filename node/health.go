@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/ingest"
 )
 
@@ -124,13 +125,14 @@ func (n *Node) ready() (bool, string) {
 func (n *Node) serveHealthDetail(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsGet() && !ctx.IsHead() {
 		ctx.Response.Header.Set("Allow", "GET, HEAD")
-		ctx.Error("method not allowed\n", fasthttp.StatusMethodNotAllowed)
+		ctx.Response.Header.Set("Allow", "GET, HEAD")
+		problem.Write(ctx, problem.MethodNotAllowed, "GET or HEAD only")
 		return
 	}
 	d := n.health()
 	b, err := json.Marshal(d)
 	if err != nil {
-		ctx.Error("cannot encode health detail\n", fasthttp.StatusInternalServerError)
+		problem.Write(ctx, problem.Internal, "cannot encode health detail")
 		return
 	}
 	ctx.SetContentType("application/json")

@@ -229,24 +229,24 @@ func (n *Node) openRaft() error {
 
 func (n *Node) openEdge(publicURL string) error {
 	srv, err := edge.New(edge.Config{
-		PublicURL:           publicURL,
-		CacheEntries:        n.cfg.CacheEntries,
-		PrivateMaxAge:       n.cfg.PrivateMaxAge,
-		BlockedHosts:        n.cfg.BlockedHosts,
-		ApplyTimeout:        n.cfg.ApplyTimeout,
-		Ready:               n.ready,
-		WriteMetrics:        n.writeMetrics,
-		Routes:              n.publicRoutes(),
-		APIFallback:         n.apiFallback(n.statsHandler()),
-		OnRedirect:          n.onRedirect(),
-		WriteRate:           n.cfg.WriteRate,
-		Remote:              n.remoteLink,
-		MaybeFresh:          n.maybeFresh,
-		RemoteOwner:         n.remoteOwner,
-		MaxRequestBodyBytes: n.maxBodyBytes(),
-		Logger:              n.log,
-		Metrics:             n.metrics,
-		Now:                 time.Now,
+		PublicURL:     publicURL,
+		CacheEntries:  n.cfg.CacheEntries,
+		PrivateMaxAge: n.cfg.PrivateMaxAge,
+		BlockedHosts:  n.cfg.BlockedHosts,
+		ApplyTimeout:  n.cfg.ApplyTimeout,
+		Ready:         n.ready,
+		WriteMetrics:  n.writeMetrics,
+		Routes:        n.publicRoutes(),
+		APIFallback:   n.apiFallback(n.statsHandler()),
+		OnRedirect:    n.onRedirect(),
+		WriteRate:     n.cfg.WriteRate,
+		Remote:        n.remoteLink,
+		MaybeFresh:    n.maybeFresh,
+		RemoteOwner:   n.remoteOwner,
+		BodyLimits:    n.bodyLimits(),
+		Logger:        n.log,
+		Metrics:       n.metrics,
+		Now:           time.Now,
 	}, n.store, n.raft)
 	if err != nil {
 		return err
@@ -379,12 +379,15 @@ func (n *Node) openGossip(ctx context.Context, clusterKey []byte) error {
 	return nil
 }
 
-// maxBodyBytes lets aggregators accept segment batches on the public port.
-func (n *Node) maxBodyBytes() int {
+// bodyLimits are the routes that take more than the edge's default body
+// limit: forwarded writes, and segment batches on aggregators. Every other
+// route, the unauthenticated ones first, keeps the small default.
+func (n *Node) bodyLimits() map[string]int {
+	limits := map[string]int{internalApply: 1 << 20}
 	if n.cfg.HasRole(RoleAggregator) {
-		return 16 << 20
+		limits[ingest.ShipPath] = 16 << 20
 	}
-	return 1 << 20
+	return limits
 }
 
 // onRedirect is the click-capture hook, or nil with --capture-clicks=false.

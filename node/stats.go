@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/store"
 )
 
@@ -68,13 +69,13 @@ func (n *Node) statsHandler() fasthttp.RequestHandler {
 	target := n.aggregatorURL()
 	if target == "" {
 		return func(ctx *fasthttp.RequestCtx) {
-			problem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", "no aggregator is configured for this node (--aggregator-url)")
+			problem.Write(ctx, "unavailable", "no aggregator is configured for this node (--aggregator-url)")
 		}
 	}
 	u, err := url.Parse(target)
 	if err != nil {
 		return func(ctx *fasthttp.RequestCtx) {
-			problem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", "bad --aggregator-url: "+err.Error())
+			problem.Write(ctx, "unavailable", "bad --aggregator-url: "+err.Error())
 		}
 	}
 	client := &fasthttp.HostClient{Addr: u.Host, ReadTimeout: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxConns: 64}
@@ -87,7 +88,7 @@ func (n *Node) statsHandler() fasthttp.RequestHandler {
 		if err := client.DoTimeout(req, &ctx.Response, 30*time.Second); err != nil {
 			ctx.Response.Reset()
 			ctx.Response.Header.Set("Retry-After", "5")
-			problem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", fmt.Sprintf("the aggregator at %s did not answer: %v", u.Host, err))
+			problem.Write(ctx, "unavailable", fmt.Sprintf("the aggregator at %s did not answer: %v", u.Host, err))
 		}
 	}
 }
@@ -99,16 +100,8 @@ func (n *Node) apiFallback(stats fasthttp.RequestHandler) fasthttp.RequestHandle
 			stats(ctx)
 			return
 		}
-		problem(ctx, fasthttp.StatusNotFound, "not-found", "there is no API endpoint at "+string(ctx.Path()))
+		problem.Write(ctx, "not-found", "there is no API endpoint at "+string(ctx.Path()))
 	}
-}
-
-// problem writes an RFC 9457 answer for the few errors the node itself
-// produces on the public port.
-func problem(ctx *fasthttp.RequestCtx, status int, typ, detail string) {
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/problem+json")
-	fmt.Fprintf(ctx, `{"type":%q,"title":%q,"status":%d,"detail":%q}`, "/problems/"+typ, fasthttp.StatusMessage(status), status, detail)
 }
 
 // onClickLimit takes a link whose click limit was reached out of service

@@ -103,3 +103,11 @@ func (n *Node) trySetSecret(s *secretAttempt) bool {
 	n.log.Info("cluster permutation key set")
 	return true
 }
+
+// LeaderID is the current leader's ID, or "" when none is known. It reads
+// only raft's leader field, where Stats also builds the configuration and
+// the store's applied index: lookups on a hot path ask this.
+func (n *Node) LeaderID() string {
+	_, id := n.raft.LeaderWithID()
+	return string(id)
+}
