@@ -44,7 +44,8 @@ type Server struct {
 	permanentMaxAge int64  // seconds
 
 	auth    *authCache
-	limiter *limiter
+	limiter *limiter[store.KeyHash]
+	gate    *remoteGate
 	limits  bodyLimits
 	m       *serverMetrics
 	srv     *fasthttp.Server
@@ -94,10 +95,11 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		s.cache = newCache(cfg.CacheEntries, cfg.Metrics)
 	}
 	s.m = newServerMetrics(cfg.Metrics, s.cache)
+	s.gate = newRemoteGate(cfg.Now, cfg.Metrics)
 	s.auth = newAuthCache(st, cfg.Now)
-	s.auth.remote, s.auth.remoteWait = cfg.RemoteOwner, cfg.RemoteTimeout
+	s.auth.remote, s.auth.remoteWait, s.auth.gate = cfg.RemoteOwner, cfg.RemoteTimeout, s.gate
 	if cfg.WriteRate > 0 {
-		s.limiter = newLimiter(cfg.WriteRate, 2*cfg.WriteRate, cfg.Now)
+		s.limiter = newLimiter[store.KeyHash](cfg.WriteRate, 2*cfg.WriteRate, cfg.Now)
 	}
 	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
 	s.routes = map[string]fasthttp.RequestHandler{
@@ -192,6 +194,7 @@ func (s *Server) Invalidate(code string) {
 	if s.cache != nil {
 		s.cache.invalidate(code)
 	}
+	s.gate.linkMiss.forget(code)
 }
 
 // InvalidateAll drops every cached answer. The node calls it after a

@@ -134,13 +134,21 @@ type peerClient struct {
 	http  *http.Client
 }
 
+// peerMaxConnsPerHost bounds the connections to one peer. Forwarded writes
+// use most (one per concurrent write); the edge's lookups are limited to
+// a few in flight on their own.
+const peerMaxConnsPerHost = 256
+
 func newPeerClient(token string) *peerClient {
 	return &peerClient{token: token, http: &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{
 			MaxIdleConnsPerHost: 128, // forwarded writes run up to the client concurrency
-			IdleConnTimeout:     90 * time.Second,
-			DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+			// A bound, so no traffic pattern can open an unbounded number
+			// of connections to the leader; past it, requests queue.
+			MaxConnsPerHost: peerMaxConnsPerHost,
+			IdleConnTimeout: 90 * time.Second,
+			DialContext:     (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
 		},
 	}}
 }

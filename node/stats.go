@@ -21,14 +21,16 @@ import (
 // replica (with the read-your-writes fallback for fresh keys and links).
 type authorizer struct{ n *Node }
 
+// Owner and Link go through the edge's lookups, so a fresh key or link is
+// found at the leader within the same limits as on the public routes: a
+// stream of random tokens or codes on the stats API cannot turn into a
+// stream of leader lookups.
 func (a authorizer) Owner(apiKey []byte) (string, bool) {
-	h := store.HashAPIKey(apiKey)
-	o, found, err := a.n.store.OwnerByKey(h)
-	if err == nil && !found {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		defer cancel()
-		o, found, err = a.n.remoteOwner(ctx, h)
+	srv := a.n.edge.Load()
+	if srv == nil {
+		return "", false
 	}
+	o, found, err := srv.LookupOwner(store.HashAPIKey(apiKey))
 	if err != nil || !found {
 		return "", false
 	}
@@ -36,13 +38,11 @@ func (a authorizer) Owner(apiKey []byte) (string, bool) {
 }
 
 func (a authorizer) Link(code string) (store.Link, bool) {
-	var l store.Link
-	found, err := a.n.store.GetLink([]byte(code), &l)
-	if err == nil && !found {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		defer cancel()
-		l, found, err = a.n.remoteLink(ctx, code)
+	srv := a.n.edge.Load()
+	if srv == nil {
+		return store.Link{}, false
 	}
+	l, found, err := srv.LookupLink(code)
 	return l, err == nil && found
 }
 
