@@ -64,9 +64,14 @@ type Config struct {
 	// BodyLimits raises (or lowers) the cap for exact paths, e.g. the
 	// internal write forwarding and the aggregator's segment batches.
 	BodyLimits map[string]int
-	Logger     *slog.Logger
-	Metrics    *metrics.Set
-	Now        func() time.Time
+	// MaxConns caps open public connections (default 16384) and
+	// MaxConnsPerIP those from one client address (default 1024); past
+	// them a new connection is answered 503 or 429 and closed.
+	MaxConns      int
+	MaxConnsPerIP int
+	Logger        *slog.Logger
+	Metrics       *metrics.Set
+	Now           func() time.Time
 }
 
 const (
@@ -94,6 +99,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxRequestBodyBytes <= 0 {
 		c.MaxRequestBodyBytes = defaultMaxRequestBodyBytes
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = defaultMaxConns
+	}
+	if c.MaxConnsPerIP <= 0 {
+		c.MaxConnsPerIP = defaultMaxConnsPerIP
 	}
 	if c.RemoteTimeout <= 0 {
 		c.RemoteTimeout = 300 * time.Millisecond

@@ -50,6 +50,8 @@ type Server struct {
 	m       *serverMetrics
 	srv     *fasthttp.Server
 
+	lnState listenerState
+
 	lnMu      sync.Mutex
 	listeners map[net.Listener]struct{}
 	closed    bool
@@ -135,8 +137,11 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		LazyRequestTime:              true,
-		CloseOnShutdown:              true,
-		TCPKeepalive:                 true,
+		// The listener caps connections (with problem answers); fasthttp's
+		// own cap sits just above it so its plain-text refusal never fires.
+		Concurrency:     cfg.MaxConns + 64,
+		CloseOnShutdown: true,
+		TCPKeepalive:    true,
 	}
 	return s, nil
 }
@@ -159,8 +164,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		delete(s.listeners, ln)
 		s.lnMu.Unlock()
 	}()
-	if err := s.srv.Serve(deadlineListener{ln}); err != nil {
-		return fmt.Errorf("cannot serve public HTTP on %s: %w", ln.Addr(), err)
+	guarded := newGuardedListener(ln, &s.lnState, s.cfg.MaxConns, s.cfg.MaxConnsPerIP, s.cfg.Metrics, func(msg string, args ...any) {
+		s.log.Warn(msg, append(args, "addr", ln.Addr().String())...)
+	})
+	if err := s.srv.Serve(deadlineListener{guarded}); err != nil {
+		err = fmt.Errorf("cannot serve public HTTP on %s: %w", ln.Addr(), err)
+		s.lnState.dead.Store(&err)
+		return err
 	}
 	return nil
 }

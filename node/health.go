@@ -68,6 +68,17 @@ func (n *Node) health() HealthDetail {
 	}
 	add(raftCheck)
 
+	if srv := n.edge.Load(); srv != nil {
+		// Out of descriptors the node cannot take connections: out of the
+		// load balancer until accepts work again.
+		ln := HealthCheck{Name: "listener", State: checkPass, Readiness: true}
+		var ok bool
+		if ok, ln.Detail = srv.ListenerHealth(); !ok {
+			ln.State = checkFail
+		}
+		add(ln)
+	}
+
 	for _, c := range shipChecks(n.ingest.ShipStatus(), n.cfg) {
 		add(c)
 	}

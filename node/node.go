@@ -47,7 +47,6 @@ type Node struct {
 	peers  *peerClient
 
 	httpLn        net.Listener
-	httpDone      chan error
 	started       time.Time
 	operToken     string
 	internalToken string
@@ -55,6 +54,16 @@ type Node struct {
 	bg       sync.WaitGroup // background loops (reconciler, bootstrap)
 	bgCancel context.CancelFunc
 	exit     chan struct{} // a graceful leave asks the process to stop
+	failed   chan error    // a fatal fault asks the process to stop with an error
+	failOnce sync.Once
+}
+
+// Failed delivers the fault that makes the node unable to go on (its
+// public listener died); the runner stops it and exits non-zero.
+func (n *Node) Failed() <-chan error { return n.failed }
+
+func (n *Node) fail(err error) {
+	n.failOnce.Do(func() { n.failed <- err })
 }
 
 // Exit is closed-over by the runner: a value arrives when the node left the
@@ -64,7 +73,7 @@ func (n *Node) Exit() <-chan struct{} { return n.exit }
 // Start brings a node up and returns once every listener is bound. The
 // steps read top to bottom in start order; Close undoes them bottom up.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error) {
-	n := &Node{cfg: cfg, log: log, metrics: metrics.NewSet(), started: time.Now(), exit: make(chan struct{}, 1)}
+	n := &Node{cfg: cfg, log: log, metrics: metrics.NewSet(), started: time.Now(), exit: make(chan struct{}, 1), failed: make(chan error, 1)}
 	bgCtx, bgCancel := context.WithCancel(context.Background())
 	n.bgCancel = bgCancel
 	defer func() {
@@ -244,6 +253,8 @@ func (n *Node) openEdge(publicURL string) error {
 		MaybeFresh:    n.maybeFresh,
 		RemoteOwner:   n.remoteOwner,
 		BodyLimits:    n.bodyLimits(),
+		MaxConns:      n.cfg.MaxConns,
+		MaxConnsPerIP: n.cfg.MaxConnsPerIP,
 		Logger:        n.log,
 		Metrics:       n.metrics,
 		Now:           time.Now,
@@ -252,8 +263,16 @@ func (n *Node) openEdge(publicURL string) error {
 		return err
 	}
 	n.edge.Store(srv)
-	n.httpDone = make(chan error, 1)
-	go func() { n.httpDone <- srv.Serve(n.httpLn) }()
+	go func() {
+		// Serve returns nil on shutdown. An error means the listener is
+		// gone: readiness already fails (ListenerHealth), and a node that
+		// cannot serve its public port must not linger as a process that
+		// looks alive, so it stops with an error for its supervisor.
+		if err := srv.Serve(n.httpLn); err != nil {
+			n.log.Error("public HTTP listener failed; stopping the node", "err", err)
+			n.fail(err)
+		}
+	}()
 	return nil
 }
 

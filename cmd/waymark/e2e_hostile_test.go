@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -220,5 +221,86 @@ func TestE2EHostileRequests(t *testing.T) {
 	}
 	if _, _, code := runCLI(t, env, "events", "tail", "-n", "5"); code != 0 {
 		t.Fatalf("events tail -n 5: exit %d", code)
+	}
+}
+
+// TestE2EOutOfDescriptors runs a --dev node with 64 file descriptors and
+// holds connections open until its accepts fail with EMFILE. The node must
+// not stop serving for good: once the connections are gone it accepts
+// again by itself, reports ready and redirects.
+func TestE2EOutOfDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	p := startNodeWith(t, dir, func(bin string, args ...string) *exec.Cmd {
+		// The shell lowers soft and hard limit; Go raises the soft limit
+		// only up to the hard one.
+		return exec.Command("sh", append([]string{"-c", `ulimit -n 64 && exec "$0" "$@"`, bin}, args...)...)
+	}, "--dev", "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
+	waitFor(t, "ready", 30*time.Second, func() bool { return ready(t, p) })
+	var key string
+	waitFor(t, "dev key", 30*time.Second, func() bool { key = readKeyMaybe(filepath.Join(dir, "dev-api-key")); return key != "" })
+	r := do(t, "POST", "http://"+p.http+"/v1/links", key, `{"url":"https://dest.example/fd","alias":"fd-link"}`)
+	if r.status != 201 {
+		t.Fatalf("create: got %d %s", r.status, r.body)
+	}
+
+	// Hold connections (each costs the node a descriptor once accepted)
+	// until the node says its accepts fail.
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	exhausted := func() bool { return strings.Contains(p.logs(), "too many open files") }
+	for i := 0; i < 200 && !exhausted(); i++ {
+		c, err := net.DialTimeout("tcp", p.http, time.Second)
+		if err != nil {
+			break // the backlog is full too
+		}
+		held = append(held, c)
+		if i > 40 {
+			waitForQuiet(20*time.Millisecond, exhausted)
+		}
+	}
+	waitFor(t, "accept to fail with EMFILE", 10*time.Second, exhausted)
+	t.Logf("accepts failed after %d held connections", len(held))
+	select {
+	case <-p.done:
+		t.Fatalf("node exited when it ran out of descriptors:\n%s", p.logs())
+	default:
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	held = nil
+
+	// Back by itself: ready, redirecting, and its log says so. Fresh
+	// connections only: a pooled one accepted before would prove nothing.
+	fresh := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	waitFor(t, "ready again after descriptors are free", 15*time.Second, func() bool {
+		resp, err := fresh.Get("http://" + p.http + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	resp, err := fresh.Get("http://" + p.http + "/fd-link")
+	if err != nil || resp.StatusCode != 302 || resp.Header.Get("Location") != "https://dest.example/fd" {
+		t.Fatalf("the link does not redirect after the node recovered: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if !strings.Contains(p.logs(), "accepting connections again") {
+		t.Errorf("no recovery line in the log")
+	}
+	p.stop(t)
+}
+
+// waitForQuiet polls cond for at most d, without failing.
+func waitForQuiet(d time.Duration, cond func() bool) {
+	deadline := time.Now().Add(d)
+	for !cond() && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
 	}
 }
