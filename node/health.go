@@ -79,6 +79,9 @@ func (n *Node) health() HealthDetail {
 		add(ln)
 	}
 
+	if n.disk != nil {
+		add(n.diskCheck())
+	}
 	for _, c := range shipChecks(n.ingest.ShipStatus(), n.cfg) {
 		add(c)
 	}

@@ -76,6 +76,12 @@ func (n *Node) handleApply(ctx *fasthttp.RequestCtx) {
 		problem.Write(ctx, problem.MethodNotAllowed, "POST only")
 		return
 	}
+	// A leader on a full disk takes no new entries: refused before Raft,
+	// the command certainly had no effect.
+	if err := n.disk.writable(); err != nil {
+		problem.WriteRetry(ctx, problem.StorageFull, err.Error(), 5)
+		return
+	}
 	cmd := append([]byte(nil), ctx.PostBody()...)
 	c, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
 	defer cancel()

@@ -45,6 +45,7 @@ type Node struct {
 
 	gossip *Gossip
 	peers  *peerClient
+	disk   *diskGuard
 
 	httpLn        net.Listener
 	started       time.Time
@@ -119,6 +120,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 		publicURL = "http://" + n.httpLn.Addr().String()
 	}
 
+	n.openDiskGuard(bgCtx)
 	if err := phase("store", n.openStore); err != nil {
 		return nil, err
 	}
@@ -258,7 +260,7 @@ func (n *Node) openEdge(publicURL string) error {
 		Logger:        n.log,
 		Metrics:       n.metrics,
 		Now:           time.Now,
-	}, n.store, n.raft)
+	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
 		return err
 	}
@@ -342,7 +344,9 @@ func (n *Node) publicRoutes() map[string]fasthttp.RequestHandler {
 	routes["/dashboard"] = rollup.DashboardHandler()
 	routes["/readyz/detail"] = n.serveHealthDetail
 	if n.agg != nil {
-		routes[ingest.ShipPath] = n.agg.SegmentsHandler()
+		// Batches the aggregator cannot store are refused whole: the
+		// shipper keeps the segments and retries.
+		routes[ingest.ShipPath] = n.refuseWhenFull(n.agg.SegmentsHandler())
 	}
 	return routes
 }

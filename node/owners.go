@@ -44,6 +44,9 @@ func (n *Node) CreateOwner(ctx context.Context, name string) (store.Owner, strin
 	if err := checkOwnerName(name); err != nil {
 		return store.Owner{}, "", fmt.Errorf("cannot create owner: %w", err)
 	}
+	if err := n.disk.writable(); err != nil {
+		return store.Owner{}, "", fmt.Errorf("cannot create owner: %w", err)
+	}
 	o := store.Owner{ID: randomHex(8), Name: name, CreatedAt: time.Now().UnixMilli()}
 	key := apiKeyPrefix + randomHex(24)
 	if _, err := n.raft.CreateOwner(ctx, &o, store.HashAPIKey([]byte(key))); err != nil {
