@@ -212,6 +212,7 @@ func (n *Node) openRaft() error {
 		Bootstrap:    n.cfg.Dev && n.cfg.BootstrapExpect == 0,
 		Forward:      n.forward,
 		ApplyTimeout: n.cfg.ApplyTimeout,
+		LogGuard:     n.disk.writable,
 		Logger:       n.log,
 		Metrics:      n.metrics,
 		OnChange: func(code string) {
