@@ -105,6 +105,8 @@ func (s *Server) writeContext(*fasthttp.RequestCtx) (context.Context, context.Ca
 // writeWriteError answers a failed replicated write.
 func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, what string, err error) {
 	switch {
+	case store.IsStorageFull(err):
+		writeRetryProblem(ctx, probStorageFull, "the node's disk is full, so the "+what+" was not made; redirects keep working", 5)
 	case errors.Is(err, store.ErrNoLeader):
 		writeRetryProblem(ctx, probUnavailable, "the cluster has no leader right now, so the "+what+" was not made; retry shortly", 1)
 	case errors.Is(err, store.ErrRefused):

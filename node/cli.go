@@ -17,6 +17,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/waymark/waymark/rollup"
 )
 
 // Exit codes of the operator CLI.
@@ -445,10 +447,13 @@ func CmdEventsTail(args []string) error {
 	var limit *int
 	_, mk, err := parseCommandFlags("events tail", args, "[-n N] [--link CODE] [--site ID]", 0, 0, func(fs *flag.FlagSet) {
 		link, site = eventFilterFlags(fs)
-		limit = fs.Int("n", 20, "how many events")
+		limit = fs.Int("n", 20, "how many events (at most "+strconv.Itoa(rollup.MaxTail)+")")
 	})
 	if err != nil {
 		return err
+	}
+	if *limit <= 0 || *limit > rollup.MaxTail {
+		return &cliError{ExitUsage, fmt.Errorf("events tail: -n must be from 1 to %d", rollup.MaxTail)}
 	}
 	c, err := mk()
 	if err != nil {

@@ -61,6 +61,9 @@ type Config struct {
 	IngestIPRate    float64
 	IngestSiteRate  float64
 	WriteRate       float64
+	MaxConns        int   // public connections in all...
+	MaxConnsPerIP   int   // ...and from one client address
+	MinFreeDisk     int64 // bytes; below it the node refuses writes (storage-full mode)
 	CaptureClicks   bool
 	IngestMaxBytes  int64
 	MaxShipLag      time.Duration
@@ -147,6 +150,9 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.StringVar(&c.CountryHeader, "country-header", "CF-IPCountry", "trusted header carrying the visitor's country")
 	fs.StringVar(&c.GeoIPPath, "geoip-db", "", "MaxMind-format GeoIP database file: a country database gives visit:country, a city database (make geoip: data/geoip/city.mmdb) also visit:region and visit:city")
 	fs.Float64Var(&c.WriteRate, "write-rate", 100, "link API writes per second per API key (token bucket, burst 2x)")
+	fs.IntVar(&c.MaxConns, "max-conns", 16384, "open public HTTP connections at most; past it new ones get 503")
+	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", 1024, "open public HTTP connections from one client address at most; past it new ones get 429")
+	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "bytes kept free in the data folder's file system: below it the node refuses writes with 503 and fails readiness on voters and aggregators, until space is freed")
 	fs.BoolVar(&c.CaptureClicks, "capture-clicks", true, "record a click event for every redirect")
 	fs.Float64Var(&c.IngestSiteRate, "ingest-site-rate", 1000, "events per second one site may send to /api/event (burst 2x)")
 	fs.Float64Var(&c.IngestIPRate, "ingest-ip-rate", 100, "events per second one client address may send to /api/event (burst 10x)")
@@ -286,6 +292,12 @@ func (c *Config) Validate() error {
 	}
 	if c.WriteRate <= 0 {
 		return fmt.Errorf("%w: --write-rate must be positive", ErrBadConfig)
+	}
+	if c.MinFreeDisk < 0 {
+		return fmt.Errorf("%w: --min-free-disk must not be negative", ErrBadConfig)
+	}
+	if c.MaxConns <= 0 || c.MaxConnsPerIP <= 0 {
+		return fmt.Errorf("%w: --max-conns and --max-conns-per-ip must be positive", ErrBadConfig)
 	}
 	if c.Retention < 24*time.Hour {
 		return fmt.Errorf("%w: --retention must be at least 24h", ErrBadConfig)

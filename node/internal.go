@@ -18,6 +18,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/raft"
 	"github.com/waymark/waymark/store"
 )
@@ -51,7 +52,7 @@ func (n *Node) requireInternal(h fasthttp.RequestHandler) fasthttp.RequestHandle
 	want := []byte("Bearer " + n.internalToken)
 	return func(ctx *fasthttp.RequestCtx) {
 		if subtle.ConstantTimeCompare(ctx.Request.Header.Peek("Authorization"), want) != 1 {
-			ctx.Error("unauthorized: wrong cluster token", fasthttp.StatusUnauthorized)
+			problem.Write(ctx, problem.Unauthorized, "wrong cluster token")
 			return
 		}
 		h(ctx)
@@ -72,7 +73,14 @@ func (n *Node) internalRoutes() map[string]fasthttp.RequestHandler {
 // handleApply is the leader side of write forwarding.
 func (n *Node) handleApply(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsPost() {
-		ctx.Error("POST only", fasthttp.StatusMethodNotAllowed)
+		ctx.Response.Header.Set("Allow", "POST")
+		problem.Write(ctx, problem.MethodNotAllowed, "POST only")
+		return
+	}
+	// A leader on a full disk takes no new entries: refused before Raft,
+	// the command certainly had no effect.
+	if err := n.disk.writable(); err != nil {
+		problem.WriteRetry(ctx, problem.StorageFull, err.Error(), 5)
 		return
 	}
 	cmd := append([]byte(nil), ctx.PostBody()...)
@@ -83,13 +91,13 @@ func (n *Node) handleApply(ctx *fasthttp.RequestCtx) {
 	defer cancel()
 	res, err := n.raft.ApplyForwarded(c, cmd)
 	if errors.Is(err, store.ErrCorrupt) {
-		ctx.Error(err.Error(), fasthttp.StatusBadRequest)
+		problem.Write(ctx, problem.InvalidRequest, err.Error())
 		return
 	}
 	if err != nil {
 		// Transport-level failure of the leader itself; the forwarding
 		// side reports it as an unknown outcome.
-		ctx.Error(err.Error(), fasthttp.StatusServiceUnavailable)
+		problem.Write(ctx, problem.Unavailable, err.Error())
 		return
 	}
 	ctx.SetContentType("application/octet-stream")
@@ -116,13 +124,14 @@ func (n *Node) handleInternalStatus(ctx *fasthttp.RequestCtx) {
 func (n *Node) handleInternalLink(ctx *fasthttp.RequestCtx) {
 	code := ctx.QueryArgs().Peek("code")
 	var l store.Link
+	n.metrics.GetOrCreateCounter(`waymark_internal_lookups_total{kind="link"}`).Inc()
 	found, err := n.store.GetLink(code, &l)
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		problem.Write(ctx, problem.Internal, err.Error())
 		return
 	}
 	if !found {
-		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		problem.Write(ctx, problem.NotFound, "no such code")
 		return
 	}
 	ctx.SetContentType("application/octet-stream")
@@ -135,13 +144,21 @@ type peerClient struct {
 	http  *http.Client
 }
 
+// peerMaxConnsPerHost bounds the connections to one peer. Forwarded writes
+// use most (one per concurrent write); the edge's lookups are limited to
+// a few in flight on their own.
+const peerMaxConnsPerHost = 256
+
 func newPeerClient(token string) *peerClient {
 	return &peerClient{token: token, http: &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{
 			MaxIdleConnsPerHost: 128, // forwarded writes run up to the client concurrency
-			IdleConnTimeout:     90 * time.Second,
-			DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+			// A bound, so no traffic pattern can open an unbounded number
+			// of connections to the leader; past it, requests queue.
+			MaxConnsPerHost: peerMaxConnsPerHost,
+			IdleConnTimeout: 90 * time.Second,
+			DialContext:     (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
 		},
 	}}
 }
@@ -231,7 +248,7 @@ func (n *Node) forward(ctx context.Context, leaderID, _ string, cmd []byte) ([]b
 // askLeader GETs an internal lookup from the leader. found is false when
 // this node is the leader, no leader is known, or the leader answers 404.
 func (n *Node) askLeader(ctx context.Context, path string) (body []byte, found bool, err error) {
-	leader := n.raft.Stats().LeaderID
+	leader := n.raft.LeaderID()
 	if leader == "" || leader == n.cfg.Name {
 		return nil, false, nil
 	}
@@ -278,19 +295,19 @@ func (n *Node) remoteOwner(ctx context.Context, h store.KeyHash) (store.Owner, b
 func (n *Node) handleMembership(ctx *fasthttp.RequestCtx) {
 	var req MembershipRequest
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
-		ctx.Error("bad membership request: "+err.Error(), fasthttp.StatusBadRequest)
+		problem.Write(ctx, problem.InvalidRequest, "bad membership request: "+err.Error())
 		return
 	}
 	if !n.raft.IsLeader() {
-		ctx.Error("not the leader", fasthttp.StatusServiceUnavailable)
+		problem.Write(ctx, problem.Unavailable, "not the leader")
 		return
 	}
 	if err := n.applyMembership(req); err != nil {
-		status := fasthttp.StatusInternalServerError
+		name := problem.Internal
 		if errors.Is(err, errUnknownPeer) {
-			status = fasthttp.StatusNotFound
+			name = problem.NotFound
 		}
-		ctx.Error(err.Error(), status)
+		problem.Write(ctx, name, err.Error())
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -302,17 +319,18 @@ func (n *Node) handleInternalOwner(ctx *fasthttp.RequestCtx) {
 	var h store.KeyHash
 	raw, err := hex.DecodeString(string(ctx.QueryArgs().Peek("hash")))
 	if err != nil || len(raw) != len(h) {
-		ctx.Error("bad key hash", fasthttp.StatusBadRequest)
+		problem.Write(ctx, problem.InvalidRequest, "bad key hash")
 		return
 	}
 	copy(h[:], raw)
+	n.metrics.GetOrCreateCounter(`waymark_internal_lookups_total{kind="owner"}`).Inc()
 	o, found, err := n.store.OwnerByKey(h)
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		problem.Write(ctx, problem.Internal, err.Error())
 		return
 	}
 	if !found {
-		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		problem.Write(ctx, problem.NotFound, "no such key")
 		return
 	}
 	ctx.SetContentType("application/octet-stream")

@@ -45,9 +45,9 @@ type Node struct {
 
 	gossip *Gossip
 	peers  *peerClient
+	disk   *diskGuard
 
 	httpLn        net.Listener
-	httpDone      chan error
 	started       time.Time
 	operToken     string
 	internalToken string
@@ -55,6 +55,16 @@ type Node struct {
 	bg       sync.WaitGroup // background loops (reconciler, bootstrap)
 	bgCancel context.CancelFunc
 	exit     chan struct{} // a graceful leave asks the process to stop
+	failed   chan error    // a fatal fault asks the process to stop with an error
+	failOnce sync.Once
+}
+
+// Failed delivers the fault that makes the node unable to go on (its
+// public listener died); the runner stops it and exits non-zero.
+func (n *Node) Failed() <-chan error { return n.failed }
+
+func (n *Node) fail(err error) {
+	n.failOnce.Do(func() { n.failed <- err })
 }
 
 // Exit is closed-over by the runner: a value arrives when the node left the
@@ -64,7 +74,7 @@ func (n *Node) Exit() <-chan struct{} { return n.exit }
 // Start brings a node up and returns once every listener is bound. The
 // steps read top to bottom in start order; Close undoes them bottom up.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error) {
-	n := &Node{cfg: cfg, log: log, metrics: metrics.NewSet(), started: time.Now(), exit: make(chan struct{}, 1)}
+	n := &Node{cfg: cfg, log: log, metrics: metrics.NewSet(), started: time.Now(), exit: make(chan struct{}, 1), failed: make(chan error, 1)}
 	bgCtx, bgCancel := context.WithCancel(context.Background())
 	n.bgCancel = bgCancel
 	defer func() {
@@ -110,6 +120,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 		publicURL = "http://" + n.httpLn.Addr().String()
 	}
 
+	n.openDiskGuard(bgCtx)
 	if err := phase("store", n.openStore); err != nil {
 		return nil, err
 	}
@@ -202,6 +213,7 @@ func (n *Node) openRaft() error {
 		Bootstrap:    n.cfg.Dev && n.cfg.BootstrapExpect == 0,
 		Forward:      n.forward,
 		ApplyTimeout: n.cfg.ApplyTimeout,
+		LogGuard:     n.disk.writable,
 		Logger:       n.log,
 		Metrics:      n.metrics,
 		OnChange: func(code string) {
@@ -230,31 +242,41 @@ func (n *Node) openRaft() error {
 
 func (n *Node) openEdge(publicURL string) error {
 	srv, err := edge.New(edge.Config{
-		PublicURL:           publicURL,
-		CacheEntries:        n.cfg.CacheEntries,
-		PrivateMaxAge:       n.cfg.PrivateMaxAge,
-		BlockedHosts:        n.cfg.BlockedHosts,
-		ApplyTimeout:        n.cfg.ApplyTimeout,
-		Ready:               n.ready,
-		WriteMetrics:        n.writeMetrics,
-		Routes:              n.publicRoutes(),
-		APIFallback:         n.apiFallback(n.statsHandler()),
-		OnRedirect:          n.onRedirect(),
-		WriteRate:           n.cfg.WriteRate,
-		Remote:              n.remoteLink,
-		MaybeFresh:          n.maybeFresh,
-		RemoteOwner:         n.remoteOwner,
-		MaxRequestBodyBytes: n.maxBodyBytes(),
-		Logger:              n.log,
-		Metrics:             n.metrics,
-		Now:                 time.Now,
-	}, n.store, n.raft)
+		PublicURL:     publicURL,
+		CacheEntries:  n.cfg.CacheEntries,
+		PrivateMaxAge: n.cfg.PrivateMaxAge,
+		BlockedHosts:  n.cfg.BlockedHosts,
+		ApplyTimeout:  n.cfg.ApplyTimeout,
+		Ready:         n.ready,
+		WriteMetrics:  n.writeMetrics,
+		Routes:        n.publicRoutes(),
+		APIFallback:   n.apiFallback(n.statsHandler()),
+		OnRedirect:    n.onRedirect(),
+		WriteRate:     n.cfg.WriteRate,
+		Remote:        n.remoteLink,
+		MaybeFresh:    n.maybeFresh,
+		RemoteOwner:   n.remoteOwner,
+		BodyLimits:    n.bodyLimits(),
+		MaxConns:      n.cfg.MaxConns,
+		MaxConnsPerIP: n.cfg.MaxConnsPerIP,
+		Logger:        n.log,
+		Metrics:       n.metrics,
+		Now:           time.Now,
+	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
 		return err
 	}
 	n.edge.Store(srv)
-	n.httpDone = make(chan error, 1)
-	go func() { n.httpDone <- srv.Serve(n.httpLn) }()
+	go func() {
+		// Serve returns nil on shutdown. An error means the listener is
+		// gone: readiness already fails (ListenerHealth), and a node that
+		// cannot serve its public port must not linger as a process that
+		// looks alive, so it stops with an error for its supervisor.
+		if err := srv.Serve(n.httpLn); err != nil {
+			n.log.Error("public HTTP listener failed; stopping the node", "err", err)
+			n.fail(err)
+		}
+	}()
 	return nil
 }
 
@@ -324,7 +346,9 @@ func (n *Node) publicRoutes() map[string]fasthttp.RequestHandler {
 	routes["/dashboard"] = rollup.DashboardHandler()
 	routes["/readyz/detail"] = n.serveHealthDetail
 	if n.agg != nil {
-		routes[ingest.ShipPath] = n.agg.SegmentsHandler()
+		// Batches the aggregator cannot store are refused whole: the
+		// shipper keeps the segments and retries.
+		routes[ingest.ShipPath] = n.refuseWhenFull(n.agg.SegmentsHandler())
 	}
 	return routes
 }
@@ -380,12 +404,15 @@ func (n *Node) openGossip(ctx context.Context, clusterKey []byte) error {
 	return nil
 }
 
-// maxBodyBytes lets aggregators accept segment batches on the public port.
-func (n *Node) maxBodyBytes() int {
+// bodyLimits are the routes that take more than the edge's default body
+// limit: forwarded writes, and segment batches on aggregators. Every other
+// route, the unauthenticated ones first, keeps the small default.
+func (n *Node) bodyLimits() map[string]int {
+	limits := map[string]int{internalApply: 1 << 20}
 	if n.cfg.HasRole(RoleAggregator) {
-		return 16 << 20
+		limits[ingest.ShipPath] = 16 << 20
 	}
-	return 1 << 20
+	return limits
 }
 
 // onRedirect is the click-capture hook, or nil with --capture-clicks=false.

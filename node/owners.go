@@ -2,10 +2,14 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/waymark/waymark/store"
 )
@@ -13,11 +17,35 @@ import (
 // apiKeyPrefix makes Waymark keys recognisable to secret scanners.
 const apiKeyPrefix = "wm_"
 
+// maxOwnerName bounds an owner's display name, in bytes.
+const maxOwnerName = 200
+
+// errInvalidOwnerName is a name refused before anything is written.
+var errInvalidOwnerName = errors.New("invalid owner name")
+
+// checkOwnerName accepts 1 to maxOwnerName bytes of UTF-8 text without
+// control characters; surrounding space is not part of a name.
+func checkOwnerName(name string) error {
+	switch {
+	case name == "" || len(name) > maxOwnerName:
+		return fmt.Errorf("%w: must be 1 to %d bytes after trimming spaces, got %d", errInvalidOwnerName, maxOwnerName, len(name))
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: must be UTF-8 text", errInvalidOwnerName)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return fmt.Errorf("%w: must not contain control characters", errInvalidOwnerName)
+	}
+	return nil
+}
+
 // CreateOwner registers an owner through the Raft log and returns its API
 // key. Only the key's hash is stored; the key is shown once.
 func (n *Node) CreateOwner(ctx context.Context, name string) (store.Owner, string, error) {
-	if name == "" || len(name) > 200 {
-		return store.Owner{}, "", fmt.Errorf("cannot create owner: name must be 1 to 200 bytes")
+	name = strings.TrimSpace(name)
+	if err := checkOwnerName(name); err != nil {
+		return store.Owner{}, "", fmt.Errorf("cannot create owner: %w", err)
+	}
+	if err := n.disk.writable(); err != nil {
+		return store.Owner{}, "", fmt.Errorf("cannot create owner: %w", err)
 	}
 	o := store.Owner{ID: randomHex(8), Name: name, CreatedAt: time.Now().UnixMilli()}
 	key := apiKeyPrefix + randomHex(24)

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/store"
 )
 
@@ -25,10 +26,10 @@ type RegionClaim struct {
 	Claimed bool   `json:"claimed"` // false: the region had this slot already
 }
 
-func (a *adminServer) listRegions(w http.ResponseWriter, _ *http.Request) {
+func (a *adminServer) listRegions(w http.ResponseWriter, r *http.Request) {
 	rs, err := a.n.store.Regions()
 	if err != nil {
-		writeProblem(w, http.StatusInternalServerError, "internal", err.Error())
+		writeProblem(w, r, problem.Internal, err.Error())
 		return
 	}
 	if rs == nil {
@@ -44,20 +45,20 @@ func (a *adminServer) claimRegion(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeProblem(w, http.StatusBadRequest, "invalid-request", `body must be {"name": "..."}`)
+		writeProblem(w, r, problem.InvalidRequest, `body must be {"name": "..."}`)
 		return
 	}
 	if err := store.CheckRegionName(req.Name); err != nil {
-		writeProblem(w, http.StatusBadRequest, "invalid-request", err.Error())
+		writeProblem(w, r, problem.InvalidRequest, err.Error())
 		return
 	}
 	slot, claimed, err := a.n.raft.ClaimRegion(r.Context(), req.Name)
 	switch {
 	case errors.Is(err, store.ErrRegionSpaceFull):
-		writeProblem(w, http.StatusConflict, "region-space-full", fmt.Sprintf("all %d region slots are claimed; slots are never freed", store.MaxRegions))
+		writeProblem(w, r, problem.Conflict, fmt.Sprintf("all %d region slots are claimed; slots are never freed", store.MaxRegions))
 		return
 	case err != nil:
-		writeWriteError(w, err)
+		writeWriteError(w, r, err)
 		return
 	}
 	status := http.StatusOK

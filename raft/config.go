@@ -53,6 +53,11 @@ type Config struct {
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
 
+	// LogGuard, when set, is asked before a follower stores new log
+	// entries; an error (the disk is nearly full) refuses them, and the
+	// leader retries later (logguard.go).
+	LogGuard func() error
+
 	Logger  *slog.Logger // nil means slog.Default()
 	Metrics *metrics.Set // nil means a private set
 

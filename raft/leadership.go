@@ -179,3 +179,11 @@ func newClusterID() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// LeaderID is the current leader's ID, or "" when none is known. It reads
+// only raft's leader field, where Stats also builds the configuration and
+// the store's applied index: lookups on a hot path ask this.
+func (n *Node) LeaderID() string {
+	_, id := n.raft.LeaderWithID()
+	return string(id)
+}

@@ -24,10 +24,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // View is a consistent point-in-time view of the whole store, taken while
 // the FSM is paused and streamed afterwards without blocking applies. It
-// holds an open iterator, not just a Pebble snapshot: Restore's excise
-// removes data from open snapshots, but an iterator keeps the files of its
-// view alive, so a snapshot being persisted while another one is installed
-// still streams exactly the state it was taken at.
+// opens its iterator when it is taken, so a snapshot being persisted while
+// another one is installed streams exactly the state it was taken at
+// whatever the restore does to the files.
 type View struct {
 	snap *pebble.Snapshot
 	it   *pebble.Iterator
@@ -142,11 +141,16 @@ func (s *sumReader) Read(p []byte) (int, error) {
 // complete, and never an empty or half-filled store. The stream is written
 // into sstables in a directory of its own beside the database, checked to
 // the last byte (pair count, checksum, nothing after the trailer), and only
-// then swapped in with one ingest-and-excise over the whole key space: a
-// single manifest edit that drops every old key and adds the new files. A
-// damaged stream, a crash or an I/O error before that edit leaves the old
-// state serving and only a temporary directory behind, which the next
-// Restore clears.
+// then swapped in with one ingest: a single manifest edit. Each table
+// carries a range deletion over its own span of the key space, and the
+// tables' spans tile all of it, so the ingest shadows every old key at the
+// same sequence number that makes the new ones visible. (Pebble's
+// IngestAndExcise, the obvious tool, lets a concurrent Get miss a key that
+// is on both sides of the swap in v2.1.7; TestRestoreKeepsServingReads
+// caught it.) The shadowed data goes at the next compactions. A damaged
+// stream, a crash or an I/O error before the edit leaves the old state
+// serving and only a temporary directory behind, which the next Restore
+// clears.
 func (s *Store) Restore(r io.Reader) error {
 	tmp := s.fs.PathJoin(s.dir, restoreDir)
 	if err := s.fs.RemoveAll(tmp); err != nil {
@@ -160,13 +164,7 @@ func (s *Store) Restore(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("cannot restore snapshot: %w", err)
 	}
-	span := pebble.KeyRange{Start: []byte{0}, End: wipeEnd}
-	if len(paths) == 0 {
-		err = s.db.Excise(context.Background(), span)
-	} else {
-		_, err = s.db.IngestAndExcise(context.Background(), paths, nil, nil, span)
-	}
-	if err != nil {
+	if err := s.db.Ingest(context.Background(), paths); err != nil {
 		return fmt.Errorf("cannot restore snapshot: cannot swap it in: %w", storageErr(err))
 	}
 	return nil
@@ -176,7 +174,88 @@ func (s *Store) Restore(r io.Reader) error {
 const restoreDir = "restore.tmp"
 
 // restoreTableBytes bounds each sstable a restore writes.
-const restoreTableBytes = 64 << 20
+var restoreTableBytes uint64 = 64 << 20 // a variable for the tests that rotate tables
+
+// restoreTables writes a restore's sstables: each covers the key space
+// from where the previous one ended (the first from the lowest key) to the
+// first key of the next (the last to wipeEnd), and deletes that span.
+type restoreTables struct {
+	s      *Store
+	dir    string
+	paths  []string
+	w      *sstable.Writer
+	lo     []byte // start of the open table's span
+	rotate bool   // the open table is full: end it at the next key
+}
+
+// add writes one pair, starting a table when none is open.
+func (t *restoreTables) add(k, v []byte) error {
+	if t.w != nil && t.rotate {
+		if err := t.end(k); err != nil {
+			return err
+		}
+	}
+	if t.w == nil {
+		if err := t.open(); err != nil {
+			return err
+		}
+	}
+	if err := t.w.Set(k, v); err != nil {
+		return storageErr(err)
+	}
+	t.rotate = t.w.Raw().EstimatedSize() >= restoreTableBytes
+	return nil
+}
+
+func (t *restoreTables) open() error {
+	path := t.s.fs.PathJoin(t.dir, fmt.Sprintf("%06d.sst", len(t.paths)))
+	f, err := t.s.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return storageErr(err)
+	}
+	t.w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{
+		TableFormat:  t.s.db.TableFormat(),
+		FilterPolicy: bloom.FilterPolicy(10),
+	})
+	t.paths = append(t.paths, path)
+	if t.lo == nil {
+		t.lo = []byte{0}
+	}
+	return nil
+}
+
+// end deletes the open table's span up to hi, closes (and syncs) it, and
+// starts the next span at hi.
+func (t *restoreTables) end(hi []byte) error {
+	err := t.w.DeleteRange(t.lo, hi)
+	if cerr := t.w.Close(); err == nil {
+		err = cerr
+	}
+	t.w = nil
+	t.lo = hi
+	if err != nil {
+		return storageErr(err)
+	}
+	return nil
+}
+
+// finish ends the last table at wipeEnd; with no pairs at all, one table
+// holds the deletion alone, so the restore still empties the store.
+func (t *restoreTables) finish() error {
+	if t.w == nil {
+		if err := t.open(); err != nil {
+			return err
+		}
+	}
+	return t.end(wipeEnd)
+}
+
+// close releases a table left open by a failed restore.
+func (t *restoreTables) close() {
+	if t.w != nil {
+		t.w.Close()
+	}
+}
 
 // writeRestoreTables checks and writes the stream into sstables under dir
 // and returns their paths, in key order.
@@ -187,12 +266,8 @@ func (s *Store) writeRestoreTables(r io.Reader, dir string) (paths []string, err
 	if _, err := io.ReadFull(sr, magic); err != nil || string(magic) != string(snapshotMagic) {
 		return nil, fmt.Errorf("%w: bad header", ErrCorrupt)
 	}
-	var w *sstable.Writer
-	defer func() {
-		if w != nil {
-			w.Close()
-		}
-	}()
+	tables := &restoreTables{s: s, dir: dir}
+	defer tables.close()
 	var prev []byte
 	var pairs uint64
 	for {
@@ -204,7 +279,7 @@ func (s *Store) writeRestoreTables(r io.Reader, dir string) (paths []string, err
 			break
 		}
 		// WriteTo emits keys in strictly increasing order, all inside the
-		// span the swap excises; anything else is not a stream it wrote.
+		// span the restore replaces; anything else is not a stream it wrote.
 		if bytes.Compare(k, prev) <= 0 || bytes.Compare(k, wipeEnd) >= 0 {
 			return nil, fmt.Errorf("%w: key %q out of order", ErrCorrupt, k)
 		}
@@ -214,27 +289,8 @@ func (s *Store) writeRestoreTables(r io.Reader, dir string) (paths []string, err
 			return nil, err
 		}
 		pairs++
-		if w == nil {
-			path := s.fs.PathJoin(dir, fmt.Sprintf("%06d.sst", len(paths)))
-			f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
-			if err != nil {
-				return nil, storageErr(err)
-			}
-			w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{
-				TableFormat:  s.db.TableFormat(),
-				FilterPolicy: bloom.FilterPolicy(10),
-			})
-			paths = append(paths, path)
-		}
-		if err := w.Set(k, v); err != nil {
-			return nil, storageErr(err)
-		}
-		if w.Raw().EstimatedSize() >= restoreTableBytes {
-			err := w.Close()
-			w = nil
-			if err != nil {
-				return nil, storageErr(err)
-			}
+		if err := tables.add(k, v); err != nil {
+			return nil, err
 		}
 	}
 	want, err := binary.ReadUvarint(sr)
@@ -249,14 +305,10 @@ func (s *Store) writeRestoreTables(r io.Reader, dir string) (paths []string, err
 	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: data after the trailer", ErrCorrupt)
 	}
-	if w != nil {
-		err := w.Close() // syncs the file
-		w = nil
-		if err != nil {
-			return nil, storageErr(err)
-		}
+	if err := tables.finish(); err != nil {
+		return nil, err
 	}
-	return paths, nil
+	return tables.paths, nil
 }
 
 // wipeEnd bounds every key the store writes: each starts with a table letter.

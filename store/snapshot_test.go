@@ -223,7 +223,19 @@ func TestFailedRestoreLeavesOldState(t *testing.T) {
 // installed: every code the store held before the restore, and that the
 // snapshot holds too, is found by every read during the restore. Before
 // the swap, Restore wiped the database first and refilled it in place.
-func TestRestoreKeepsServingReads(t *testing.T) {
+func TestRestoreKeepsServingReads(t *testing.T) { testRestoreKeepsServingReads(t) }
+
+// TestRestoreKeepsServingReadsAcrossTables is the same with a snapshot
+// written into hundreds of small tables, whose deleted spans must tile the
+// key space between them.
+func TestRestoreKeepsServingReadsAcrossTables(t *testing.T) {
+	old := restoreTableBytes
+	restoreTableBytes = 4096
+	t.Cleanup(func() { restoreTableBytes = old })
+	testRestoreKeepsServingReads(t)
+}
+
+func testRestoreKeepsServingReads(t *testing.T) {
 	const links = 20000
 	src := newTestStore(t)
 	fillStore(t, src, links)

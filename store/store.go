@@ -53,9 +53,6 @@ func Open(dir string, o Options) (*Store, error) {
 		Cache:  cache,
 		Logger: pebbleLogger{o.Logger},
 		FS:     o.FS,
-		// Restore swaps a whole snapshot in with one ingest-and-excise,
-		// which needs virtual sstables. Opening an older store upgrades it.
-		FormatMajorVersion: pebble.FormatMinForSharedObjects,
 	}
 	// Point lookups dominate: a bloom filter on every level lets a miss skip
 	// the table without reading a data block.
@@ -203,9 +200,21 @@ func (p pebbleLogger) Infof(format string, args ...any) {
 func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
+
+// Fatalf is Pebble's "cannot go on": it must not return. A full disk is
+// named as such (the node's disk guard keeps a reserve so that it should
+// not get here), so the log says what to fix rather than only panicking.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
-	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-	panic(fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	for _, a := range args {
+		if err, ok := a.(error); ok && IsStorageFull(err) {
+			p.l.Error("the disk is full and Pebble cannot go on; free space in the data folder and restart the node (it refuses writes until --min-free-disk is free)",
+				"component", "pebble", "err", msg)
+			panic(fmt.Errorf("%w: %s", ErrStorageFull, msg))
+		}
+	}
+	p.l.Error(msg, "component", "pebble")
+	panic(msg)
 }
 
 // RegionCounter returns how many IDs of region slot's range have been
