@@ -151,7 +151,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		delete(s.listeners, ln)
 		s.lnMu.Unlock()
 	}()
-	if err := s.srv.Serve(deadlineListener{ln}); err != nil {
+	if err := s.srv.Serve(deadlineListener{ln, s.cfg.WrapConn}); err != nil {
 		return fmt.Errorf("cannot serve public HTTP on %s: %w", ln.Addr(), err)
 	}
 	return nil
@@ -291,12 +291,18 @@ func (f fasthttpLogger) Printf(format string, args ...any) {
 // request on a busy connection.
 
 // deadlineListener hands out deadlineConns.
-type deadlineListener struct{ net.Listener }
+type deadlineListener struct {
+	net.Listener
+	wrap func(net.Conn) net.Conn // Config.WrapConn
+}
 
 func (l deadlineListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
+	}
+	if l.wrap != nil {
+		return l.wrap(&deadlineConn{Conn: c}), nil
 	}
 	return &deadlineConn{Conn: c}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -21,8 +22,9 @@ import (
 	"github.com/waymark/waymark/store"
 )
 
-// Internal node-to-node endpoints share the public port under /internal/
-// and are authenticated by a token derived from the cluster key, so only
+// Internal node-to-node endpoints share the public port under /internal/.
+// They answer only HTTPS clients with a certificate of the cluster CA
+// (mtls.go) that also carry a token derived from the cluster key, so only
 // members of the same cluster can call them.
 const (
 	internalApply      = "/internal/v1/apply"
@@ -48,13 +50,13 @@ func internalToken(clusterKey []byte) string {
 // requireInternal wraps an internal handler with the cluster token check.
 func (n *Node) requireInternal(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	want := []byte("Bearer " + n.internalToken)
-	return func(ctx *fasthttp.RequestCtx) {
+	return requirePeer(func(ctx *fasthttp.RequestCtx) {
 		if subtle.ConstantTimeCompare(ctx.Request.Header.Peek("Authorization"), want) != 1 {
 			ctx.Error("unauthorized: wrong cluster token", fasthttp.StatusUnauthorized)
 			return
 		}
 		h(ctx)
-	}
+	})
 }
 
 // internalRoutes are mounted on the public port.
@@ -131,14 +133,10 @@ type peerClient struct {
 	http  *http.Client
 }
 
-func newPeerClient(token string) *peerClient {
+func newPeerClient(token string, tlsCfg *tls.Config) *peerClient {
 	return &peerClient{token: token, http: &http.Client{
-		Timeout: 10 * time.Second,
-		Transport: &http.Transport{
-			MaxIdleConnsPerHost: 128, // forwarded writes run up to the client concurrency
-			IdleConnTimeout:     90 * time.Second,
-			DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
-		},
+		Timeout:   10 * time.Second,
+		Transport: peerTransport(tlsCfg),
 	}}
 }
 
@@ -155,7 +153,7 @@ func (c *peerClient) do(ctx context.Context, httpAddr, path string, body []byte)
 		method = http.MethodPost
 		rd = strings.NewReader(string(body))
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+httpAddr+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, "https://"+httpAddr+path, rd)
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot build request to %s: %w", httpAddr, err)
 	}

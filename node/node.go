@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,8 +45,9 @@ type Node struct {
 	edge   atomic.Pointer[edge.Server]
 	admin  *adminServer
 
-	gossip *Gossip
-	peers  *peerClient
+	gossip  *Gossip
+	peers   *peerClient
+	peerTLS *peerTLS
 
 	httpLn        net.Listener
 	httpDone      chan error
@@ -98,13 +101,19 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 		return nil, err
 	}
 	n.internalToken = internalToken(clusterKey)
-	n.peers = newPeerClient(n.internalToken)
+	if err := n.openPeerTLS(clusterKey); err != nil {
+		return nil, err
+	}
+	n.peers = newPeerClient(n.internalToken, n.peerTLS.clientConfig())
 
 	// The public listener is bound first so its real address (port 0) is
-	// known to everything that advertises it.
-	if n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+	// known to everything that advertises it. Other nodes reach the
+	// internal endpoints on it over mutual TLS (mtls.go).
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
 		return nil, fmt.Errorf("cannot listen on --http-addr %q: %w", cfg.HTTPAddr, err)
 	}
+	n.httpLn = ln
 	publicURL := cfg.PublicURL
 	if publicURL == "" {
 		publicURL = "http://" + n.httpLn.Addr().String()
@@ -172,8 +181,9 @@ func (n *Node) openIngest() error {
 		Dir:             filepath.Join(n.cfg.DataDir, "segments"),
 		NodeID:          n.cfg.Name,
 		Region:          n.cfg.Region,
-		AggregatorURL:   n.aggregatorURL(),
+		AggregatorURL:   peerURL(n.aggregatorURL()),
 		ShipToken:       n.internalToken,
+		HTTPClient:      &http.Client{Timeout: 30 * time.Second, Transport: peerTransport(n.peerTLS.clientConfig())},
 		IPRate:          n.cfg.IngestIPRate,
 		SiteRate:        n.cfg.IngestSiteRate,
 		SiteBurst:       n.cfg.IngestSiteRate * 2,
@@ -198,6 +208,7 @@ func (n *Node) openRaft() error {
 		Region:       n.cfg.Region,
 		Dir:          filepath.Join(n.cfg.DataDir, "raft"),
 		BindAddr:     n.cfg.RaftAddr,
+		TLS:          n.peerTLS.raftConfig(),
 		Bootstrap:    n.cfg.Dev && n.cfg.BootstrapExpect == 0,
 		Forward:      n.forward,
 		ApplyTimeout: n.cfg.ApplyTimeout,
@@ -244,6 +255,7 @@ func (n *Node) openEdge(publicURL string) error {
 		MaybeFresh:          n.maybeFresh,
 		RemoteOwner:         n.remoteOwner,
 		MaxRequestBodyBytes: n.maxBodyBytes(),
+		WrapConn:            sniffWrapper(n.peerTLS.serverConfig()),
 		Logger:              n.log,
 		Metrics:             n.metrics,
 		Now:                 time.Now,
@@ -323,7 +335,7 @@ func (n *Node) publicRoutes() map[string]fasthttp.RequestHandler {
 	routes["/dashboard"] = rollup.DashboardHandler()
 	routes["/readyz/detail"] = n.serveHealthDetail
 	if n.agg != nil {
-		routes[ingest.ShipPath] = n.agg.SegmentsHandler()
+		routes[ingest.ShipPath] = requirePeer(n.agg.SegmentsHandler())
 	}
 	return routes
 }
@@ -345,6 +357,35 @@ func (n *Node) clusterKey() ([]byte, error) {
 		return nil, fmt.Errorf("cannot use %s/cluster-key: want %d bytes of base64", n.cfg.DataDir, ClusterKeySize)
 	}
 	return key, nil
+}
+
+// openPeerTLS loads --tls-cert/--tls-key/--tls-ca, or without them signs
+// this node a certificate with the CA derived from the cluster key.
+func (n *Node) openPeerTLS(clusterKey []byte) error {
+	var err error
+	if n.cfg.TLSCert != "" {
+		n.peerTLS, err = loadPeerTLS(n.cfg.TLSCert, n.cfg.TLSKey, n.cfg.TLSCA)
+		if err != nil {
+			return err
+		}
+		n.log.Info("node TLS from files", "cert", n.cfg.TLSCert, "ca", n.cfg.TLSCA, "expires", n.peerTLS.cert.Leaf.NotAfter)
+		return nil
+	}
+	n.peerTLS, err = derivePeerTLS(clusterKey, n.cfg.Name, n.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	n.log.Info("node TLS from the CA derived from the cluster key (no --tls-cert)", "dir", filepath.Join(n.cfg.DataDir, tlsDirName))
+	return nil
+}
+
+// peerURL turns a node's public http:// URL into the https:// one other
+// nodes use for internal calls on the same port.
+func peerURL(u string) string {
+	if rest, ok := strings.CutPrefix(u, "http://"); ok {
+		return "https://" + rest
+	}
+	return u
 }
 
 // openGossip joins memberlist, then starts the leader's reconciler, the

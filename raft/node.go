@@ -111,8 +111,13 @@ func (n *Node) start() error {
 			return fmt.Errorf("cannot resolve raft advertise address %q: %w", cfg.AdvertiseAddr, err)
 		}
 	}
-	n.trans, err = hraft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, hlog.Named("transport"))
-	if err != nil {
+	if cfg.TLS != nil {
+		stream, err := newTLSStreamLayer(cfg.BindAddr, advertise, cfg.TLS)
+		if err != nil {
+			return fmt.Errorf("cannot listen for raft on %q: %w", cfg.BindAddr, err)
+		}
+		n.trans = hraft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, hlog.Named("transport"))
+	} else if n.trans, err = hraft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, hlog.Named("transport")); err != nil {
 		return fmt.Errorf("cannot listen for raft on %q: %w", cfg.BindAddr, err)
 	}
 

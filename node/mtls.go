@@ -1,0 +1,154 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// The public port serves two kinds of client on one address: visitors and
+// API users speak plain HTTP, and other nodes speak HTTPS with a client
+// certificate of the cluster CA. The first byte tells them apart (a TLS
+// connection opens with a handshake record, 0x16; an HTTP request with a
+// method letter). The internal endpoints answer only the second kind.
+
+// tlsRecordHandshake is the first byte of every TLS connection.
+const tlsRecordHandshake = 0x16
+
+// peerHandshakeTimeout bounds a peer's TLS handshake on the public port.
+const peerHandshakeTimeout = 10 * time.Second
+
+// sniffWrapper is edge.Config.WrapConn for the public port: cfg is the
+// server side (RequireAndVerifyClientCert). The edge applies it above its
+// lazy deadlines, which may fire early and be retried: a TLS write that
+// timed out cannot be retried, so TLS must sit above them.
+func sniffWrapper(cfg *tls.Config) func(net.Conn) net.Conn {
+	return func(c net.Conn) net.Conn { return &sniffConn{Conn: c, cfg: cfg} }
+}
+
+// sniffConn decides on its first Read (on the server's per-connection
+// goroutine, never in the accept loop) whether the client speaks TLS, and
+// from then on reads and writes through the TLS connection if it does. It
+// has Handshake and ConnectionState, so fasthttp's TLSConnectionState
+// reports the peer's verified certificate chain.
+type sniffConn struct {
+	net.Conn
+	cfg *tls.Config
+
+	once sync.Once
+	tls  *tls.Conn // nil for a plain HTTP client
+	rd   func([]byte) (int, error)
+	wr   func([]byte) (int, error)
+	err  error
+}
+
+func (c *sniffConn) decide() {
+	c.once.Do(func() {
+		var first [1]byte
+		n, err := c.Conn.Read(first[:])
+		if n == 0 {
+			if err == nil {
+				err = fmt.Errorf("empty read from %s", c.Conn.RemoteAddr())
+			}
+			c.err = err
+			return
+		}
+		pc := &prefixConn{Conn: c.Conn, prefix: first[:1]}
+		if first[0] != tlsRecordHandshake {
+			c.rd, c.wr = pc.Read, c.Conn.Write
+			return
+		}
+		tc := tls.Server(pc, c.cfg)
+		ctx, cancel := context.WithTimeout(context.Background(), peerHandshakeTimeout)
+		defer cancel()
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.err = fmt.Errorf("node TLS handshake from %s refused: %w", c.Conn.RemoteAddr(), err)
+			return
+		}
+		c.tls, c.rd, c.wr = tc, tc.Read, tc.Write
+	})
+}
+
+func (c *sniffConn) Read(p []byte) (int, error) {
+	c.decide()
+	if c.err != nil {
+		return 0, c.err
+	}
+	return c.rd(p)
+}
+
+func (c *sniffConn) Write(p []byte) (int, error) {
+	c.decide()
+	if c.err != nil {
+		return 0, c.err
+	}
+	return c.wr(p)
+}
+
+// Handshake makes sniffConn a TLS connection in fasthttp's eyes; a plain
+// client's handshake is "done" with nothing verified.
+func (c *sniffConn) Handshake() error {
+	c.decide()
+	return c.err
+}
+
+// ConnectionState is the TLS state, or the zero state for a plain client.
+func (c *sniffConn) ConnectionState() tls.ConnectionState {
+	c.decide()
+	if c.tls == nil {
+		return tls.ConnectionState{}
+	}
+	return c.tls.ConnectionState()
+}
+
+// prefixConn gives back the byte sniffConn read before the rest.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(p, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// fromPeer reports whether the request came over TLS from a client that
+// showed a certificate of the cluster CA.
+func fromPeer(ctx *fasthttp.RequestCtx) bool {
+	st := ctx.TLSConnectionState()
+	return st != nil && st.HandshakeComplete && len(st.VerifiedChains) > 0
+}
+
+// requirePeer refuses a request that did not come from another node over
+// mutual TLS, whatever token it carries.
+func requirePeer(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if !fromPeer(ctx) {
+			problem(ctx, fasthttp.StatusForbidden, "forbidden", "internal endpoints answer only other nodes, over TLS with a certificate of the cluster CA")
+			return
+		}
+		h(ctx)
+	}
+}
+
+// peerTransport is the HTTP transport for every call to another node's
+// public port: HTTPS with this node's certificate.
+func peerTransport(cfg *tls.Config) *http.Transport {
+	return &http.Transport{
+		MaxIdleConnsPerHost: 128, // forwarded writes run up to the client concurrency
+		IdleConnTimeout:     90 * time.Second,
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+		TLSClientConfig:     cfg,
+		TLSHandshakeTimeout: 5 * time.Second,
+	}
+}
