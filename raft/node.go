@@ -79,10 +79,12 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 }
 
 // onRestore wraps the user's hook: a restored store may hold a different
-// secret state, so the cached permuter is dropped too.
+// secret state and counters, so the cached permuter and the ID blocks
+// taken from the old counters are dropped too.
 func (n *Node) onRestore(user func()) func() {
 	return func() {
 		n.perm.Store(nil)
+		n.blocks.drop()
 		user()
 	}
 }
