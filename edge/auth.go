@@ -96,6 +96,15 @@ func (a *authCache) owner(h store.KeyHash) (store.Owner, bool, error) {
 	return o, true, nil
 }
 
+// reset forgets every cached key and miss: a snapshot restore may have
+// removed or added any owner.
+func (a *authCache) reset() {
+	a.mu.Lock()
+	clear(a.m)
+	clear(a.misses)
+	a.mu.Unlock()
+}
+
 var bearerPrefix = []byte("bearer ")
 
 // bearerToken extracts the key from "Authorization: Bearer <key>".

@@ -194,6 +194,7 @@ func (s *Server) InvalidateAll() {
 	if s.cache != nil {
 		s.cache.invalidateAll()
 	}
+	s.auth.reset()
 }
 
 var (
