@@ -84,10 +84,11 @@ func CmdTLSCACreate(args []string) error {
 // CmdTLSCertCreate is `waymark tls cert create --node NAME`: a node
 // certificate signed by the CA, for Raft and node-to-node HTTPS.
 func CmdTLSCertCreate(args []string) error {
-	var node, ca, caKey, dir, dns, ips *string
+	var node, roles, ca, caKey, dir, dns, ips *string
 	var days *int
-	if err := tlsFlags("tls cert create", "--node NAME [--ca FILE] [--ca-key FILE] [-dir DIR]", args, func(fs *flag.FlagSet) {
+	if err := tlsFlags("tls cert create", "--node NAME --role ROLES [--ca FILE] [--ca-key FILE] [-dir DIR]", args, func(fs *flag.FlagSet) {
 		node = fs.String("node", "", "node name (its --name); required")
+		roles = fs.String("role", "", "the node's roles, as its --role: voter, edge, aggregator, comma-separated; required (raft takes connections only from voters)")
 		ca = fs.String("ca", TLSCAFile, "CA certificate")
 		caKey = fs.String("ca-key", TLSCAKeyFile, "CA private key")
 		dir = fs.String("dir", ".", "folder to write NAME-node.pem and NAME-node-key.pem into")
@@ -99,6 +100,15 @@ func CmdTLSCertCreate(args []string) error {
 	}
 	if *node == "" || strings.ContainsAny(*node, "/\\") || len(*node) > MaxNameLen {
 		return &cliError{ExitUsage, errors.New("waymark tls cert create needs --node NAME (the node's --name, no slashes)")}
+	}
+	roleList := parseRoles(*roles)
+	if len(roleList) == 0 {
+		return &cliError{ExitUsage, errors.New("waymark tls cert create needs --role (the node's --role: voter, edge, aggregator)")}
+	}
+	for _, r := range roleList {
+		if r != RoleVoter && r != RoleEdge && r != RoleAggregator {
+			return &cliError{ExitUsage, fmt.Errorf("--role: unknown role %q (want voter, edge or aggregator)", r)}
+		}
 	}
 	if *days <= 0 {
 		return &cliError{ExitUsage, errors.New("--days must be positive")}
@@ -119,7 +129,7 @@ func CmdTLSCertCreate(args []string) error {
 	if err != nil {
 		return &cliError{ExitUsage, fmt.Errorf("cannot read --ca-key: %w", err)}
 	}
-	certPEM, keyPEM, err := IssueNodeCert(caPEM, caKeyPEM, *node, *days, splitList(*dns), ipList)
+	certPEM, keyPEM, err := IssueNodeCert(caPEM, caKeyPEM, *node, roleList, *days, splitList(*dns), ipList)
 	if err != nil {
 		return err
 	}

@@ -209,6 +209,7 @@ func (n *Node) openRaft() error {
 		Dir:          filepath.Join(n.cfg.DataDir, "raft"),
 		BindAddr:     n.cfg.RaftAddr,
 		TLS:          n.peerTLS.raftConfig(),
+		TLSInbound:   raftInbound,
 		Bootstrap:    n.cfg.Dev && n.cfg.BootstrapExpect == 0,
 		Forward:      n.forward,
 		ApplyTimeout: n.cfg.ApplyTimeout,
@@ -368,10 +369,13 @@ func (n *Node) openPeerTLS(clusterKey []byte) error {
 		if err != nil {
 			return err
 		}
+		if err := n.peerTLS.checkIdentity(n.cfg.Name, n.cfg.Roles); err != nil {
+			return err
+		}
 		n.log.Info("node TLS from files", "cert", n.cfg.TLSCert, "ca", n.cfg.TLSCA, "expires", n.peerTLS.cert.Leaf.NotAfter)
 		return nil
 	}
-	n.peerTLS, err = derivePeerTLS(clusterKey, n.cfg.Name, n.cfg.DataDir)
+	n.peerTLS, err = derivePeerTLS(clusterKey, n.cfg.Name, n.cfg.Roles, n.cfg.DataDir)
 	if err != nil {
 		return err
 	}

@@ -102,9 +102,16 @@ func derivedCA(clusterKey []byte) (*certAuthority, error) {
 }
 
 // issue signs a certificate for one node, usable as TLS server and client,
-// valid for days. Extra DNS names and IPs are added to the defaults
-// (PeerServerName, the node name, localhost and the loopback addresses).
-func (ca *certAuthority) issue(node string, days int, dnsNames []string, ips []net.IP) (certDER []byte, key *ecdsa.PrivateKey, err error) {
+// valid for days. The node's roles go in the subject's organizational
+// units: raft accepts connections only from a certificate with the voter
+// role (edges never open one). Extra DNS names and IPs are added to the
+// defaults (PeerServerName, the node name, localhost and the loopback
+// addresses).
+func (ca *certAuthority) issue(node string, roles []Role, days int, dnsNames []string, ips []net.IP) (certDER []byte, key *ecdsa.PrivateKey, err error) {
+	ous := make([]string, len(roles))
+	for i, r := range roles {
+		ous[i] = string(r)
+	}
 	key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -112,7 +119,7 @@ func (ca *certAuthority) issue(node string, days int, dnsNames []string, ips []n
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: randomSerial(),
-		Subject:      pkix.Name{CommonName: node, Organization: []string{"Waymark"}},
+		Subject:      pkix.Name{CommonName: node, Organization: []string{"Waymark"}, OrganizationalUnit: ous},
 		NotBefore:    now.Add(-time.Minute),
 		NotAfter:     now.AddDate(0, 0, days),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
@@ -132,7 +139,7 @@ func (ca *certAuthority) issue(node string, days int, dnsNames []string, ips []n
 
 // IssueNodeCert signs a node certificate with the CA in caCertPEM and
 // caKeyPEM.
-func IssueNodeCert(caCertPEM, caKeyPEM []byte, node string, days int, dnsNames []string, ips []net.IP) (certPEM, keyPEM []byte, err error) {
+func IssueNodeCert(caCertPEM, caKeyPEM []byte, node string, roles []Role, days int, dnsNames []string, ips []net.IP) (certPEM, keyPEM []byte, err error) {
 	caCert, err := parseCertPEM(caCertPEM)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read the CA certificate: %w", err)
@@ -145,7 +152,7 @@ func IssueNodeCert(caCertPEM, caKeyPEM []byte, node string, days int, dnsNames [
 		return nil, nil, errors.New("the CA key does not belong to the CA certificate")
 	}
 	ca := &certAuthority{cert: caCert, der: caCert.Raw, key: caKey}
-	der, key, err := ca.issue(node, days, dnsNames, ips)
+	der, key, err := ca.issue(node, roles, days, dnsNames, ips)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -198,12 +205,12 @@ func loadPeerTLS(certFile, keyFile, caFile string) (*peerTLS, error) {
 // certificate for this node. The CA certificate and this node's
 // certificate and key are written to DATA_DIR/tls for curl and inspection;
 // nothing reads them back.
-func derivePeerTLS(clusterKey []byte, node, dataDir string) (*peerTLS, error) {
+func derivePeerTLS(clusterKey []byte, node string, roles []Role, dataDir string) (*peerTLS, error) {
 	ca, err := derivedCA(clusterKey)
 	if err != nil {
 		return nil, err
 	}
-	der, key, err := ca.issue(node, 365, nil, nil)
+	der, key, err := ca.issue(node, roles, 365, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +235,42 @@ func derivePeerTLS(clusterKey []byte, node, dataDir string) (*peerTLS, error) {
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.cert)
 	return &peerTLS{cert: cert, pool: pool, derived: true}, nil
+}
+
+// certHasRole reports whether a node certificate carries role r.
+func certHasRole(leaf *x509.Certificate, r Role) bool {
+	for _, ou := range leaf.Subject.OrganizationalUnit {
+		if ou == string(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkIdentity refuses a certificate made for another node, or one that
+// lacks the voter role on a voter (the other voters would refuse its raft
+// connections).
+func (p *peerTLS) checkIdentity(name string, roles []Role) error {
+	leaf := p.cert.Leaf
+	if leaf.Subject.CommonName != name {
+		return fmt.Errorf("%w: --tls-cert is the certificate of node %q; this node is --name %q", ErrBadConfig, leaf.Subject.CommonName, name)
+	}
+	for _, r := range roles {
+		if r == RoleVoter && !certHasRole(leaf, RoleVoter) {
+			return fmt.Errorf("%w: --tls-cert has roles %q, not voter: other voters would refuse this node's raft connections (make it with `waymark tls cert create --role voter`)", ErrBadConfig, leaf.Subject.OrganizationalUnit)
+		}
+	}
+	return nil
+}
+
+// raftInbound is raft's check of an accepted peer: only voters open raft
+// connections (leaders replicate, candidates ask for votes), so a
+// certificate without the voter role, such as a stolen edge's, is refused.
+func raftInbound(leaf *x509.Certificate) error {
+	if !certHasRole(leaf, RoleVoter) {
+		return fmt.Errorf("raft peer %q has roles %q, not voter: only voters open raft connections", leaf.Subject.CommonName, leaf.Subject.OrganizationalUnit)
+	}
+	return nil
 }
 
 // serverConfig accepts only TLS 1.3 clients with a certificate of the CA.

@@ -28,7 +28,7 @@ func TestLoadPeerTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, key, err := IssueNodeCert(caPEM, caKey, "v1", 30, nil, nil)
+	cert, key, err := IssueNodeCert(caPEM, caKey, "v1", []Role{RoleVoter}, 30, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,14 +46,35 @@ func TestLoadPeerTLS(t *testing.T) {
 		t.Errorf("ext key usage %v; want server and client auth", leaf.ExtKeyUsage)
 	}
 
+	if err := p.checkIdentity("v1", []Role{RoleVoter, RoleAggregator}); err != nil {
+		t.Errorf("v1's own certificate: %v", err)
+	}
+	if err := p.checkIdentity("v2", []Role{RoleEdge}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("v1's certificate on node v2: got %v; want ErrBadConfig", err)
+	}
+	if err := raftInbound(leaf); err != nil {
+		t.Errorf("raft refuses a voter: %v", err)
+	}
+	edgeCert, edgeKey, _ := IssueNodeCert(caPEM, caKey, "e1", []Role{RoleEdge, RoleAggregator}, 30, nil, nil)
+	e, err := loadPeerTLS(writeTemp(t, dir, "e1.pem", edgeCert), writeTemp(t, dir, "e1-key.pem", edgeKey), ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raftInbound(e.cert.Leaf); err == nil {
+		t.Error("raft admits an edge's certificate; want it refused")
+	}
+	if err := e.checkIdentity("e1", []Role{RoleVoter}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("an edge certificate on a voter: got %v; want ErrBadConfig", err)
+	}
+
 	otherCA := writeTemp(t, dir, "other.pem", otherPEM)
 	if _, err := loadPeerTLS(certF, keyF, otherCA); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("certificate checked against another CA: got %v; want ErrBadConfig", err)
 	}
-	if _, _, err := IssueNodeCert(caPEM, otherKey, "v1", 30, nil, nil); err == nil {
+	if _, _, err := IssueNodeCert(caPEM, otherKey, "v1", []Role{RoleVoter}, 30, nil, nil); err == nil {
 		t.Error("IssueNodeCert with a CA key that is not the certificate's: got no error")
 	}
-	_, key2, _ := IssueNodeCert(caPEM, caKey, "v2", 30, nil, nil)
+	_, key2, _ := IssueNodeCert(caPEM, caKey, "v2", []Role{RoleEdge}, 30, nil, nil)
 	if _, err := loadPeerTLS(certF, writeTemp(t, dir, "v2-key.pem", key2), ca); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("certificate with another node's key: got %v; want ErrBadConfig", err)
 	}
@@ -63,15 +84,15 @@ func TestLoadPeerTLS(t *testing.T) {
 // certificates; a node with another key does not.
 func TestDerivedCA(t *testing.T) {
 	key := bytes.Repeat([]byte{7}, ClusterKeySize)
-	a, err := derivePeerTLS(key, "a", t.TempDir())
+	a, err := derivePeerTLS(key, "a", []Role{RoleVoter}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := derivePeerTLS(key, "b", t.TempDir())
+	b, err := derivePeerTLS(key, "b", []Role{RoleEdge}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := derivePeerTLS(bytes.Repeat([]byte{8}, ClusterKeySize), "c", t.TempDir())
+	c, err := derivePeerTLS(bytes.Repeat([]byte{8}, ClusterKeySize), "c", []Role{RoleVoter}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

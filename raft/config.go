@@ -3,6 +3,7 @@ package raft
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,6 +36,10 @@ type Config struct {
 	// ClientCAs and RootCAs, ClientAuth RequireAndVerifyClientCert and the
 	// ServerName peers' certificates carry. Nil is plain TCP (tests).
 	TLS *tls.Config
+	// TLSInbound, when set, also checks the verified certificate of every
+	// peer that connects to this node (not of those it dials): the node
+	// admits only voters.
+	TLSInbound func(leaf *x509.Certificate) error
 	// Bootstrap makes this node a single-voter cluster when Dir holds no
 	// raft state yet.
 	Bootstrap bool

@@ -114,7 +114,7 @@ func (n *Node) start() error {
 		}
 	}
 	if cfg.TLS != nil {
-		stream, err := newTLSStreamLayer(cfg.BindAddr, advertise, cfg.TLS)
+		stream, err := newTLSStreamLayer(cfg.BindAddr, advertise, cfg.TLS, cfg.TLSInbound)
 		if err != nil {
 			return fmt.Errorf("cannot listen for raft on %q: %w", cfg.BindAddr, err)
 		}

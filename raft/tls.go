@@ -3,6 +3,7 @@ package raft
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -22,14 +23,24 @@ const tlsHandshakeTimeout = 10 * time.Second
 type tlsStreamLayer struct {
 	ln        net.Listener
 	advertise net.Addr
-	cfg       *tls.Config
+	cfg       *tls.Config // dialling
+	server    *tls.Config // accepting: cfg plus the inbound check
 }
 
 var _ hraft.StreamLayer = (*tlsStreamLayer)(nil)
 
-func newTLSStreamLayer(bind string, advertise net.Addr, cfg *tls.Config) (*tlsStreamLayer, error) {
+func newTLSStreamLayer(bind string, advertise net.Addr, cfg *tls.Config, inbound func(*x509.Certificate) error) (*tlsStreamLayer, error) {
 	if cfg.ClientAuth != tls.RequireAndVerifyClientCert {
 		return nil, errors.New("cannot configure raft TLS: ClientAuth must be RequireAndVerifyClientCert")
+	}
+	server := cfg.Clone()
+	if inbound != nil {
+		server.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("raft peer showed no certificate")
+			}
+			return inbound(cs.PeerCertificates[0])
+		}
 	}
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
@@ -42,7 +53,7 @@ func newTLSStreamLayer(bind string, advertise net.Addr, cfg *tls.Config) (*tlsSt
 		ln.Close()
 		return nil, fmt.Errorf("raft address %v is not advertisable; set an advertise address", advertise)
 	}
-	return &tlsStreamLayer{ln: ln, advertise: advertise, cfg: cfg}, nil
+	return &tlsStreamLayer{ln: ln, advertise: advertise, cfg: cfg, server: server}, nil
 }
 
 // Accept returns the next connection; its first Read runs the handshake,
@@ -53,7 +64,7 @@ func (s *tlsStreamLayer) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &handshakeConn{Conn: tls.Server(c, s.cfg)}, nil
+	return &handshakeConn{Conn: tls.Server(c, s.server)}, nil
 }
 
 func (s *tlsStreamLayer) Close() error   { return s.ln.Close() }

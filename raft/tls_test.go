@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"math/big"
 	"testing"
 	"time"
@@ -42,14 +43,14 @@ func newTestCA(t testing.TB) *testCA {
 	return &testCA{cert: cert, key: key}
 }
 
-func (ca *testCA) tlsConfig(t testing.TB) *tls.Config {
+func (ca *testCA) tlsConfig(t testing.TB, roles ...string) *tls.Config {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "node"},
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "node", OrganizationalUnit: roles},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
@@ -69,6 +70,16 @@ func (ca *testCA) tlsConfig(t testing.TB) *tls.Config {
 		RootCAs:      pool,
 		ServerName:   testServerName,
 	}
+}
+
+// votersOnly is the node's inbound check in miniature.
+func votersOnly(leaf *x509.Certificate) error {
+	for _, ou := range leaf.Subject.OrganizationalUnit {
+		if ou == "voter" {
+			return nil
+		}
+	}
+	return errors.New("not a voter")
 }
 
 // requestVote sends one RequestVote over trans to addr and reports
@@ -103,7 +114,10 @@ func TestTLSTransport(t *testing.T) {
 	})
 
 	ca, other := newTestCA(t), newTestCA(t)
-	c := newCluster(t, func(cfg *Config) { cfg.TLS = ca.tlsConfig(t) })
+	c := newCluster(t, func(cfg *Config) {
+		cfg.TLS = ca.tlsConfig(t, "voter")
+		cfg.TLSInbound = votersOnly
+	})
 	v1, v2, v3 := c.add("v1", "us"), c.add("v2", "eu"), c.add("v3", "ap")
 	c.bootstrap(v1, v2, v3)
 	code := createThrough(t, v2, "https://example.com/over-tls")
@@ -117,7 +131,7 @@ func TestTLSTransport(t *testing.T) {
 	})
 
 	t.Run("client with a certificate of another CA is refused", func(t *testing.T) {
-		stream, err := newTLSStreamLayer("127.0.0.1:0", nil, other.tlsConfig(t))
+		stream, err := newTLSStreamLayer("127.0.0.1:0", nil, other.tlsConfig(t, "voter"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,6 +139,23 @@ func TestTLSTransport(t *testing.T) {
 		defer trans.Close()
 		if err := requestVote(trans, leaderAddr); err == nil {
 			t.Fatal("RequestVote with another CA's certificate got an answer; want it refused")
+		}
+	})
+
+	t.Run("a member of the CA without the voter role is refused, a voter is answered", func(t *testing.T) {
+		for _, tc := range []struct {
+			roles  []string
+			answer bool
+		}{{[]string{"edge", "aggregator"}, false}, {[]string{"aggregator", "voter"}, true}} {
+			stream, err := newTLSStreamLayer("127.0.0.1:0", nil, ca.tlsConfig(t, tc.roles...), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			trans := hraft.NewNetworkTransport(stream, 1, 2*time.Second, nil)
+			if err := requestVote(trans, leaderAddr); (err == nil) != tc.answer {
+				t.Errorf("RequestVote with roles %v: got %v; want answered %v", tc.roles, err, tc.answer)
+			}
+			trans.Close()
 		}
 	})
 
@@ -145,7 +176,7 @@ func TestTLSTransport(t *testing.T) {
 	})
 
 	t.Run("dialling a server of another CA fails", func(t *testing.T) {
-		rogue, err := newTLSStreamLayer("127.0.0.1:0", nil, other.tlsConfig(t))
+		rogue, err := newTLSStreamLayer("127.0.0.1:0", nil, other.tlsConfig(t, "voter"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +190,7 @@ func TestTLSTransport(t *testing.T) {
 				go func() { c.Read(make([]byte, 1)); c.Close() }()
 			}
 		}()
-		mine, err := newTLSStreamLayer("127.0.0.1:0", nil, ca.tlsConfig(t))
+		mine, err := newTLSStreamLayer("127.0.0.1:0", nil, ca.tlsConfig(t, "voter"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +204,7 @@ func TestTLSTransport(t *testing.T) {
 	t.Run("refuses a config that does not ask for client certificates", func(t *testing.T) {
 		cfg := ca.tlsConfig(t)
 		cfg.ClientAuth = tls.RequestClientCert
-		if s, err := newTLSStreamLayer("127.0.0.1:0", nil, cfg); err == nil {
+		if s, err := newTLSStreamLayer("127.0.0.1:0", nil, cfg, nil); err == nil {
 			s.Close()
 			t.Fatal("newTLSStreamLayer took ClientAuth RequestClientCert; want an error")
 		}

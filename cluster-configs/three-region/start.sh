@@ -19,7 +19,8 @@ TLS=$DIR/tls
 [ -s "$TLS/waymark-agent-ca.pem" ] || "$BIN" tls ca create -dir "$TLS" >/dev/null
 for cfg in cluster-configs/three-region/*.json; do
   name=$(basename "$cfg" .json)
-  [ -s "$TLS/$name-node.pem" ] || "$BIN" tls cert create --node "$name" -dir "$TLS" \
+  role=$(sed -n 's/.*"role": *"\([^"]*\)".*/\1/p' "$cfg")
+  [ -s "$TLS/$name-node.pem" ] || "$BIN" tls cert create --node "$name" --role "$role" -dir "$TLS" \
     --ca "$TLS/waymark-agent-ca.pem" --ca-key "$TLS/waymark-agent-ca-key.pem" >/dev/null
 done
 for cfg in cluster-configs/three-region/*.json; do

@@ -8,6 +8,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -40,6 +42,34 @@ func raftAnswers(t *testing.T, addr string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer trans.Close()
+	var resp hraft.RequestVoteResponse
+	err = trans.RequestVote("intruder", hraft.ServerAddress(addr), &hraft.RequestVoteRequest{
+		RPCHeader: hraft.RPCHeader{ProtocolVersion: hraft.ProtocolVersionMax, ID: []byte("intruder"), Addr: []byte("127.0.0.1:1")},
+		Term:      1,
+	}, &resp)
+	return err == nil
+}
+
+// tlsDialer is a raft stream layer that only dials, over TLS.
+type tlsDialer struct {
+	net.Listener
+	cfg *tls.Config
+}
+
+func (d tlsDialer) Dial(addr hraft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(addr), d.cfg)
+}
+
+// raftAnswersTLS is raftAnswers over TLS with the given certificate.
+func raftAnswersTLS(t *testing.T, addr, certFile, keyFile, caFile string) bool {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := peerClient(t, certFile, keyFile, caFile).Transport.(*http.Transport).TLSClientConfig
+	trans := hraft.NewNetworkTransport(tlsDialer{ln, cfg}, 1, 3*time.Second, io.Discard)
 	defer trans.Close()
 	var resp hraft.RequestVoteResponse
 	err = trans.RequestVote("intruder", hraft.ServerAddress(addr), &hraft.RequestVoteRequest{
@@ -111,7 +141,7 @@ func TestE2ETLSRefusesStrangers(t *testing.T) {
 	other := t.TempDir()
 	for _, args := range [][]string{
 		{"tls", "ca", "create", "-dir", other},
-		{"tls", "cert", "create", "--node", "rogue", "-dir", other, "--ca", filepath.Join(other, "waymark-agent-ca.pem"), "--ca-key", filepath.Join(other, "waymark-agent-ca-key.pem")},
+		{"tls", "cert", "create", "--node", "rogue", "--role", "voter", "-dir", other, "--ca", filepath.Join(other, "waymark-agent-ca.pem"), "--ca-key", filepath.Join(other, "waymark-agent-ca-key.pem")},
 	} {
 		if out, errOut, code := runCLI(t, nil, args...); code != 0 {
 			t.Fatalf("waymark %v: exit %d\n%s%s", args, code, out, errOut)
@@ -148,12 +178,15 @@ func TestE2ETLSCluster(t *testing.T) {
 	}
 	ca, caKey := filepath.Join(pki, "waymark-agent-ca.pem"), filepath.Join(pki, "waymark-agent-ca-key.pem")
 	// Flags before and after each other, Consul's names.
-	cli("tls", "cert", "create", "--node", "v1", "--ca", ca, "--ca-key", caKey, "-dir", pki)
-	cli("tls", "cert", "create", "-dir", pki, "--ca-key", caKey, "--ca", ca, "--node", "e1")
+	cli("tls", "cert", "create", "--node", "v1", "--role", "voter", "--ca", ca, "--ca-key", caKey, "-dir", pki)
+	cli("tls", "cert", "create", "-dir", pki, "--ca-key", caKey, "--ca", ca, "--node", "e1", "--role", "edge")
 	cli("tls", "ca", "create", "-dir", other)
-	cli("tls", "cert", "create", "--node", "r1", "--ca", filepath.Join(other, "waymark-agent-ca.pem"), "--ca-key", filepath.Join(other, "waymark-agent-ca-key.pem"), "-dir", other)
-	if _, errOut, code := runCLI(t, nil, "tls", "cert", "create", "--ca", ca, "--ca-key", caKey, "-dir", pki); code != 2 || !strings.Contains(errOut, "--node") {
+	cli("tls", "cert", "create", "--node", "r1", "--role", "voter", "--ca", filepath.Join(other, "waymark-agent-ca.pem"), "--ca-key", filepath.Join(other, "waymark-agent-ca-key.pem"), "-dir", other)
+	if _, errOut, code := runCLI(t, nil, "tls", "cert", "create", "--role", "edge", "--ca", ca, "--ca-key", caKey, "-dir", pki); code != 2 || !strings.Contains(errOut, "--node") {
 		t.Errorf("tls cert create without --node: exit %d %q; want 2 and a hint", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, nil, "tls", "cert", "create", "--node", "x1", "--ca", ca, "--ca-key", caKey, "-dir", pki); code != 2 || !strings.Contains(errOut, "--role") {
+		t.Errorf("tls cert create without --role: exit %d %q; want 2 and a hint", code, errOut)
 	}
 	certFlags := func(dir, name, caFile string) []string {
 		return []string{"--tls-cert", filepath.Join(dir, name+"-node.pem"), "--tls-key", filepath.Join(dir, name+"-node-key.pem"), "--tls-ca", caFile}
@@ -200,6 +233,15 @@ func TestE2ETLSCluster(t *testing.T) {
 		}
 		return false
 	})
+	// e1 is a member of the CA, but not a voter: raft on v1 refuses its
+	// certificate (a stolen edge cannot pose as a leader or a candidate);
+	// v1's own voter certificate is answered.
+	if raftAnswersTLS(t, v1.raft, filepath.Join(pki, "e1-node.pem"), filepath.Join(pki, "e1-node-key.pem"), ca) {
+		t.Error("v1's raft answered a RequestVote over TLS with the edge's certificate; want it refused")
+	}
+	if !raftAnswersTLS(t, v1.raft, filepath.Join(pki, "v1-node.pem"), filepath.Join(pki, "v1-node-key.pem"), ca) {
+		t.Error("v1's raft refused a RequestVote over TLS with a voter's certificate; want it answered")
+	}
 	if got := do(t, "GET", "http://"+r1.http+"/"+code1, "", ""); got.status == 302 {
 		t.Errorf("the rogue edge redirects %s; want it to hold nothing", code1)
 	}
