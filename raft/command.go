@@ -30,6 +30,8 @@ const (
 	cmdAllocBlock  cmdType = 5
 	cmdSetSecret   cmdType = 6
 	cmdUpdateSite  cmdType = 7
+	// 8 is left for the idempotency-expiry command of the same issue.
+	cmdSetClusterID cmdType = 9
 )
 
 // flagSkippable lets a node that does not know the command skip it.
@@ -56,13 +58,14 @@ type commandSpec struct {
 // commandTable maps each type to its decoder; the decoded command applies
 // itself. It is read-only after init.
 var commandTable = map[cmdType]commandSpec{
-	cmdCreateLink:  {name: "create_link", version: 1, decode: decodeCreateLink},
-	cmdUpdateLink:  {name: "update_link", version: 1, decode: decodeUpdateLink},
-	cmdCreateOwner: {name: "create_owner", version: 1, decode: decodeCreateOwner},
-	cmdCreateSite:  {name: "create_site", version: 1, decode: decodeCreateSite},
-	cmdAllocBlock:  {name: "alloc_block", version: 1, decode: decodeAllocBlock},
-	cmdSetSecret:   {name: "set_secret", version: 1, decode: decodeSetSecret},
-	cmdUpdateSite:  {name: "update_site", version: 1, decode: decodeUpdateSite},
+	cmdCreateLink:   {name: "create_link", version: 1, decode: decodeCreateLink},
+	cmdUpdateLink:   {name: "update_link", version: 1, decode: decodeUpdateLink},
+	cmdCreateOwner:  {name: "create_owner", version: 1, decode: decodeCreateOwner},
+	cmdCreateSite:   {name: "create_site", version: 1, decode: decodeCreateSite},
+	cmdAllocBlock:   {name: "alloc_block", version: 1, decode: decodeAllocBlock},
+	cmdSetSecret:    {name: "set_secret", version: 1, decode: decodeSetSecret},
+	cmdUpdateSite:   {name: "update_site", version: 1, decode: decodeUpdateSite},
+	cmdSetClusterID: {name: "set_cluster_id", version: 1, decode: decodeSetClusterID},
 }
 
 // header is the fixed start of every command.
@@ -103,6 +106,12 @@ func decodeCommand(data []byte) (header, command, error) {
 
 func corrupt(name string) error {
 	return fmt.Errorf("cannot decode %s command: %w", name, store.ErrCorrupt)
+}
+
+// invalid refuses a command whose bytes decode but whose field the store
+// could not hold. It reads as corrupt: no correct writer produces it.
+func invalid(name string, err error) error {
+	return fmt.Errorf("cannot decode %s command: %w: %w", name, store.ErrCorrupt, err)
 }
 
 // validStatus reports whether s is a status this build knows.
@@ -150,6 +159,14 @@ func decodeCreateLink(_ byte, p []byte) (command, error) {
 	}
 	if !r.Done() {
 		return nil, corrupt("create_link")
+	}
+	if err := store.CheckOwnerID(c.Link.Owner); err != nil {
+		return nil, invalid("create_link", err)
+	}
+	if c.Idem != nil {
+		if err := store.CheckOwnerID(c.Idem.Owner); err != nil {
+			return nil, invalid("create_link", err)
+		}
 	}
 	return c, nil
 }
@@ -235,6 +252,9 @@ func decodeUpdateLink(_ byte, b []byte) (command, error) {
 	if !r.Done() || p.Code == "" || !validStatus(p.Status) {
 		return nil, corrupt("update_link")
 	}
+	if err := store.CheckOwnerID(p.Owner); err != nil {
+		return nil, invalid("update_link", err)
+	}
 	return c, nil
 }
 
@@ -267,6 +287,9 @@ func decodeCreateOwner(_ byte, b []byte) (command, error) {
 	copy(c.Key[:], r.Fixed(len(c.Key)))
 	if !r.Done() || c.Owner.ID == "" {
 		return nil, corrupt("create_owner")
+	}
+	if err := store.CheckOwnerID(c.Owner.ID); err != nil {
+		return nil, invalid("create_owner", err)
 	}
 	return c, nil
 }
@@ -303,6 +326,9 @@ func decodeCreateSite(_ byte, b []byte) (command, error) {
 	s.CreatedAt = r.Varint()
 	if !r.Done() || s.ID == "" || s.Domain == "" {
 		return nil, corrupt("create_site")
+	}
+	if err := store.CheckOwnerID(s.Owner); err != nil {
+		return nil, invalid("create_site", err)
 	}
 	return c, nil
 }
@@ -355,4 +381,41 @@ func decodeSetSecret(_ byte, b []byte) (command, error) {
 		return nil, corrupt("set_secret")
 	}
 	return &setSecretCmd{Key: append([]byte(nil), key...)}, nil
+}
+
+// setClusterIDCmd names the cluster whose log this is; the first leader of
+// a cluster applies it once, and the store keeps the first id.
+type setClusterIDCmd struct {
+	ID string
+}
+
+func (c *setClusterIDCmd) kind() cmdType { return cmdSetClusterID }
+
+// appendSetClusterID encodes a SetClusterID command.
+func appendSetClusterID(dst []byte, id string) []byte {
+	return appendCommand(dst, &setClusterIDCmd{ID: id})
+}
+
+func (c *setClusterIDCmd) appendPayload(dst []byte) []byte { return appendString(dst, c.ID) }
+
+func decodeSetClusterID(_ byte, b []byte) (command, error) {
+	r := newReader(b)
+	id := r.String()
+	if !r.Done() || !validClusterID(id) {
+		return nil, corrupt("set_cluster_id")
+	}
+	return &setClusterIDCmd{ID: id}, nil
+}
+
+// validClusterID accepts 1 to store.MaxClusterIDLen bytes of [0-9a-z-].
+func validClusterID(id string) bool {
+	if id == "" || len(id) > store.MaxClusterIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -41,6 +41,8 @@ type nodeMetrics struct {
 	snapshotCreate  *metrics.Histogram
 	snapshotPersist *metrics.Histogram
 	snapshotRestore *metrics.Histogram
+	snapshotRefused *metrics.Counter // snapshots refused because the FSM is halted
+	haltStepDowns   *metrics.Counter // leadership handed away because the FSM is halted
 }
 
 func newNodeMetrics(s *metrics.Set) *nodeMetrics {
@@ -72,6 +74,8 @@ func newNodeMetrics(s *metrics.Set) *nodeMetrics {
 		snapshotCreate:  s.GetOrCreateHistogram(p + "snapshot_create_duration_seconds"),
 		snapshotPersist: s.GetOrCreateHistogram(p + "snapshot_persist_duration_seconds"),
 		snapshotRestore: s.GetOrCreateHistogram(p + "snapshot_restore_duration_seconds"),
+		snapshotRefused: s.GetOrCreateCounter(p + "snapshot_refused_total"),
+		haltStepDowns:   s.GetOrCreateCounter(p + "halt_step_downs_total"),
 	}
 }
 
@@ -99,7 +103,7 @@ func (o *outcomes) count(err error) {
 		o.unknown.Inc()
 	case errors.Is(err, store.ErrNoLeader):
 		o.noLeader.Inc()
-	case isCommandError(err):
+	case !isStorageError(err):
 		o.rejected.Inc()
 	default:
 		o.failed.Inc()

@@ -38,6 +38,9 @@ type Node struct {
 	perm     atomic.Pointer[store.Permuter]
 	caughtUp atomic.Bool // applied the commit index once since start
 	securing atomic.Bool // a SetSecret loop is running
+	// steppingDown is set while a halted leader hands its leadership away.
+	steppingDown atomic.Bool
+	raftUp       atomic.Bool // n.raft is set
 	// mayInitSecret is set on a node that bootstraps (Config.Bootstrap or
 	// BootstrapCluster): only such a node, as leader, may originate the
 	// cluster permutation key. A node that was added to a cluster gets it
@@ -67,6 +70,15 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	n.fsm = newFSM(st, Config{
 		Logger: n.log, OnChange: cfg.OnChange, OnSite: cfg.OnSite, OnRestore: n.onRestore(cfg.OnRestore),
 	}, n.m)
+	n.fsm.onHalt = func() {
+		// The FSM may halt while NewRaft replays the log, before n.raft
+		// is set; a node is never leader then, and leadershipChanged
+		// steps down later if it wins an election.
+		if n.raftUp.Load() {
+			n.stepDownHalted()
+		}
+	}
+	n.fsm.onClusterID = n.recordClusterID
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.blocks = newBlockPool(n.ctx, cfg.BlockSize, n.allocBlock, n.goSafe, n.log)
 	if err := n.start(); err != nil {
@@ -102,6 +114,9 @@ func (n *Node) start() error {
 		return fmt.Errorf("cannot open raft log %q: %w", cfg.Dir, err)
 	}
 	n.bolt = bolt
+	if err := checkClusterID(bolt, n.st); err != nil {
+		return err
+	}
 	snaps, err := hraft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotRetain, hlog.Named("snapshot"))
 	if err != nil {
 		return fmt.Errorf("cannot open raft snapshots: %w", err)
@@ -165,6 +180,7 @@ func (n *Node) start() error {
 	if err != nil {
 		return fmt.Errorf("cannot start raft: %w", err)
 	}
+	n.raftUp.Store(true)
 	n.goSafe(n.watchLeadership)
 	n.goSafe(n.observeLoop)
 	return nil
@@ -178,6 +194,42 @@ func foreignStore(applied uint64) error {
 		return fmt.Errorf("cannot bootstrap raft: the store already holds entries up to index %d of another cluster; start with an empty store or the matching raft dir", applied)
 	}
 	return nil
+}
+
+// boltClusterID is the raft stable-store key that remembers which cluster
+// this raft dir belongs to, once the FSM has seen the store hold it.
+var boltClusterID = []byte("waymark_cluster_id")
+
+// checkClusterID refuses to start raft over a store of another cluster
+// than the raft dir's. Without it a store whose applied index is past the
+// log's first entries would skip them as already held: the entry naming
+// the cluster may be compacted away, so the FSM could not notice.
+func checkClusterID(bolt *raftboltdb.BoltStore, st *store.Store) error {
+	logID, err := bolt.Get(boltClusterID)
+	if errors.Is(err, raftboltdb.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read the raft dir's cluster id: %w", err)
+	}
+	storeID, found, err := st.ClusterID()
+	if err != nil || !found {
+		return err // a store without an id is empty or older than ids; the FSM checks as it applies
+	}
+	if storeID != string(logID) {
+		return fmt.Errorf("cannot start raft: the store holds cluster %q, the raft dir cluster %q: %w; start with the store of this raft dir, or an empty store", storeID, logID, store.ErrOtherCluster)
+	}
+	return nil
+}
+
+// recordClusterID remembers the cluster id beside the raft log.
+func (n *Node) recordClusterID(id string) {
+	if old, err := n.bolt.Get(boltClusterID); err == nil && string(old) == id {
+		return
+	}
+	if err := n.bolt.Set(boltClusterID, []byte(id)); err != nil {
+		n.log.Warn("cannot record cluster id in the raft dir", "err", err)
+	}
 }
 
 // logCacheEntries is how many recent log entries stay in memory for

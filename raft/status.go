@@ -88,11 +88,14 @@ func (n *Node) inConfiguration() bool {
 }
 
 // Ready reports whether this node can serve: a leader is known, the FSM has
-// caught up with the log once since start and is not halted, and the
-// cluster permutation key is in the store.
+// caught up with the log once since start, is not halted and is not
+// installing a snapshot, and the cluster permutation key is in the store.
 func (n *Node) Ready() (ok bool, detail string) {
 	if err := n.fsm.haltErr(); err != nil {
 		return false, err.Error()
+	}
+	if n.fsm.restoring.Load() {
+		return false, "installing a raft snapshot"
 	}
 	state := n.raft.State()
 	if state == hraft.Shutdown {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/store"
 )
 
@@ -281,6 +282,11 @@ type SiteAggregateAnswer struct {
 	// FromRawEvents: filters on several dimensions, counted exactly from
 	// the raw events (visitors then not estimated).
 	FromRawEvents bool `json:"from_raw_events,omitempty"`
+	// DroppedEvents is how many events of the site, in the hours the
+	// range touches, the edges dropped before writing them (a full queue
+	// or disk, a failed write): the numbers above are short by up to that
+	// much (dropped.go).
+	DroppedEvents int64 `json:"dropped_events"`
 }
 
 func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what string) {
@@ -317,6 +323,11 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 	if raw {
 		estimated = []string{}
 	}
+	dropped, err := a.DroppedEvents(ingest.ScopeSite, s.ID, r)
+	if err != nil {
+		a.queryError(ctx, err)
+		return
+	}
 	switch what {
 	case "aggregate":
 		m, err := a.SiteAggregate(s.ID, r, filters)
@@ -324,7 +335,8 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			a.queryError(ctx, err)
 			return
 		}
-		writeJSON(ctx, SiteAggregateAnswer{SiteMetrics: m, From: r.From, To: r.To, Timezone: r.loc().String(), Estimated: estimated, FromRawEvents: raw})
+		writeJSON(ctx, SiteAggregateAnswer{SiteMetrics: m, From: r.From, To: r.To, Timezone: r.loc().String(),
+			Estimated: estimated, FromRawEvents: raw, DroppedEvents: dropped})
 	case "timeseries":
 		g, err := granularityArg(args)
 		if err != nil {
@@ -336,7 +348,8 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			a.queryError(ctx, err)
 			return
 		}
-		out := map[string]any{"granularity": g, "timezone": r.loc().String(), "series": pts, "estimated": estimated}
+		out := map[string]any{"granularity": g, "timezone": r.loc().String(), "series": pts, "estimated": estimated,
+			"dropped_events": dropped}
 		if raw {
 			out["from_raw_events"] = true
 		}
@@ -352,6 +365,7 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			a.queryError(ctx, err)
 			return
 		}
+		out.DroppedEvents = dropped
 		writeJSON(ctx, out)
 	default:
 		problem(ctx, fasthttp.StatusNotFound, "not-found", "no such endpoint")

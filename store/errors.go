@@ -1,6 +1,9 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Other packages alias these rather than defining their own,
 // so errors.Is works across layers.
@@ -36,3 +39,20 @@ var (
 
 // ErrDomainTaken means a site is already registered for the domain.
 var ErrDomainTaken = errors.New("domain already registered")
+
+// ErrStorage means the store itself failed: Pebble could not read, write or
+// commit, or a stored record does not decode. It is never a verdict on a
+// command: the same command on a healthy replica would have been applied
+// or refused, so the FSM halts on it instead of recording a refusal. Every
+// error of the write path that comes from Pebble wraps it; any other error
+// a Batch method returns is the command being refused.
+var ErrStorage = errors.New("storage failure")
+
+// storageErr marks err as coming from the storage layer.
+func storageErr(err error) error { return fmt.Errorf("%w: %w", ErrStorage, err) }
+
+// ErrOtherCluster means the store holds another cluster's state: its
+// cluster id differs from the one in the raft log it is asked to follow.
+// Applying that log would skip entries up to the store's own applied index
+// as if they were already there.
+var ErrOtherCluster = errors.New("store belongs to another cluster")

@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +11,10 @@ import (
 	"io"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // snapshotMagic opens every snapshot stream. Version 2 added the checksum.
@@ -18,16 +23,34 @@ var snapshotMagic = []byte("WAYMARK-SNAP-2\n")
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // View is a consistent point-in-time view of the whole store, taken while
-// the FSM is paused and streamed afterwards without blocking applies.
+// the FSM is paused and streamed afterwards without blocking applies. It
+// holds an open iterator, not just a Pebble snapshot: Restore's excise
+// removes data from open snapshots, but an iterator keeps the files of its
+// view alive, so a snapshot being persisted while another one is installed
+// still streams exactly the state it was taken at.
 type View struct {
 	snap *pebble.Snapshot
+	it   *pebble.Iterator
+	err  error
 }
 
 // View takes a consistent view. The caller must Release it.
-func (s *Store) View() *View { return &View{snap: s.db.NewSnapshot()} }
+func (s *Store) View() *View {
+	v := &View{snap: s.db.NewSnapshot()}
+	v.it, v.err = v.snap.NewIter(nil)
+	if v.err != nil {
+		v.err = fmt.Errorf("cannot iterate snapshot: %w", storageErr(v.err))
+	}
+	return v
+}
 
 // Release frees the view.
-func (v *View) Release() { v.snap.Close() }
+func (v *View) Release() {
+	if v.it != nil {
+		v.it.Close()
+	}
+	v.snap.Close()
+}
 
 // WriteTo streams every key and value: magic, then (uvarint key length, key,
 // uvarint value length, value) pairs, then a zero key length, the pair count
@@ -37,11 +60,10 @@ func (v *View) Release() { v.snap.Close() }
 func (v *View) WriteTo(w io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	cw := &countWriter{w: bw}
-	it, err := v.snap.NewIter(nil)
-	if err != nil {
-		return 0, fmt.Errorf("cannot iterate snapshot: %w", err)
+	if v.err != nil {
+		return 0, v.err
 	}
-	defer it.Close()
+	it := v.it
 	cw.Write(snapshotMagic)
 	var pairs uint64
 	var hdr []byte
@@ -116,99 +138,129 @@ func (s *sumReader) Read(p []byte) (int, error) {
 }
 
 // Restore replaces the whole database with a stream written by
-// View.WriteTo. The applied index is cleared first (with everything else,
-// synced) and written last, in the final batch, only after the pair count
-// and checksum match. A crash or a damaged stream part-way therefore leaves
-// a store that reports index 0, which the node must restore again before
-// trusting; a later good Restore wipes whatever the failed one left.
+// View.WriteTo, atomically: readers see the old state until the new one is
+// complete, and never an empty or half-filled store. The stream is written
+// into sstables in a directory of its own beside the database, checked to
+// the last byte (pair count, checksum, nothing after the trailer), and only
+// then swapped in with one ingest-and-excise over the whole key space: a
+// single manifest edit that drops every old key and adds the new files. A
+// damaged stream, a crash or an I/O error before that edit leaves the old
+// state serving and only a temporary directory behind, which the next
+// Restore clears.
 func (s *Store) Restore(r io.Reader) error {
+	tmp := s.fs.PathJoin(s.dir, restoreDir)
+	if err := s.fs.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("cannot restore snapshot: cannot clear %q: %w", tmp, storageErr(err))
+	}
+	if err := s.fs.MkdirAll(tmp, 0o755); err != nil {
+		return fmt.Errorf("cannot restore snapshot: cannot create %q: %w", tmp, storageErr(err))
+	}
+	defer s.fs.RemoveAll(tmp)
+	paths, err := s.writeRestoreTables(r, tmp)
+	if err != nil {
+		return fmt.Errorf("cannot restore snapshot: %w", err)
+	}
+	span := pebble.KeyRange{Start: []byte{0}, End: wipeEnd}
+	if len(paths) == 0 {
+		err = s.db.Excise(context.Background(), span)
+	} else {
+		_, err = s.db.IngestAndExcise(context.Background(), paths, nil, nil, span)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot restore snapshot: cannot swap it in: %w", storageErr(err))
+	}
+	return nil
+}
+
+// restoreDir holds a snapshot's sstables until they are ingested.
+const restoreDir = "restore.tmp"
+
+// restoreTableBytes bounds each sstable a restore writes.
+const restoreTableBytes = 64 << 20
+
+// writeRestoreTables checks and writes the stream into sstables under dir
+// and returns their paths, in key order.
+func (s *Store) writeRestoreTables(r io.Reader, dir string) (paths []string, err error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	sr := &sumReader{r: br}
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(sr, magic); err != nil || string(magic) != string(snapshotMagic) {
-		return fmt.Errorf("cannot restore snapshot: %w: bad header", ErrCorrupt)
+		return nil, fmt.Errorf("%w: bad header", ErrCorrupt)
 	}
-	if err := s.wipe(); err != nil {
-		return err
-	}
-	b := s.db.NewBatch()
-	defer func() { b.Close() }()
-	var applied, prev []byte
+	var w *sstable.Writer
+	defer func() {
+		if w != nil {
+			w.Close()
+		}
+	}()
+	var prev []byte
 	var pairs uint64
 	for {
 		k, err := readChunk(sr)
 		if err != nil {
-			return fmt.Errorf("cannot restore snapshot: %w", err)
+			return nil, err
 		}
 		if len(k) == 0 {
 			break
 		}
 		// WriteTo emits keys in strictly increasing order, all inside the
-		// range wipe clears; anything else is not a stream it wrote.
+		// span the swap excises; anything else is not a stream it wrote.
 		if bytes.Compare(k, prev) <= 0 || bytes.Compare(k, wipeEnd) >= 0 {
-			return fmt.Errorf("cannot restore snapshot: %w: key %q out of order", ErrCorrupt, k)
+			return nil, fmt.Errorf("%w: key %q out of order", ErrCorrupt, k)
 		}
 		prev = k
 		v, err := readChunk(sr)
 		if err != nil {
-			return fmt.Errorf("cannot restore snapshot: %w", err)
+			return nil, err
 		}
 		pairs++
-		if string(k) == string(keyApplied) {
-			applied = v
-			continue
-		}
-		if err := b.Set(k, v, nil); err != nil {
-			return fmt.Errorf("cannot restore snapshot: %w", err)
-		}
-		if b.Len() > 4<<20 {
-			if err := b.Commit(pebble.NoSync); err != nil {
-				return fmt.Errorf("cannot restore snapshot: %w", err)
+		if w == nil {
+			path := s.fs.PathJoin(dir, fmt.Sprintf("%06d.sst", len(paths)))
+			f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
+			if err != nil {
+				return nil, storageErr(err)
 			}
-			b.Close()
-			b = s.db.NewBatch()
+			w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{
+				TableFormat:  s.db.TableFormat(),
+				FilterPolicy: bloom.FilterPolicy(10),
+			})
+			paths = append(paths, path)
+		}
+		if err := w.Set(k, v); err != nil {
+			return nil, storageErr(err)
+		}
+		if w.Raw().EstimatedSize() >= restoreTableBytes {
+			err := w.Close()
+			w = nil
+			if err != nil {
+				return nil, storageErr(err)
+			}
 		}
 	}
 	want, err := binary.ReadUvarint(sr)
 	if err != nil || want != pairs {
-		return fmt.Errorf("cannot restore snapshot: %w: pair count %d, trailer says %d", ErrCorrupt, pairs, want)
+		return nil, fmt.Errorf("%w: pair count %d, trailer says %d", ErrCorrupt, pairs, want)
 	}
 	sum := sr.sum
 	var trailer [4]byte
 	if _, err := io.ReadFull(br, trailer[:]); err != nil || binary.BigEndian.Uint32(trailer[:]) != sum {
-		return fmt.Errorf("cannot restore snapshot: %w: checksum mismatch", ErrCorrupt)
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
 	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("cannot restore snapshot: %w: data after the trailer", ErrCorrupt)
+		return nil, fmt.Errorf("%w: data after the trailer", ErrCorrupt)
 	}
-	if applied != nil {
-		if err := b.Set(keyApplied, applied, nil); err != nil {
-			return fmt.Errorf("cannot restore snapshot: %w", err)
+	if w != nil {
+		err := w.Close() // syncs the file
+		w = nil
+		if err != nil {
+			return nil, storageErr(err)
 		}
 	}
-	// Syncing this last commit makes every earlier unsynced one durable too:
-	// they precede it in the same write-ahead log.
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("cannot restore snapshot: %w", err)
-	}
-	return nil
+	return paths, nil
 }
 
 // wipeEnd bounds every key the store writes: each starts with a table letter.
 var wipeEnd = []byte{0xff, 0xff}
-
-// wipe deletes every key, the applied index included, and syncs.
-func (s *Store) wipe() error {
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := b.DeleteRange([]byte{0}, wipeEnd, nil); err != nil {
-		return fmt.Errorf("cannot clear store: %w", err)
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("cannot clear store: %w", err)
-	}
-	return nil
-}
 
 const maxChunk = 64 << 20
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Options tune the Pebble database.
@@ -16,13 +17,24 @@ type Options struct {
 	BlockCacheBytes int64
 	// Logger receives Pebble's own log lines. Nil means slog.Default().
 	Logger *slog.Logger
+	// FS is the file system Pebble and Restore use. Nil means the OS's;
+	// tests pass vfs.NewStrictMem() to simulate a power loss.
+	FS vfs.FS
+	// BeforeCommit, when set, runs before every Batch commit; an error it
+	// returns fails the commit as a storage failure (ErrStorage). It is a
+	// fault-injection point for tests of the FSM's halt; production leaves
+	// it nil.
+	BeforeCommit func() error
 }
 
 // Store is one node's replica of the link table and everything else the
 // Raft log replicates.
 type Store struct {
-	db    *pebble.DB
-	cache interface{ Unref() }
+	db           *pebble.DB
+	cache        interface{ Unref() }
+	dir          string
+	fs           vfs.FS
+	beforeCommit func() error
 }
 
 // Open opens (or creates) the database in dir.
@@ -33,10 +45,17 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
 	cache := pebble.NewCache(o.BlockCacheBytes)
 	opts := &pebble.Options{
 		Cache:  cache,
 		Logger: pebbleLogger{o.Logger},
+		FS:     o.FS,
+		// Restore swaps a whole snapshot in with one ingest-and-excise,
+		// which needs virtual sstables. Opening an older store upgrades it.
+		FormatMajorVersion: pebble.FormatMinForSharedObjects,
 	}
 	// Point lookups dominate: a bloom filter on every level lets a miss skip
 	// the table without reading a data block.
@@ -48,7 +67,7 @@ func Open(dir string, o Options) (*Store, error) {
 		cache.Unref()
 		return nil, fmt.Errorf("cannot open store %q: %w", dir, err)
 	}
-	return &Store{db: db, cache: cache}, nil
+	return &Store{db: db, cache: cache, dir: dir, fs: o.FS, beforeCommit: o.BeforeCommit}, nil
 }
 
 // Close flushes and closes the database.
@@ -77,10 +96,15 @@ func get(r pebble.Reader, key []byte, fn func(v []byte) error) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, storageErr(err)
 	}
 	defer closer.Close()
-	return true, fn(v)
+	// fn decodes a stored record: bytes that do not decode are damage in
+	// the store, not a fault of the command reading them.
+	if err := fn(v); err != nil {
+		return true, storageErr(err)
+	}
+	return true, nil
 }
 
 // GetLink loads the link for code into l. It reports false when the code
