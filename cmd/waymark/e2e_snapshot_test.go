@@ -197,6 +197,25 @@ func TestE2ESnapshotRoundTrip(t *testing.T) {
 			t.Fatalf("a code made after the restore, %s, is a restored link's", code)
 		}
 		waitFor(t, "the new link on v1 and e1", 20*time.Second, func() bool { return resolves(t, v1, code, dest) && resolves(t, e1, code, dest) })
+		links[code] = dest
+	}
+
+	// Both nodes restart on their restored stores (which now carry the
+	// source's cluster id) and still serve every link.
+	e1.stop(t)
+	v1.stop(t)
+	v1 = c.restart("v1")
+	e1 = c.restart("e1")
+	waitFor(t, "v1 and e1 ready after a restart", 60*time.Second, func() bool { return ready(t, v1) && ready(t, e1) })
+	for _, p := range []*proc{v1, e1} {
+		for code, dest := range links {
+			if code != gone && !resolves(t, p, code, dest) {
+				t.Errorf("%s does not resolve on %s after the restart", code, p.http)
+			}
+		}
+	}
+	if r := do(t, "POST", "http://"+e1.http+"/v1/links", alice, `{"url":"https://dest.example/after-restart"}`); r.status != 201 {
+		t.Errorf("create after the restart: %d %s", r.status, r.body)
 	}
 }
 
