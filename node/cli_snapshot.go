@@ -13,35 +13,51 @@ import (
 	"time"
 )
 
-// progress writes "verb N bytes" to out, overwriting one line, at most
-// every 200 ms while bytes move and once at the end.
+// progress reports bytes moved on out: on a terminal one line rewritten
+// every 200 ms, elsewhere (a log) a line every 5 s; a final line always.
 type progress struct {
 	out   io.Writer
 	verb  string
 	total int64 // 0 when unknown
 	n     atomic.Int64
+	tty   bool
 	last  time.Time
+}
+
+func newProgress(out *os.File, verb string, total int64) *progress {
+	st, err := out.Stat()
+	return &progress{out: out, verb: verb, total: total, tty: err == nil && st.Mode()&os.ModeCharDevice != 0, last: time.Now()}
 }
 
 func (p *progress) add(n int) {
 	p.n.Add(int64(n))
-	if now := time.Now(); now.Sub(p.last) >= 200*time.Millisecond {
+	every := 5 * time.Second
+	if p.tty {
+		every = 200 * time.Millisecond
+	}
+	if now := time.Now(); now.Sub(p.last) >= every {
 		p.last = now
-		p.print("\r")
+		p.print()
 	}
 }
 
-func (p *progress) print(prefix string) {
+func (p *progress) print() {
+	prefix, end := "", "\n"
+	if p.tty {
+		prefix, end = "\r", ""
+	}
 	if p.total > 0 {
-		fmt.Fprintf(p.out, "%s%s %d of %d bytes (%d%%)", prefix, p.verb, p.n.Load(), p.total, p.n.Load()*100/p.total)
+		fmt.Fprintf(p.out, "%s%s %d of %d bytes (%d%%)%s", prefix, p.verb, p.n.Load(), p.total, p.n.Load()*100/p.total, end)
 		return
 	}
-	fmt.Fprintf(p.out, "%s%s %d bytes", prefix, p.verb, p.n.Load())
+	fmt.Fprintf(p.out, "%s%s %d bytes%s", prefix, p.verb, p.n.Load(), end)
 }
 
 func (p *progress) done() {
-	p.print("\r")
-	fmt.Fprintln(p.out)
+	p.print()
+	if p.tty {
+		fmt.Fprintln(p.out)
+	}
 }
 
 type progressWriter struct {
@@ -115,7 +131,7 @@ func CmdSnapshotSave(args []string) error {
 		return err
 	}
 	defer resp.Body.Close()
-	p := &progress{out: os.Stderr, verb: "written"}
+	p := newProgress(os.Stderr, "written", 0)
 	n, err := io.Copy(progressWriter{tmp, p}, resp.Body)
 	p.done()
 	if err != nil {
@@ -168,7 +184,7 @@ func CmdSnapshotRestore(args []string) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	p := &progress{out: os.Stderr, verb: "read", total: st.Size()}
+	p := newProgress(os.Stderr, "read", st.Size())
 	resp, err := c.snapshotRequest(http.MethodPut, progressReader{f, p}, st.Size())
 	p.done()
 	if err != nil {

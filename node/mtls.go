@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"sync"
 	"time"
 
@@ -34,9 +35,10 @@ func sniffWrapper(cfg *tls.Config) func(net.Conn) net.Conn {
 
 // sniffConn decides on its first Read (on the server's per-connection
 // goroutine, never in the accept loop) whether the client speaks TLS, and
-// from then on reads and writes through the TLS connection if it does. It
-// has Handshake and ConnectionState, so fasthttp's TLSConnectionState
-// reports the peer's verified certificate chain.
+// from then on reads and writes through the TLS connection if it does.
+// It deliberately lacks Handshake and ConnectionState: fasthttp would take
+// every connection for TLS and mark plain requests https (the stats proxy
+// and every absolute URL would break). fromPeer finds it instead.
 type sniffConn struct {
 	net.Conn
 	cfg *tls.Config
@@ -91,20 +93,14 @@ func (c *sniffConn) Write(p []byte) (int, error) {
 	return c.wr(p)
 }
 
-// Handshake makes sniffConn a TLS connection in fasthttp's eyes; a plain
-// client's handshake is "done" with nothing verified.
-func (c *sniffConn) Handshake() error {
-	c.decide()
-	return c.err
-}
-
-// ConnectionState is the TLS state, or the zero state for a plain client.
-func (c *sniffConn) ConnectionState() tls.ConnectionState {
+// peerState is the TLS state of a peer that showed a certificate of the
+// cluster CA; ok is false for a plain HTTP client.
+func (c *sniffConn) peerState() (st tls.ConnectionState, ok bool) {
 	c.decide()
 	if c.tls == nil {
-		return tls.ConnectionState{}
+		return st, false
 	}
-	return c.tls.ConnectionState()
+	return c.tls.ConnectionState(), true
 }
 
 // prefixConn gives back the byte sniffConn read before the rest.
@@ -125,8 +121,38 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 // fromPeer reports whether the request came over TLS from a client that
 // showed a certificate of the cluster CA.
 func fromPeer(ctx *fasthttp.RequestCtx) bool {
-	st := ctx.TLSConnectionState()
-	return st != nil && st.HandshakeComplete && len(st.VerifiedChains) > 0
+	c := sniffConnOf(ctx.Conn())
+	if c == nil {
+		return false
+	}
+	st, ok := c.peerState()
+	return ok && st.HandshakeComplete && len(st.VerifiedChains) > 0
+}
+
+// sniffConnOf finds the sniffConn under the connection fasthttp hands the
+// handler. fasthttp may wrap it (a per-IP connection limit wraps it in a
+// struct of its own that embeds it as Conn), so embedded Conn fields are
+// followed, a few levels deep.
+func sniffConnOf(c net.Conn) *sniffConn {
+	for range 4 {
+		if s, ok := c.(*sniffConn); ok {
+			return s
+		}
+		v := reflect.ValueOf(c)
+		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+			return nil
+		}
+		f := v.Elem().FieldByName("Conn")
+		if !f.IsValid() || !f.CanInterface() {
+			return nil
+		}
+		inner, ok := f.Interface().(net.Conn)
+		if !ok || inner == nil {
+			return nil
+		}
+		c = inner
+	}
+	return nil
 }
 
 // requirePeer refuses a request that did not come from another node over
