@@ -164,6 +164,12 @@ func (c *peerClient) do(ctx context.Context, httpAddr, path string, body []byte)
 		if errors.As(err, &op) && op.Op == "dial" {
 			return nil, 0, fmt.Errorf("cannot reach %s: %w: %w", httpAddr, errPeerNotReached, err)
 		}
+		// A refused TLS handshake (either side's certificate) means no
+		// request was served.
+		var cv *tls.CertificateVerificationError
+		if errors.As(err, &cv) || (errors.As(err, &op) && op.Op == "remote error") {
+			return nil, 0, fmt.Errorf("cannot reach %s over mutual TLS: %w: %w", httpAddr, errPeerNotReached, err)
+		}
 		return nil, 0, fmt.Errorf("cannot call %s%s: %w", httpAddr, path, err)
 	}
 	defer resp.Body.Close()

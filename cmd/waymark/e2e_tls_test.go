@@ -126,6 +126,10 @@ func TestE2ETLSRefusesStrangers(t *testing.T) {
 	if err != nil || status != http.StatusForbidden {
 		t.Errorf("plain HTTP /internal/v1/status with the right token: got %d %v; want 403", status, err)
 	}
+	// Segment shipping to the aggregator: refused before the body is read.
+	if r := do(t, "POST", "http://"+p.http+"/internal/v1/segments", token, "x", "Content-Encoding", "zstd"); r.status != http.StatusForbidden {
+		t.Errorf("plain HTTP segment upload with the right token: got %d %s; want 403", r.status, r.body)
+	}
 
 	tlsDir := filepath.Join(dir, "tls")
 	for _, f := range []string{"waymark-agent-ca.pem", "node.pem", "node-key.pem"} {
@@ -178,7 +182,7 @@ func TestE2ETLSCluster(t *testing.T) {
 	}
 	ca, caKey := filepath.Join(pki, "waymark-agent-ca.pem"), filepath.Join(pki, "waymark-agent-ca-key.pem")
 	// Flags before and after each other, Consul's names.
-	cli("tls", "cert", "create", "--node", "v1", "--role", "voter", "--ca", ca, "--ca-key", caKey, "-dir", pki)
+	cli("tls", "cert", "create", "--node", "v1", "--role", "voter,aggregator", "--ca", ca, "--ca-key", caKey, "-dir", pki)
 	cli("tls", "cert", "create", "-dir", pki, "--ca-key", caKey, "--ca", ca, "--node", "e1", "--role", "edge")
 	cli("tls", "ca", "create", "-dir", other)
 	cli("tls", "cert", "create", "--node", "r1", "--role", "voter", "--ca", filepath.Join(other, "waymark-agent-ca.pem"), "--ca-key", filepath.Join(other, "waymark-agent-ca-key.pem"), "-dir", other)
@@ -193,8 +197,8 @@ func TestE2ETLSCluster(t *testing.T) {
 	}
 
 	c := newCluster(t)
-	v1 := c.start("v1", "us", "voter", "", append([]string{"--bootstrap-expect", "1"}, certFlags(pki, "v1", ca)...)...)
-	e1 := c.start("e1", "us", "edge", v1.gossip, certFlags(pki, "e1", ca)...)
+	v1 := c.start("v1", "us", "voter,aggregator", "", append([]string{"--bootstrap-expect", "1"}, certFlags(pki, "v1", ca)...)...)
+	e1 := c.start("e1", "us", "edge", v1.gossip, append([]string{"--aggregator-url", "http://" + v1.http}, certFlags(pki, "e1", ca)...)...)
 	// The rogue holds the cluster key and a CA and certificate of its own.
 	r1 := c.start("r1", "us", "edge", v1.gossip, certFlags(other, "r1", filepath.Join(other, "waymark-agent-ca.pem"))...)
 	if !strings.Contains(v1.logs(), "node TLS from files") {
@@ -224,6 +228,14 @@ func TestE2ETLSCluster(t *testing.T) {
 	waitFor(t, "the link on e1 and v1", 20*time.Second, func() bool {
 		return resolves(t, e1, code1, "https://dest.example/tls") && resolves(t, v1, code1, "https://dest.example/tls")
 	})
+	// The click e1 recorded ships to the aggregator over mutual TLS, and
+	// e1 proxies the link's stats from it the same way.
+	waitFor(t, "e1's click at the aggregator", 30*time.Second, func() bool { return eventsCount(t, v1, "--link", code1) >= 1 })
+	day := time.Now().UTC().Format(time.DateOnly)
+	if r := do(t, "GET", "http://"+e1.http+"/v1/links/"+code1+"/stats?granularity=day&from="+day+"&to="+day+"&tz=UTC", key, ""); r.status != 200 {
+		t.Errorf("link stats through e1: %d %s", r.status, r.body)
+	}
+
 	// The leader tried to replicate to r1 and refused r1's certificate.
 	waitFor(t, "v1 refusing r1's certificate", 30*time.Second, func() bool {
 		for _, l := range strings.Split(v1.logs(), "\n") {
