@@ -11,13 +11,13 @@ import (
 // cluster key the harness wrote, so it knows the node's ship token.
 type AggregatorNode struct {
 	*Node
-	Token string       // the internal token: segments posted with it are accepted
+	Token string // the internal token: segments posted with it are accepted
 	// Peer calls the node as another node would (mutual TLS), at PeerURL:
 	// what a SegmentShipper needs.
 	Peer    *http.Client
 	PeerURL string
-	Admin *AdminClient // the operator API
-	API   *APIClient   // the public API as the dev owner
+	Admin   *AdminClient // the operator API
+	API     *APIClient   // the public API as the dev owner
 }
 
 // StartAggregatorNode writes a cluster key next to cfg.DataDir (as
