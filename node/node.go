@@ -226,9 +226,9 @@ func (n *Node) openRaft() error {
 				srv.InvalidateAll()
 			}
 			if all, err := n.store.Sites(); err == nil {
-				for _, s := range all {
-					n.sites.Put(s)
-				}
+				n.sites.Replace(all)
+			} else {
+				n.log.Error("cannot reload sites after a snapshot restore; the event endpoint may use stale ones", "err", err)
 			}
 		},
 	}, n.store)

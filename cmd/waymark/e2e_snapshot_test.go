@@ -91,6 +91,15 @@ func TestE2ESnapshotRoundTrip(t *testing.T) {
 	if r := do(t, "GET", "http://"+v1.http+"/v1/links", alice, ""); r.status != 401 {
 		t.Fatalf("alice's key on the fresh cluster before the restore: %d; want 401", r.status)
 	}
+	if r := do(t, "POST", "http://"+v1.http+"/v1/sites", bob, `{"domain":"bob.example"}`); r.status != 201 {
+		t.Fatalf("bob's site: %d %s", r.status, r.body)
+	}
+	bobEvent := func(p *proc) string {
+		r := do(t, "POST", "http://"+p.http+"/api/event", "", `{"n":"pageview","u":"https://bob.example/","d":"bob.example"}`,
+			"Content-Type", "text/plain", "User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0")
+		return r.header.Get("X-Waymark-Dropped")
+	}
+	waitFor(t, "bob's site known to e1", 20*time.Second, func() bool { return bobEvent(e1) == "" })
 
 	// Bad files change nothing.
 	good, err := os.ReadFile(backup)
@@ -160,6 +169,9 @@ func TestE2ESnapshotRoundTrip(t *testing.T) {
 		}
 		if r := do(t, "GET", "http://"+p.http+"/v1/links", bob, ""); r.status != 401 {
 			t.Errorf("bob's key on %s after the restore: %d; want 401 (the restore replaces everything)", p.http, r.status)
+		}
+		if got := bobEvent(p); got != "unknown_site" {
+			t.Errorf("an event for bob's site on %s after the restore: dropped %q; want unknown_site (the site is gone)", p.http, got)
 		}
 	}
 	// The source's link listing comes back whole.
