@@ -45,6 +45,8 @@ func (n *Node) openAdmin() error {
 	mux.HandleFunc("POST /v1/raft/transfer-leader", a.membership("transfer-leader"))
 	mux.HandleFunc("GET /v1/snapshot", a.snapshotSave)
 	mux.HandleFunc("PUT /v1/snapshot", a.snapshotRestore)
+	mux.HandleFunc("GET /v1/regions", a.listRegions)
+	mux.HandleFunc("POST /v1/regions", a.claimRegion)
 	// Go's profiler, behind the operator token like everything here: a
 	// CPU profile of a node under load is how its costs are found
 	// (`curl -H "Authorization: Bearer $(cat DATA_DIR/operator-token)"

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"testing"
 	"time"
 )
@@ -106,29 +105,4 @@ func FuzzCheckBackup(f *testing.F) {
 			t.Fatal("accepted a file whose checksum does not hold")
 		}
 	})
-}
-
-func TestFlagsFirst(t *testing.T) {
-	fs := newTestFlagSet()
-	got := flagsFirst(fs, []string{"FILE", "--admin-addr", "1.2.3.4:1", "-format=json", "--dry", "OTHER", "--", "-x"})
-	want := []string{"--admin-addr", "1.2.3.4:1", "-format=json", "--dry", "--", "FILE", "OTHER", "-x"}
-	if len(got) != len(want) {
-		t.Fatalf("got %q; want %q", got, want)
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("got %q; want %q", got, want)
-		}
-	}
-	if err := fs.Parse(got); err != nil || fs.NArg() != 3 || fs.Arg(0) != "FILE" || fs.Arg(2) != "-x" {
-		t.Fatalf("parse: %v, args %q", err, fs.Args())
-	}
-}
-
-func newTestFlagSet() *flag.FlagSet {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.String("admin-addr", "", "")
-	fs.String("format", "", "")
-	fs.Bool("dry", false, "")
-	return fs
 }

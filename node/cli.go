@@ -184,7 +184,7 @@ func parseCommandFlags(name string, args []string, usage string, minArgs, maxArg
 		fs.PrintDefaults()
 	}
 	mk := clientFlags(fs)
-	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
+	if err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, err
 		}
@@ -195,6 +195,30 @@ func parseCommandFlags(name string, args []string, usage string, minArgs, maxArg
 		return nil, nil, &cliError{ExitUsage, fmt.Errorf("waymark %s: wrong number of arguments", name)}
 	}
 	return fs, mk, nil
+}
+
+// parseInterspersed parses flags before, between and after positional
+// arguments (kubectl and gh accept both `add eu -format json` and
+// `add -format json eu`); "--" ends the flags. Afterwards fs.Args() holds
+// the positional arguments in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
 }
 
 // CmdOwnersCreate is `waymark owners create NAME`: prints only the API key.
@@ -475,41 +499,4 @@ func CmdRollupRebuild(args []string) error {
 		return err
 	}
 	return c.print(out, func(w *tabwriter.Writer) { fmt.Fprintf(w, "rebuilt %s .. %s in %v\n", *from, *to, out["took"]) })
-}
-
-// flagsFirst moves the flags in args before the positional arguments, so
-// `waymark snapshot save FILE --admin-addr X` parses like
-// `waymark snapshot save --admin-addr X FILE` (kubectl and gh accept both).
-// A flag that takes a value keeps the next argument with it; after "--"
-// everything is positional.
-func flagsFirst(fs *flag.FlagSet, args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		f := fs.Lookup(name)
-		if f == nil {
-			continue // Parse reports it
-		}
-		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-			continue
-		}
-		if i+1 < len(args) {
-			i++
-			flags = append(flags, args[i])
-		}
-	}
-	return append(append(flags, "--"), pos...)
 }

@@ -19,7 +19,7 @@ func tlsFlags(name, usage string, args []string, add func(*flag.FlagSet)) error 
 		fmt.Fprintf(fs.Output(), "usage: waymark %s %s\n", name, usage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
+	if err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

@@ -66,6 +66,9 @@ func (n *Node) health() HealthDetail {
 		raftCheck.Detail = fmt.Sprintf("%s; last contact with leader %s ago", detail, time.Since(st.LastContact).Round(time.Millisecond))
 	}
 	add(raftCheck)
+	if n.cfg.HasRole(RoleVoter) || n.cfg.HasRole(RoleEdge) {
+		add(n.regionCheck())
+	}
 
 	for _, c := range shipChecks(n.ingest.ShipStatus(), n.cfg) {
 		add(c)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/raft"
 	"github.com/waymark/waymark/store"
 )
 
@@ -77,7 +78,10 @@ func (n *Node) handleApply(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	cmd := append([]byte(nil), ctx.PostBody()...)
-	c, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	// The forwarding node granted this much; ending first leaves room for
+	// the answer to reach it before its own deadline.
+	timeout := raft.ParseLeaderTimeout(ctx.Request.Header.Peek(raft.LeaderTimeoutHeader), n.cfg.ApplyTimeout)
+	c, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	res, err := n.raft.ApplyForwarded(c, cmd)
 	if errors.Is(err, store.ErrCorrupt) {
@@ -145,8 +149,8 @@ func newPeerClient(token string, tlsCfg *tls.Config) *peerClient {
 var errPeerNotReached = errors.New("peer not reached")
 
 // do POSTs (or GETs when body is nil) to a peer and returns the body of a
-// 2xx answer.
-func (c *peerClient) do(ctx context.Context, httpAddr, path string, body []byte) ([]byte, int, error) {
+// 2xx answer. hdr holds extra header name/value pairs.
+func (c *peerClient) do(ctx context.Context, httpAddr, path string, body []byte, hdr ...string) ([]byte, int, error) {
 	method := http.MethodGet
 	var rd io.Reader
 	if body != nil {
@@ -158,6 +162,9 @@ func (c *peerClient) do(ctx context.Context, httpAddr, path string, body []byte)
 		return nil, 0, fmt.Errorf("cannot build request to %s: %w", httpAddr, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		var op *net.OpError
@@ -205,17 +212,21 @@ func (n *Node) forward(ctx context.Context, leaderID, _ string, cmd []byte) ([]b
 	if !ok {
 		return nil, fmt.Errorf("cannot forward to leader %q: address unknown to gossip: %w", leaderID, store.ErrNoLeader)
 	}
-	b, status, err := n.peers.do(ctx, addr, internalApply, cmd)
+	var hdr []string
+	if d, ok := raft.LeaderTimeout(ctx); ok {
+		hdr = []string{raft.LeaderTimeoutHeader, raft.FormatLeaderTimeout(d)}
+	}
+	b, status, err := n.peers.do(ctx, addr, internalApply, cmd, hdr...)
 	switch {
 	case err == nil:
 		return b, nil
 	case errors.Is(err, errPeerNotReached):
 		return nil, fmt.Errorf("%w: %w", store.ErrNoLeader, err)
-	case status == http.StatusBadRequest:
-		// The leader refused the command outright: it had no effect.
-		return nil, fmt.Errorf("cannot forward to leader %q: command refused: %w", leaderID, err)
+	case status == http.StatusBadRequest, status == http.StatusRequestEntityTooLarge:
+		// The leader refused the command before its log: it had no effect.
+		return nil, fmt.Errorf("cannot forward to leader %q: %w: %w", leaderID, store.ErrRefused, err)
 	case status == http.StatusUnauthorized:
-		return nil, fmt.Errorf("cannot forward to leader %q: cluster keys differ: %w", leaderID, err)
+		return nil, fmt.Errorf("cannot forward to leader %q: %w: %w", leaderID, store.ErrClusterKeyMismatch, err)
 	default:
 		return nil, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 	}

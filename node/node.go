@@ -151,6 +151,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 			return nil, err
 		}
 	}
+	n.warnUnclaimedRegion(bgCtx)
 	log.Info("node ready", "name", cfg.Name, "region", cfg.Region, "roles", fmt.Sprint(cfg.Roles), "took", time.Since(n.started).Round(time.Millisecond))
 	return n, nil
 }

@@ -30,15 +30,18 @@ func (n *Node) CreateOwner(ctx context.Context, name string) (store.Owner, strin
 // devSetup makes a --dev node usable at once: it waits for the single-node
 // cluster to be ready and writes an owner API key to DATA_DIR/dev-api-key.
 func (n *Node) devSetup(ctx context.Context) error {
-	path := filepath.Join(n.cfg.DataDir, DevAPIKeyFile)
-	if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-		n.log.Info("dev API key", "path", path)
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := n.raft.WaitReady(ctx); err != nil {
 		return fmt.Errorf("cannot bring up the dev cluster: %w", err)
+	}
+	if err := n.claimDevRegion(ctx); err != nil {
+		return err
+	}
+	path := filepath.Join(n.cfg.DataDir, DevAPIKeyFile)
+	if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+		n.log.Info("dev API key", "path", path)
+		return nil
 	}
 	_, key, err := n.CreateOwner(ctx, "dev")
 	if err != nil {

@@ -115,7 +115,11 @@ func (c *createSiteCmd) apply(a *applier, _ uint64, res *applyResult) {
 }
 
 func (c *allocBlockCmd) apply(a *applier, _ uint64, res *applyResult) {
-	blk, _, err := a.b.AllocBlock(c.Region, c.Size)
+	alloc := a.b.AllocRegionBlock
+	if c.version == 1 {
+		alloc = a.b.AllocBlock // claimed the region on first use
+	}
+	blk, _, err := alloc(c.Region, c.Size)
 	if err != nil {
 		a.reject(res, err)
 		return
@@ -135,4 +139,24 @@ func (c *setClusterIDCmd) apply(a *applier, _ uint64, res *applyResult) {
 		return
 	}
 	a.clusterID = c.ID
+}
+
+func (c *claimRegionCmd) apply(a *applier, _ uint64, res *applyResult) {
+	if _, _, err := a.b.ClaimRegion(c.Region); err != nil {
+		a.reject(res, err)
+	}
+}
+
+func (c *expireIdempotencyCmd) apply(a *applier, _ uint64, res *applyResult) {
+	if _, err := a.b.ExpireIdempotency(c.Cutoff, int(c.Limit)); err != nil {
+		a.reject(res, err)
+		return
+	}
+	// Records this batch wrote are read from a.idem, not the store: drop
+	// the ones the entry just expired.
+	for k, rec := range a.idem {
+		if rec.CreatedAt <= c.Cutoff {
+			delete(a.idem, k)
+		}
+	}
 }

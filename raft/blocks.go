@@ -111,6 +111,12 @@ func (p *blockPool) drop() {
 
 // allocBlock asks the log for the next block of this node's region.
 func (n *Node) allocBlock(ctx context.Context) (store.Block, error) {
+	// Refuse here, not through the log, when this replica has no slot for
+	// the region: a misconfigured node must not append a refused entry
+	// per create. (A claim this replica has not applied yet only delays.)
+	if found, err := n.RegionClaimed(); err == nil && !found {
+		return store.Block{}, fmt.Errorf("cannot generate codes in region %q: %w; an operator claims it with `waymark regions add %s`", n.cfg.Region, store.ErrRegionUnclaimed, n.cfg.Region)
+	}
 	res, err := n.apply(ctx, appendAllocBlock(nil, n.cfg.Region, n.cfg.BlockSize))
 	if err != nil {
 		return store.Block{}, fmt.Errorf("cannot allocate counter block for region %q: %w", n.cfg.Region, err)

@@ -30,8 +30,10 @@ const (
 	cmdAllocBlock  cmdType = 5
 	cmdSetSecret   cmdType = 6
 	cmdUpdateSite  cmdType = 7
-	// 8 is left for the idempotency-expiry command of the same issue.
-	cmdSetClusterID cmdType = 9
+	// Issue 10: explicit region slots and idempotency expiry.
+	cmdClaimRegion       cmdType = 8
+	cmdExpireIdempotency cmdType = 9
+	cmdSetClusterID      cmdType = 10
 )
 
 // flagSkippable lets a node that does not know the command skip it.
@@ -58,14 +60,16 @@ type commandSpec struct {
 // commandTable maps each type to its decoder; the decoded command applies
 // itself. It is read-only after init.
 var commandTable = map[cmdType]commandSpec{
-	cmdCreateLink:   {name: "create_link", version: 1, decode: decodeCreateLink},
-	cmdUpdateLink:   {name: "update_link", version: 1, decode: decodeUpdateLink},
-	cmdCreateOwner:  {name: "create_owner", version: 1, decode: decodeCreateOwner},
-	cmdCreateSite:   {name: "create_site", version: 1, decode: decodeCreateSite},
-	cmdAllocBlock:   {name: "alloc_block", version: 1, decode: decodeAllocBlock},
-	cmdSetSecret:    {name: "set_secret", version: 1, decode: decodeSetSecret},
-	cmdUpdateSite:   {name: "update_site", version: 1, decode: decodeUpdateSite},
-	cmdSetClusterID: {name: "set_cluster_id", version: 1, decode: decodeSetClusterID},
+	cmdCreateLink:        {name: "create_link", version: 1, decode: decodeCreateLink},
+	cmdUpdateLink:        {name: "update_link", version: 1, decode: decodeUpdateLink},
+	cmdCreateOwner:       {name: "create_owner", version: 1, decode: decodeCreateOwner},
+	cmdCreateSite:        {name: "create_site", version: 1, decode: decodeCreateSite},
+	cmdAllocBlock:        {name: "alloc_block", version: 2, decode: decodeAllocBlock},
+	cmdSetSecret:         {name: "set_secret", version: 1, decode: decodeSetSecret},
+	cmdUpdateSite:        {name: "update_site", version: 1, decode: decodeUpdateSite},
+	cmdClaimRegion:       {name: "claim_region", version: 1, decode: decodeClaimRegion},
+	cmdExpireIdempotency: {name: "expire_idempotency", version: 1, decode: decodeExpireIdempotency},
+	cmdSetClusterID:      {name: "set_cluster_id", version: 1, decode: decodeSetClusterID},
 }
 
 // header is the fixed start of every command.
@@ -334,9 +338,14 @@ func decodeCreateSite(_ byte, b []byte) (command, error) {
 }
 
 // allocBlockCmd hands the next Size IDs of a region's range to the caller.
+// Version 1 claimed a slot for a region that had none; version 2 refuses
+// an unclaimed region (store.ErrRegionUnclaimed): slots are claimed only
+// by claimRegionCmd. Old entries keep their version, so they replay as
+// they first applied.
 type allocBlockCmd struct {
-	Region string
-	Size   uint64
+	Region  string
+	Size    uint64
+	version byte // as decoded; written as the newest
 }
 
 func (c *allocBlockCmd) kind() cmdType { return cmdAllocBlock }
@@ -351,9 +360,9 @@ func (c *allocBlockCmd) appendPayload(dst []byte) []byte {
 	return appendUvarint(dst, c.Size)
 }
 
-func decodeAllocBlock(_ byte, b []byte) (command, error) {
+func decodeAllocBlock(version byte, b []byte) (command, error) {
 	r := newReader(b)
-	c := &allocBlockCmd{Region: r.String(), Size: r.Uvarint()}
+	c := &allocBlockCmd{Region: r.String(), Size: r.Uvarint(), version: version}
 	if !r.Done() || c.Region == "" || c.Size == 0 || c.Size > store.RegionSpan {
 		return nil, corrupt("alloc_block")
 	}
@@ -418,4 +427,61 @@ func validClusterID(id string) bool {
 		}
 	}
 	return true
+}
+
+// claimRegionCmd gives a region a slot of the ID space (`waymark regions
+// add`); a region that has one keeps it.
+type claimRegionCmd struct {
+	Region string
+}
+
+func (c *claimRegionCmd) kind() cmdType { return cmdClaimRegion }
+
+// appendClaimRegion encodes a ClaimRegion command.
+func appendClaimRegion(dst []byte, region string) []byte {
+	return appendCommand(dst, &claimRegionCmd{Region: region})
+}
+
+func (c *claimRegionCmd) appendPayload(dst []byte) []byte { return appendString(dst, c.Region) }
+
+func decodeClaimRegion(_ byte, b []byte) (command, error) {
+	r := newReader(b)
+	c := &claimRegionCmd{Region: r.String()}
+	if !r.Done() || store.CheckRegionName(c.Region) != nil {
+		return nil, corrupt("claim_region")
+	}
+	return c, nil
+}
+
+// maxExpirePerEntry bounds the records one expiry entry deletes, so one
+// entry stays a small batch however many records are due.
+const maxExpirePerEntry = 4096
+
+// expireIdempotencyCmd deletes idempotency records created at or before
+// Cutoff (ms since the epoch). The leader chooses the cutoff from its own
+// clock, so every replica deletes exactly the same records.
+type expireIdempotencyCmd struct {
+	Cutoff int64
+	Limit  uint64
+}
+
+func (c *expireIdempotencyCmd) kind() cmdType { return cmdExpireIdempotency }
+
+// appendExpireIdempotency encodes an ExpireIdempotency command.
+func appendExpireIdempotency(dst []byte, cutoff int64, limit uint64) []byte {
+	return appendCommand(dst, &expireIdempotencyCmd{Cutoff: cutoff, Limit: limit})
+}
+
+func (c *expireIdempotencyCmd) appendPayload(dst []byte) []byte {
+	dst = appendVarints(dst, c.Cutoff)
+	return appendUvarint(dst, c.Limit)
+}
+
+func decodeExpireIdempotency(_ byte, b []byte) (command, error) {
+	r := newReader(b)
+	c := &expireIdempotencyCmd{Cutoff: r.Varint(), Limit: r.Uvarint()}
+	if !r.Done() || c.Limit == 0 || c.Limit > maxExpirePerEntry {
+		return nil, corrupt("expire_idempotency")
+	}
+	return c, nil
 }

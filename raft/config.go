@@ -49,6 +49,9 @@ type Config struct {
 
 	ApplyTimeout time.Duration // deadline for every apply; default 5s
 	BlockSize    uint64        // IDs per counter block; default 4096
+	// IdempotencySweep is how often the leader expires idempotency
+	// records past their TTL; default DefaultIdempotencySweep.
+	IdempotencySweep time.Duration
 
 	SnapshotInterval  time.Duration // how often raft checks whether to snapshot; default 5m
 	SnapshotThreshold uint64        // new entries that trigger a snapshot; default 65536
@@ -80,8 +83,11 @@ type Config struct {
 	// that is not the leader every write goes through it; nil keeps the
 	// single-node behaviour (writes fail with store.ErrNoLeader). Its error
 	// must wrap store.ErrNoLeader when the request certainly never reached
-	// the leader (no address, connection refused) and store.ErrUnknownOutcome
-	// once it may have; any other error is treated as an unknown outcome.
+	// the leader (no address, connection refused), store.ErrRefused or
+	// store.ErrClusterKeyMismatch when the leader turned it away before its
+	// log, and store.ErrUnknownOutcome once it may have; any other error is
+	// treated as an unknown outcome. It must pass LeaderTimeout(ctx) on to
+	// the leader, which must answer within it.
 	Forward func(ctx context.Context, leaderID, leaderRaftAddr string, cmd []byte) ([]byte, error)
 	// OnLeader is called with true when this node becomes the leader and
 	// with false when it stops being the leader (including at Close). Calls
@@ -109,6 +115,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = DefaultBlockSize
+	}
+	if c.IdempotencySweep <= 0 {
+		c.IdempotencySweep = DefaultIdempotencySweep
 	}
 	if c.SnapshotInterval <= 0 {
 		c.SnapshotInterval = DefaultSnapshotInterval

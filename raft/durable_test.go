@@ -22,6 +22,7 @@ func TestTakedownSurvivesPowerLossWhilePartitioned(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	e1 := c.addAt("e1", "eu", t.TempDir(), func(m *member) { m.storeFS = fs })
 	c.onLeader("add e1", func(n *Node) error { return n.AddNonvoter("e1", e1.node().Addr()) })
+	c.onLeader("claim eu", func(n *Node) error { _, _, err := n.ClaimRegion(testCtx(t), "eu"); return err })
 	code := createThrough(t, e1, "https://example.com/doomed")
 	c.waitLinks(code)
 	// Snapshot-time durability: the create is synced, as a flush would.

@@ -33,6 +33,7 @@ type fsm struct {
 	onChange  func(code string)
 	onSite    func(store.Site)
 	onRestore func()
+	applied   *appliedWatch // signalled after every committed batch; nil in some tests
 
 	// halted is set when the store failed under a batch. The batch was not
 	// committed, so the store stays consistent with its applied index, but
@@ -132,6 +133,7 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 	if a.clusterID != "" {
 		f.onClusterID(a.clusterID)
 	}
+	f.applied.advance(last) // after the evictions, like the futures
 	f.m.fsmBatchDuration.UpdateDuration(start)
 	return resps
 }

@@ -45,6 +45,11 @@ func (n *Node) leadershipChanged(leader bool) {
 			n.securing.Store(false)
 		}
 	}
+	if leader && n.sweeping.CompareAndSwap(false, true) {
+		if !n.goSafe(n.sweepIdempotency) {
+			n.sweeping.Store(false)
+		}
+	}
 }
 
 // stepDownHalted hands the leadership of a halted node to another voter.

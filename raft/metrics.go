@@ -30,7 +30,8 @@ type nodeMetrics struct {
 	lastIndex    *metrics.Gauge
 	lastContact  *metrics.Gauge // seconds since the leader was last heard from
 
-	blocksAllocated *metrics.Counter
+	blocksAllocated     *metrics.Counter
+	idempotencyExpiries *metrics.Counter // expiry entries the leader appended
 
 	fsmBatchDuration *metrics.Histogram
 	fsmCommands      *metrics.Counter
@@ -63,7 +64,8 @@ func newNodeMetrics(s *metrics.Set) *nodeMetrics {
 		lastIndex:    s.GetOrCreateGauge(p+"last_index", nil),
 		lastContact:  s.GetOrCreateGauge(p+"last_contact_seconds", nil),
 
-		blocksAllocated: s.GetOrCreateCounter(p + "blocks_allocated_total"),
+		blocksAllocated:     s.GetOrCreateCounter(p + "blocks_allocated_total"),
+		idempotencyExpiries: s.GetOrCreateCounter(p + "idempotency_expiry_entries_total"),
 
 		fsmBatchDuration: s.GetOrCreateHistogram(p + "fsm_batch_duration_seconds"),
 		fsmCommands:      s.GetOrCreateCounter(p + "fsm_commands_total"),

@@ -35,17 +35,22 @@ type Node struct {
 	started time.Time // when Open was called; stands in for "last contact" until a leader is heard
 
 	blocks   *blockPool
+	applied  *appliedWatch // the store's applied index, signalled by the FSM
 	perm     atomic.Pointer[store.Permuter]
 	caughtUp atomic.Bool // applied the commit index once since start
 	securing atomic.Bool // a SetSecret loop is running
 	// steppingDown is set while a halted leader hands its leadership away.
 	steppingDown atomic.Bool
 	raftUp       atomic.Bool // n.raft is set
+	sweeping     atomic.Bool // the idempotency expiry loop is running
 	// mayInitSecret is set on a node that bootstraps (Config.Bootstrap or
 	// BootstrapCluster): only such a node, as leader, may originate the
 	// cluster permutation key. A node that was added to a cluster gets it
 	// from the log.
 	mayInitSecret atomic.Bool
+	// claimingRegion is set while a node that formed the cluster claims
+	// its own region (regions.go); Ready waits for it.
+	claimingRegion atomic.Bool
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -79,6 +84,12 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 		}
 	}
 	n.fsm.onClusterID = n.recordClusterID
+	applied, err := st.AppliedIndex()
+	if err != nil {
+		return nil, err
+	}
+	n.applied = newAppliedWatch(applied)
+	n.fsm.applied = n.applied
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.blocks = newBlockPool(n.ctx, cfg.BlockSize, n.allocBlock, n.goSafe, n.log)
 	if err := n.start(); err != nil {
@@ -97,6 +108,9 @@ func (n *Node) onRestore(user func()) func() {
 	return func() {
 		n.perm.Store(nil)
 		n.blocks.drop()
+		if applied, err := n.st.AppliedIndex(); err == nil {
+			n.applied.advance(applied)
+		}
 		user()
 	}
 }
@@ -167,6 +181,7 @@ func (n *Node) start() error {
 			return fmt.Errorf("cannot bootstrap raft: %w", err)
 		}
 		n.log.Info("bootstrapped single-voter raft cluster")
+		n.claimingRegion.Store(true) // started below, once raft runs
 	}
 
 	// The leader re-reads recent entries once per follower; a small cache
@@ -183,6 +198,9 @@ func (n *Node) start() error {
 	n.raftUp.Store(true)
 	n.goSafe(n.watchLeadership)
 	n.goSafe(n.observeLoop)
+	if n.claimingRegion.Swap(false) {
+		n.claimOwnRegionInBackground()
+	}
 	return nil
 }
 

@@ -121,6 +121,9 @@ func (n *Node) Ready() (ok bool, detail string) {
 	if _, err := n.Permuter(); err != nil {
 		return false, "cluster secret not applied yet"
 	}
+	if n.claimingRegion.Load() {
+		return false, fmt.Sprintf("claiming region %q for the new cluster", n.cfg.Region)
+	}
 	return true, fmt.Sprintf("%s, leader %s", state, id)
 }
 

@@ -121,17 +121,6 @@ func (b *Batch) PutOwner(o *Owner, h KeyHash) error {
 	return nil
 }
 
-// PutIdempotency stores the answer to an idempotent create.
-func (b *Batch) PutIdempotency(owner, key string, rec *Idempotency) error {
-	if err := checkOwnerID(owner); err != nil {
-		return fmt.Errorf("cannot write idempotency record: %w", err)
-	}
-	if err := b.set(idempotencyKey(owner, key), AppendIdempotency(nil, rec)); err != nil {
-		return fmt.Errorf("cannot write idempotency record: %w", err)
-	}
-	return nil
-}
-
 // PutSite stores a site and its domain index. A domain registers once.
 func (b *Batch) PutSite(s *Site) error {
 	if _, taken, err := b.SiteIDByDomain(s.Domain); err != nil || taken {
@@ -169,13 +158,38 @@ func (b *Batch) SetSecret(key []byte) error {
 	return nil
 }
 
-// AllocBlock hands out the next size IDs of region's range, assigning the
-// region a slot on first use. Deterministic given the same prior state, as
-// an FSM step must be.
+// AllocBlock claims region if it has no slot yet, then hands out its next
+// size IDs. It is what version 1 of the log's alloc command did, so old
+// entries replay the same; new entries use AllocRegionBlock, which never
+// claims a slot.
 func (b *Batch) AllocBlock(region string, size uint64) (Block, int, error) {
-	slot, err := b.regionSlot(region)
+	if _, _, err := b.ClaimRegion(region); err != nil {
+		return Block{}, 0, err
+	}
+	return b.AllocRegionBlock(region, size)
+}
+
+// ClaimRegion assigns region the lowest free slot, or reports the slot it
+// has; claimed says whether this call assigned it. Deterministic given the
+// same prior state, as an FSM step must be.
+func (b *Batch) ClaimRegion(region string) (slot int, claimed bool, err error) {
+	if slot, found, err := b.regionSlotOf(region); err != nil || found {
+		return slot, false, err
+	}
+	slot, err = b.assignRegion(region)
+	return slot, err == nil, err
+}
+
+// AllocRegionBlock hands out the next size IDs of a claimed region's
+// range; a region without a slot fails with ErrRegionUnclaimed.
+// Deterministic given the same prior state, as an FSM step must be.
+func (b *Batch) AllocRegionBlock(region string, size uint64) (Block, int, error) {
+	slot, found, err := b.regionSlotOf(region)
 	if err != nil {
 		return Block{}, 0, err
+	}
+	if !found {
+		return Block{}, 0, fmt.Errorf("cannot allocate in region %q: %w", region, ErrRegionUnclaimed)
 	}
 	ck := counterKey(slot)
 	var next uint64
@@ -206,21 +220,23 @@ func (b *Batch) AllocBlock(region string, size uint64) (Block, int, error) {
 	return Block{Start: lo + next, End: lo + end}, slot, nil
 }
 
-func (b *Batch) regionSlot(region string) (int, error) {
-	rk := regionKey(region)
+func (b *Batch) regionSlotOf(region string) (int, bool, error) {
 	slot := -1
-	if _, err := get(b.b, rk, func(v []byte) error {
+	if _, err := get(b.b, regionKey(region), func(v []byte) error {
 		if len(v) != 1 || int(v[0]) >= MaxRegions {
 			return ErrCorrupt
 		}
 		slot = int(v[0])
 		return nil
 	}); err != nil {
-		return 0, fmt.Errorf("cannot read region %q: %w", region, err)
+		return 0, false, fmt.Errorf("cannot read region %q: %w", region, err)
 	}
-	if slot >= 0 {
-		return slot, nil
-	}
+	return slot, slot >= 0, nil
+}
+
+// assignRegion gives a region without a slot the lowest free one.
+func (b *Batch) assignRegion(region string) (int, error) {
+	rk := regionKey(region)
 	// New region: take the lowest free slot.
 	var used [MaxRegions]bool
 	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: []byte{tabRegion}, UpperBound: []byte{tabRegion + 1}})

@@ -17,6 +17,9 @@ var (
 	ErrCorrupt = errors.New("corrupt record")
 	// ErrRegionSpaceFull means all region slots are assigned.
 	ErrRegionSpaceFull = errors.New("no free region slot")
+	// ErrRegionUnclaimed means a region has no slot of the ID space: an
+	// operator claims one with `waymark regions add`.
+	ErrRegionUnclaimed = errors.New("region not claimed")
 	// ErrRangeExhausted means a region has spent its whole ID range.
 	ErrRangeExhausted = errors.New("region ID range exhausted")
 	// ErrBadCode means a string is not a valid code.
@@ -35,6 +38,13 @@ var (
 	// ErrIdempotencyMismatch means an Idempotency-Key was reused with a
 	// different request body.
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+	// ErrRefused means the leader refused a forwarded write before it
+	// reached the log (it could not read the command): it had no effect,
+	// and sending the same bytes again is refused again.
+	ErrRefused = errors.New("write refused by the leader")
+	// ErrClusterKeyMismatch means a peer refused a node-to-node call
+	// because the two nodes hold different cluster keys: it had no effect.
+	ErrClusterKeyMismatch = errors.New("cluster keys differ")
 )
 
 // ErrDomainTaken means a site is already registered for the domain.

@@ -17,8 +17,10 @@ const (
 	tabMeta        = 'M' // M name -> value
 	tabOwner       = 'O' // O owner id -> owner record
 	tabIdempotency = 'P' // P owner 0x00 key -> idempotency record
-	tabRegion      = 'R' // R region name -> slot(1)
-	tabSite        = 'S' // S site id -> site record
+	// Q createdAt(be64) owner 0x00 key -> empty: idempotency records by age
+	tabIdempotencyByTime = 'Q'
+	tabRegion            = 'R' // R region name -> slot(1)
+	tabSite              = 'S' // S site id -> site record
 )
 
 var (

@@ -196,6 +196,20 @@ func TestE2ESnapshotRoundTrip(t *testing.T) {
 		t.Errorf("v1's raft applied index after the restore: %d (exit %d, %v); want above the source's %d", status.AppliedIndex, code, err, srcIndex)
 	}
 
+	// The region slots are the source's too: "local" (the dev node's) is
+	// claimed, "us" is not until an operator claims it again.
+	out, _, code = runCLI(t, c.env("v1"), "regions", "list")
+	if code != 0 || !strings.Contains(out, "local") || strings.Contains(out, "us ") {
+		t.Errorf("regions after the restore: exit %d\n%s\nwant the source's local and no us", code, out)
+	}
+	if out, errOut, code := runCLI(t, c.env("v1"), "regions", "add", "us"); code != 0 {
+		t.Fatalf("regions add us: exit %d\n%s%s", code, out, errOut)
+	}
+	waitFor(t, "e1 to apply the claim of us", 10*time.Second, func() bool {
+		out, _, code := runCLI(t, c.env("e1"), "regions", "list")
+		return code == 0 && strings.Contains(out, "us")
+	})
+
 	// New writes go on: created through the edge, seen on both nodes,
 	// never colliding with a restored code.
 	for i := 0; i < 5; i++ {

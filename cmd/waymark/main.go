@@ -25,6 +25,8 @@ var commands = []struct {
 	{"raft peers", "show the Raft configuration and how far each peer trails", node.CmdRaftPeers},
 	{"raft remove-peer", "remove a peer from the Raft configuration", node.CmdRemovePeer},
 	{"raft transfer-leader", "hand leadership to another voter (any if no ID)", node.CmdTransferLeader},
+	{"regions list", "list the claimed region slots of the ID space", node.CmdRegionsList},
+	{"regions add", "claim a region slot, so nodes of that --region can generate codes", node.CmdRegionsAdd},
 	{"events count", "print the number of raw events the aggregator holds", node.CmdEventsCount},
 	{"events tail", "show the newest raw events", node.CmdEventsTail},
 	{"rollup rebuild", "recompute rollups from raw events for a range of days", node.CmdRollupRebuild},
