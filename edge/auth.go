@@ -86,6 +86,18 @@ func (a *authCache) owner(h store.KeyHash, client clientKey) (store.Owner, bool,
 	return o, true, nil
 }
 
+// reset forgets every cached key and miss: a snapshot restore may have
+// removed or added any owner.
+func (a *authCache) reset() {
+	a.mu.Lock()
+	clear(a.m)
+	a.mu.Unlock()
+	if a.gate != nil {
+		a.gate.ownerMiss.forgetAll()
+		a.gate.linkMiss.forgetAll()
+	}
+}
+
 var bearerPrefix = []byte("bearer ")
 
 // bearerToken extracts the key from "Authorization: Bearer <key>".

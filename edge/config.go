@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -69,9 +70,13 @@ type Config struct {
 	// them a new connection is answered 503 or 429 and closed.
 	MaxConns      int
 	MaxConnsPerIP int
-	Logger        *slog.Logger
-	Metrics       *metrics.Set
-	Now           func() time.Time
+	// WrapConn, if set, wraps every accepted connection above the
+	// server's own deadline handling (the node serves mutual TLS to other
+	// nodes on this port through it).
+	WrapConn func(net.Conn) net.Conn
+	Logger   *slog.Logger
+	Metrics  *metrics.Set
+	Now      func() time.Time
 }
 
 const (

@@ -188,6 +188,14 @@ func (c *missCache) forget(key string) {
 	c.mu.Unlock()
 }
 
+// forgetAll drops every remembered miss: a snapshot restore may have
+// added any code or key.
+func (c *missCache) forgetAll() {
+	c.mu.Lock()
+	clear(c.m)
+	c.mu.Unlock()
+}
+
 // remoteLink asks the leader for a code this replica does not have.
 func (s *Server) remoteLink(code string, client clientKey) (store.Link, bool) {
 	if s.remote == nil {

@@ -167,7 +167,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	guarded := newGuardedListener(ln, &s.lnState, s.cfg.MaxConns, s.cfg.MaxConnsPerIP, s.cfg.Metrics, func(msg string, args ...any) {
 		s.log.Warn(msg, append(args, "addr", ln.Addr().String())...)
 	})
-	if err := s.srv.Serve(deadlineListener{guarded}); err != nil {
+	if err := s.srv.Serve(deadlineListener{guarded, s.cfg.WrapConn}); err != nil {
 		err = fmt.Errorf("cannot serve public HTTP on %s: %w", ln.Addr(), err)
 		s.lnState.dead.Store(&err)
 		return err
@@ -213,6 +213,7 @@ func (s *Server) InvalidateAll() {
 	if s.cache != nil {
 		s.cache.invalidateAll()
 	}
+	s.auth.reset()
 }
 
 // readBufferSize is fasthttp's default, named because it is also the most
@@ -316,12 +317,18 @@ func (f fasthttpLogger) Printf(format string, args ...any) {
 // request on a busy connection.
 
 // deadlineListener hands out deadlineConns.
-type deadlineListener struct{ net.Listener }
+type deadlineListener struct {
+	net.Listener
+	wrap func(net.Conn) net.Conn // Config.WrapConn
+}
 
 func (l deadlineListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
+	}
+	if l.wrap != nil {
+		return l.wrap(&deadlineConn{Conn: c}), nil
 	}
 	return &deadlineConn{Conn: c}, nil
 }

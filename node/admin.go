@@ -44,6 +44,8 @@ func (n *Node) openAdmin() error {
 	mux.HandleFunc("POST /v1/leave", a.leave)
 	mux.HandleFunc("POST /v1/raft/remove-peer", a.membership("remove-peer"))
 	mux.HandleFunc("POST /v1/raft/transfer-leader", a.membership("transfer-leader"))
+	mux.HandleFunc("GET /v1/snapshot", a.snapshotSave)
+	mux.HandleFunc("PUT /v1/snapshot", a.snapshotRestore)
 	mux.HandleFunc("GET /v1/regions", a.listRegions)
 	mux.HandleFunc("POST /v1/regions", a.claimRegion)
 	// Go's profiler, behind the operator token like everything here: a

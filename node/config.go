@@ -47,7 +47,13 @@ type Config struct {
 	Join            []string
 	BootstrapExpect int
 	ClusterKey      []byte // 32 bytes; encrypts gossip, authenticates node-to-node calls
-	DeadGrace       time.Duration
+	// TLSCert, TLSKey and TLSCA are this node's certificate and key and the
+	// cluster CA (`waymark tls`), for Raft and the internal endpoints. All
+	// empty: a CA derived from the cluster key (tlsfiles.go).
+	TLSCert   string
+	TLSKey    string
+	TLSCA     string
+	DeadGrace time.Duration
 
 	CacheEntries    int
 	BlockCacheBytes int64
@@ -138,6 +144,9 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.StringVar(&joins, "join", "", "comma-separated gossip addresses of existing members to join")
 	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 0, "voters to wait for before bootstrapping a new cluster")
 	fs.StringVar(&keyFile, "cluster-key-file", "", "file holding the base64 cluster key (or WAYMARK_CLUSTER_KEY; `waymark keygen` makes one)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "this node's certificate (PEM) for Raft and node-to-node HTTPS (`waymark tls cert create`); with --tls-key and --tls-ca. Without all three, a CA derived from the cluster key signs one at start")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "private key (PEM) of --tls-cert")
+	fs.StringVar(&c.TLSCA, "tls-ca", "", "cluster CA certificate (PEM) that signed every node's --tls-cert (`waymark tls ca create`)")
 	fs.DurationVar(&c.DeadGrace, "dead-grace", 2*time.Minute, "how long a failed member stays in the Raft configuration before it is removed")
 	fs.StringVar(&configFile, "config", "", "optional JSON file of flag values (flags and WAYMARK_* win over it)")
 	fs.IntVar(&c.CacheEntries, "cache-entries", 1<<20, "redirect cache size in entries")
@@ -251,6 +260,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BootstrapExpect < 0 || (c.BootstrapExpect > 0 && !c.HasRole(RoleVoter)) {
 		return fmt.Errorf("%w: --bootstrap-expect needs a positive count on a voter", ErrBadConfig)
+	}
+	if set := btoi(c.TLSCert != "") + btoi(c.TLSKey != "") + btoi(c.TLSCA != ""); set != 0 && set != 3 {
+		return fmt.Errorf("%w: --tls-cert, --tls-key and --tls-ca go together (make them with `waymark tls ca create` and `waymark tls cert create`)", ErrBadConfig)
 	}
 	if c.DeadGrace <= 0 {
 		return fmt.Errorf("%w: --dead-grace must be positive", ErrBadConfig)
@@ -376,4 +388,11 @@ func loadClusterKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: the cluster key must be %d bytes of base64 (make one with `waymark keygen`)", ErrBadConfig, ClusterKeySize)
 	}
 	return key, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -43,7 +43,7 @@ func TestForwardKeepsLeaderRefusals(t *testing.T) {
 	}
 
 	// 401: the edge presents a token from another cluster key.
-	e1.peers = newPeerClient(internalToken([]byte("another cluster key, 32 bytes!!!")))
+	e1.peers = newPeerClient(internalToken([]byte("another cluster key, 32 bytes!!!")), e1.peerTLS.clientConfig())
 	_, err = e1.forward(ctx, "v1", "", []byte{222, 1, 0})
 	if !errors.Is(err, store.ErrClusterKeyMismatch) || errors.Is(err, store.ErrUnknownOutcome) {
 		t.Errorf("leader's 401: got %v; want ErrClusterKeyMismatch and not an unknown outcome", err)

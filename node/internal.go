@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -23,8 +24,9 @@ import (
 	"github.com/waymark/waymark/store"
 )
 
-// Internal node-to-node endpoints share the public port under /internal/
-// and are authenticated by a token derived from the cluster key, so only
+// Internal node-to-node endpoints share the public port under /internal/.
+// They answer only HTTPS clients with a certificate of the cluster CA
+// (mtls.go) that also carry a token derived from the cluster key, so only
 // members of the same cluster can call them.
 const (
 	internalApply      = "/internal/v1/apply"
@@ -50,13 +52,13 @@ func internalToken(clusterKey []byte) string {
 // requireInternal wraps an internal handler with the cluster token check.
 func (n *Node) requireInternal(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	want := []byte("Bearer " + n.internalToken)
-	return func(ctx *fasthttp.RequestCtx) {
+	return requirePeer(func(ctx *fasthttp.RequestCtx) {
 		if subtle.ConstantTimeCompare(ctx.Request.Header.Peek("Authorization"), want) != 1 {
 			problem.Write(ctx, problem.Unauthorized, "wrong cluster token")
 			return
 		}
 		h(ctx)
-	}
+	})
 }
 
 // internalRoutes are mounted on the public port.
@@ -149,17 +151,10 @@ type peerClient struct {
 // a few in flight on their own.
 const peerMaxConnsPerHost = 256
 
-func newPeerClient(token string) *peerClient {
+func newPeerClient(token string, tlsCfg *tls.Config) *peerClient {
 	return &peerClient{token: token, http: &http.Client{
-		Timeout: 10 * time.Second,
-		Transport: &http.Transport{
-			MaxIdleConnsPerHost: 128, // forwarded writes run up to the client concurrency
-			// A bound, so no traffic pattern can open an unbounded number
-			// of connections to the leader; past it, requests queue.
-			MaxConnsPerHost: peerMaxConnsPerHost,
-			IdleConnTimeout: 90 * time.Second,
-			DialContext:     (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
-		},
+		Timeout:   10 * time.Second,
+		Transport: peerTransport(tlsCfg),
 	}}
 }
 
@@ -176,7 +171,7 @@ func (c *peerClient) do(ctx context.Context, httpAddr, path string, body []byte,
 		method = http.MethodPost
 		rd = strings.NewReader(string(body))
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+httpAddr+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, "https://"+httpAddr+path, rd)
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot build request to %s: %w", httpAddr, err)
 	}
@@ -189,6 +184,12 @@ func (c *peerClient) do(ctx context.Context, httpAddr, path string, body []byte,
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
 			return nil, 0, fmt.Errorf("cannot reach %s: %w: %w", httpAddr, errPeerNotReached, err)
+		}
+		// A refused TLS handshake (either side's certificate) means no
+		// request was served.
+		var cv *tls.CertificateVerificationError
+		if errors.As(err, &cv) || (errors.As(err, &op) && op.Op == "remote error") {
+			return nil, 0, fmt.Errorf("cannot reach %s over mutual TLS: %w: %w", httpAddr, errPeerNotReached, err)
 		}
 		return nil, 0, fmt.Errorf("cannot call %s%s: %w", httpAddr, path, err)
 	}

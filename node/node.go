@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,9 +45,10 @@ type Node struct {
 	edge   atomic.Pointer[edge.Server]
 	admin  *adminServer
 
-	gossip *Gossip
-	peers  *peerClient
-	disk   *diskGuard
+	gossip  *Gossip
+	peers   *peerClient
+	disk    *diskGuard
+	peerTLS *peerTLS
 
 	httpLn        net.Listener
 	started       time.Time
@@ -108,13 +111,19 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 		return nil, err
 	}
 	n.internalToken = internalToken(clusterKey)
-	n.peers = newPeerClient(n.internalToken)
+	if err := n.openPeerTLS(clusterKey); err != nil {
+		return nil, err
+	}
+	n.peers = newPeerClient(n.internalToken, n.peerTLS.clientConfig())
 
 	// The public listener is bound first so its real address (port 0) is
-	// known to everything that advertises it.
-	if n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+	// known to everything that advertises it. Other nodes reach the
+	// internal endpoints on it over mutual TLS (mtls.go).
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
 		return nil, fmt.Errorf("cannot listen on --http-addr %q: %w", cfg.HTTPAddr, err)
 	}
+	n.httpLn = ln
 	publicURL := cfg.PublicURL
 	if publicURL == "" {
 		publicURL = "http://" + n.httpLn.Addr().String()
@@ -184,8 +193,9 @@ func (n *Node) openIngest() error {
 		Dir:             filepath.Join(n.cfg.DataDir, "segments"),
 		NodeID:          n.cfg.Name,
 		Region:          n.cfg.Region,
-		AggregatorURL:   n.aggregatorURL(),
+		AggregatorURL:   peerURL(n.aggregatorURL()),
 		ShipToken:       n.internalToken,
+		HTTPClient:      &http.Client{Timeout: 30 * time.Second, Transport: peerTransport(n.peerTLS.clientConfig())},
 		IPRate:          n.cfg.IngestIPRate,
 		SiteRate:        n.cfg.IngestSiteRate,
 		SiteBurst:       n.cfg.IngestSiteRate * 2,
@@ -210,6 +220,8 @@ func (n *Node) openRaft() error {
 		Region:       n.cfg.Region,
 		Dir:          filepath.Join(n.cfg.DataDir, "raft"),
 		BindAddr:     n.cfg.RaftAddr,
+		TLS:          n.peerTLS.raftConfig(),
+		TLSInbound:   raftInbound,
 		Bootstrap:    n.cfg.Dev && n.cfg.BootstrapExpect == 0,
 		Forward:      n.forward,
 		ApplyTimeout: n.cfg.ApplyTimeout,
@@ -227,9 +239,9 @@ func (n *Node) openRaft() error {
 				srv.InvalidateAll()
 			}
 			if all, err := n.store.Sites(); err == nil {
-				for _, s := range all {
-					n.sites.Put(s)
-				}
+				n.sites.Replace(all)
+			} else {
+				n.log.Error("cannot reload sites after a snapshot restore; the event endpoint may use stale ones", "err", err)
 			}
 		},
 	}, n.store)
@@ -259,6 +271,7 @@ func (n *Node) openEdge(publicURL string) error {
 		BodyLimits:    n.bodyLimits(),
 		MaxConns:      n.cfg.MaxConns,
 		MaxConnsPerIP: n.cfg.MaxConnsPerIP,
+		WrapConn:      sniffWrapper(n.peerTLS.serverConfig()),
 		Logger:        n.log,
 		Metrics:       n.metrics,
 		Now:           time.Now,
@@ -348,7 +361,7 @@ func (n *Node) publicRoutes() map[string]fasthttp.RequestHandler {
 	if n.agg != nil {
 		// Batches the aggregator cannot store are refused whole: the
 		// shipper keeps the segments and retries.
-		routes[ingest.ShipPath] = n.refuseWhenFull(n.agg.SegmentsHandler())
+		routes[ingest.ShipPath] = requirePeer(n.refuseWhenFull(n.agg.SegmentsHandler()))
 	}
 	return routes
 }
@@ -370,6 +383,38 @@ func (n *Node) clusterKey() ([]byte, error) {
 		return nil, fmt.Errorf("cannot use %s/cluster-key: want %d bytes of base64", n.cfg.DataDir, ClusterKeySize)
 	}
 	return key, nil
+}
+
+// openPeerTLS loads --tls-cert/--tls-key/--tls-ca, or without them signs
+// this node a certificate with the CA derived from the cluster key.
+func (n *Node) openPeerTLS(clusterKey []byte) error {
+	var err error
+	if n.cfg.TLSCert != "" {
+		n.peerTLS, err = loadPeerTLS(n.cfg.TLSCert, n.cfg.TLSKey, n.cfg.TLSCA)
+		if err != nil {
+			return err
+		}
+		if err := n.peerTLS.checkIdentity(n.cfg.Name, n.cfg.Roles); err != nil {
+			return err
+		}
+		n.log.Info("node TLS from files", "cert", n.cfg.TLSCert, "ca", n.cfg.TLSCA, "expires", n.peerTLS.cert.Leaf.NotAfter)
+		return nil
+	}
+	n.peerTLS, err = derivePeerTLS(clusterKey, n.cfg.Name, n.cfg.Roles, n.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	n.log.Info("node TLS from the CA derived from the cluster key (no --tls-cert)", "dir", filepath.Join(n.cfg.DataDir, tlsDirName))
+	return nil
+}
+
+// peerURL turns a node's public http:// URL into the https:// one other
+// nodes use for internal calls on the same port.
+func peerURL(u string) string {
+	if rest, ok := strings.CutPrefix(u, "http://"); ok {
+		return "https://" + rest
+	}
+	return u
 }
 
 // openGossip joins memberlist, then starts the leader's reconciler, the

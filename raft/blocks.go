@@ -26,6 +26,7 @@ type blockPool struct {
 	curLen  uint64      // cur's length when it was taken, for the 75% mark
 	next    store.Block // refilled block waiting for cur to run out
 	pending *refill     // the one allocation in flight, if any
+	gen     uint64      // bumped by drop; a refill started before is discarded
 }
 
 // refill is one allocation in flight; done closes when err is set.
@@ -76,10 +77,11 @@ func (p *blockPool) nextID(ctx context.Context) (uint64, error) {
 func (p *blockPool) startRefillLocked() *refill {
 	r := &refill{done: make(chan struct{})}
 	p.pending = r
+	gen := p.gen
 	ok := p.spawn(func() {
 		blk, err := p.alloc(p.ctx)
 		p.mu.Lock()
-		if err == nil {
+		if err == nil && gen == p.gen {
 			p.next = blk
 		} else {
 			p.log.Warn("cannot allocate counter block", "err", err)
@@ -95,6 +97,16 @@ func (p *blockPool) startRefillLocked() *refill {
 		close(r.done)
 	}
 	return r
+}
+
+// drop forgets every block held in memory: after a snapshot restore the
+// store's counters are the snapshot's, and IDs taken from the old ones may
+// belong to links the snapshot holds.
+func (p *blockPool) drop() {
+	p.mu.Lock()
+	p.cur, p.curLen, p.next = store.Block{}, 0, store.Block{}
+	p.gen++
+	p.mu.Unlock()
 }
 
 // allocBlock asks the log for the next block of this node's region.

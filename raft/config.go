@@ -2,6 +2,8 @@ package raft
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +31,15 @@ type Config struct {
 	Dir           string // raft.db (log and stable store) and snapshots/
 	BindAddr      string // TCP transport; may be "127.0.0.1:0"
 	AdvertiseAddr string // optional; defaults to the bound address
+	// TLS, when set, carries the transport over TLS with this config on
+	// both sides: it must hold this node's certificate, the cluster CA as
+	// ClientCAs and RootCAs, ClientAuth RequireAndVerifyClientCert and the
+	// ServerName peers' certificates carry. Nil is plain TCP (tests).
+	TLS *tls.Config
+	// TLSInbound, when set, also checks the verified certificate of every
+	// peer that connects to this node (not of those it dials): the node
+	// admits only voters.
+	TLSInbound func(leaf *x509.Certificate) error
 	// Bootstrap makes this node a single-voter cluster when Dir holds no
 	// raft state yet.
 	Bootstrap bool

@@ -102,10 +102,12 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 }
 
 // onRestore wraps the user's hook: a restored store may hold a different
-// secret state, so the cached permuter is dropped too.
+// secret state and counters, so the cached permuter and the ID blocks
+// taken from the old counters are dropped too.
 func (n *Node) onRestore(user func()) func() {
 	return func() {
 		n.perm.Store(nil)
+		n.blocks.drop()
 		if applied, err := n.st.AppliedIndex(); err == nil {
 			n.applied.advance(applied)
 		}
@@ -140,8 +142,13 @@ func (n *Node) start() error {
 			return fmt.Errorf("cannot resolve raft advertise address %q: %w", cfg.AdvertiseAddr, err)
 		}
 	}
-	n.trans, err = hraft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, hlog.Named("transport"))
-	if err != nil {
+	if cfg.TLS != nil {
+		stream, err := newTLSStreamLayer(cfg.BindAddr, advertise, cfg.TLS, cfg.TLSInbound)
+		if err != nil {
+			return fmt.Errorf("cannot listen for raft on %q: %w", cfg.BindAddr, err)
+		}
+		n.trans = hraft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, hlog.Named("transport"))
+	} else if n.trans, err = hraft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, hlog.Named("transport")); err != nil {
 		return fmt.Errorf("cannot listen for raft on %q: %w", cfg.BindAddr, err)
 	}
 

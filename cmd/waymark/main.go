@@ -30,6 +30,10 @@ var commands = []struct {
 	{"events count", "print the number of raw events the aggregator holds", node.CmdEventsCount},
 	{"events tail", "show the newest raw events", node.CmdEventsTail},
 	{"rollup rebuild", "recompute rollups from raw events for a range of days", node.CmdRollupRebuild},
+	{"snapshot save", "save a backup of the whole cluster state to FILE", node.CmdSnapshotSave},
+	{"snapshot restore", "replace the whole cluster state with a backup FILE (on the leader)", node.CmdSnapshotRestore},
+	{"tls ca create", "create the cluster CA for node-to-node TLS", node.CmdTLSCACreate},
+	{"tls cert create", "create a node certificate signed by the cluster CA (--node NAME)", node.CmdTLSCertCreate},
 	{"keygen", "print a new random cluster key", node.CmdKeygen},
 	{"version", "print the version", func([]string) error { fmt.Println("waymark", node.Version); return nil }},
 }

@@ -49,6 +49,9 @@ const (
 	JoinFailed          = "join-failed"
 	LeaveFailed         = "leave-failed"
 	NotAggregator       = "not-aggregator"
+	Forbidden           = "forbidden"
+	NotLeader           = "not-leader"
+	BadSnapshot         = "bad-snapshot"
 	Internal            = "internal"
 )
 
@@ -101,6 +104,12 @@ var types = map[string]Type{
 		"The node could not leave the cluster cleanly; the detail says why. Nothing was changed."},
 	NotAggregator: {409, "Not an aggregator",
 		"This node does not have the aggregator role; send the request to the aggregator node."},
+	Forbidden: {403, "Forbidden",
+		"This endpoint answers only other nodes of the cluster, over TLS with a certificate of the cluster's CA."},
+	NotLeader: {409, "Not the leader",
+		"This operation runs on the Raft leader, and this node is not it; the detail names the leader. Send the request to that node's admin address."},
+	BadSnapshot: {400, "Bad snapshot",
+		"The uploaded file is not a Waymark backup this node can restore: it is damaged, cut short, of another format version, or its contents do not decode. Nothing was changed."},
 	Internal: {500, "Internal error",
 		"The server failed to handle the request. It has been logged; retrying may help."},
 }
