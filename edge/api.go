@@ -105,8 +105,20 @@ func (s *Server) writeContext(*fasthttp.RequestCtx) (context.Context, context.Ca
 // writeWriteError answers a failed replicated write.
 func (s *Server) writeWriteError(ctx *fasthttp.RequestCtx, what string, err error) {
 	switch {
+	case store.IsStorageFull(err):
+		writeRetryProblem(ctx, probStorageFull, "the node's disk is full, so the "+what+" was not made; redirects keep working", 5)
 	case errors.Is(err, store.ErrNoLeader):
 		writeRetryProblem(ctx, probUnavailable, "the cluster has no leader right now, so the "+what+" was not made; retry shortly", 1)
+	case errors.Is(err, store.ErrRefused):
+		// Checked before the unknown outcome: the leader turned the
+		// command away before its log, so nothing happened.
+		writeProblem(ctx, probInvalidRequest, "the cluster leader refused the "+what+" as unreadable (are this node and the leader on different versions?); it was not made")
+	case errors.Is(err, store.ErrRegionUnclaimed):
+		s.log.Error("cannot generate codes: this node's region is not claimed", "what", what, "err", err)
+		writeRetryProblem(ctx, probUnavailable, "this node's region has no slot of the code space yet, so the "+what+" was not made; an operator claims it with `waymark regions add`, or create through a node of another region", 30)
+	case errors.Is(err, store.ErrClusterKeyMismatch):
+		s.log.Error("cannot forward write: this node's cluster key differs from the leader's", "what", what, "err", err)
+		writeRetryProblem(ctx, probUnavailable, "this node cannot write through the cluster leader (their cluster keys differ), so the "+what+" was not made; retry through another node", 30)
 	case errors.Is(err, store.ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		writeRetryProblem(ctx, probUnavailable, "the "+what+" may or may not have been applied (the cluster did not confirm it in time); retry, with the same Idempotency-Key for a create", 1)
 	default:

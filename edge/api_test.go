@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/store"
 )
 
@@ -156,9 +157,10 @@ func TestUnauthorized(t *testing.T) {
 
 func TestProblemDocs(t *testing.T) {
 	e := newEnv(t, nil)
-	for name, pt := range problemTypes {
+	for _, name := range problem.Names() {
+		pt, _ := problem.Lookup(name)
 		r := e.do("GET", "/problems/"+name, "", "")
-		if r.status != 200 || !strings.HasPrefix(r.get("Content-Type"), "text/plain") || !strings.Contains(string(r.body), pt.title) {
+		if r.status != 200 || !strings.HasPrefix(r.get("Content-Type"), "text/plain") || !strings.Contains(string(r.body), pt.Title) {
 			t.Errorf("/problems/%s: got %d %q %q", name, r.status, r.get("Content-Type"), r.body)
 		}
 	}

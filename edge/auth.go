@@ -19,8 +19,9 @@ const authCacheTTL = 10 * time.Second
 // authCacheMax bounds the cache; when full it is simply emptied.
 const authCacheMax = 10000
 
-// authCache maps API-key hashes to owners. Only hits are cached, so a
-// stream of bad keys cannot fill it.
+// authCache maps API-key hashes to owners. Only hits are cached here, so
+// a stream of bad keys cannot fill it; the leader's misses are remembered
+// by the remote gate, which also bounds how often the leader is asked.
 type authCache struct {
 	st  *store.Store
 	now func() time.Time
@@ -28,7 +29,7 @@ type authCache struct {
 	// (an owner created a moment ago in another region); nil on one node.
 	remote     func(ctx context.Context, h store.KeyHash) (store.Owner, bool, error)
 	remoteWait time.Duration
-	misses     map[store.KeyHash]time.Time // recent remote misses, so bad keys cost the leader nothing
+	gate       *remoteGate
 
 	mu sync.Mutex
 	m  map[store.KeyHash]authEntry
@@ -40,37 +41,26 @@ type authEntry struct {
 }
 
 func newAuthCache(st *store.Store, now func() time.Time) *authCache {
-	return &authCache{st: st, now: now, m: make(map[store.KeyHash]authEntry), misses: make(map[store.KeyHash]time.Time)}
+	return &authCache{st: st, now: now, m: make(map[store.KeyHash]authEntry)}
 }
 
-// askRemote looks a key up at the leader, remembering misses for a while.
-func (a *authCache) askRemote(h store.KeyHash, now time.Time) (store.Owner, bool) {
-	if a.remote == nil {
+// askRemote looks a key up at the leader, within the gate's limits.
+func (a *authCache) askRemote(h store.KeyHash, client clientKey) (store.Owner, bool) {
+	if a.remote == nil || a.gate == nil {
 		return store.Owner{}, false
 	}
-	a.mu.Lock()
-	until, missed := a.misses[h]
-	a.mu.Unlock()
-	if missed && now.Before(until) {
+	v, found, err := a.gate.do(&a.gate.owners, a.gate.ownerMiss, string(h[:]), client, a.remoteWait, func(ctx context.Context) (any, bool, error) {
+		o, found, err := a.remote(ctx, h)
+		return o, found, err
+	})
+	if err != nil || !found {
 		return store.Owner{}, false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.remoteWait)
-	defer cancel()
-	o, found, err := a.remote(ctx, h)
-	if err == nil && found {
-		return o, true
-	}
-	a.mu.Lock()
-	if len(a.misses) >= authCacheMax {
-		clear(a.misses)
-	}
-	a.misses[h] = now.Add(authCacheTTL)
-	a.mu.Unlock()
-	return store.Owner{}, false
+	return v.(store.Owner), true
 }
 
-// owner returns the owner of the API key h.
-func (a *authCache) owner(h store.KeyHash) (store.Owner, bool, error) {
+// owner returns the owner of the API key h; client is who asks.
+func (a *authCache) owner(h store.KeyHash, client clientKey) (store.Owner, bool, error) {
 	now := a.now()
 	a.mu.Lock()
 	e, ok := a.m[h]
@@ -83,7 +73,7 @@ func (a *authCache) owner(h store.KeyHash) (store.Owner, bool, error) {
 		return store.Owner{}, false, err
 	}
 	if !found {
-		if o, found = a.askRemote(h, now); !found {
+		if o, found = a.askRemote(h, client); !found {
 			return store.Owner{}, false, nil
 		}
 	}
@@ -94,6 +84,18 @@ func (a *authCache) owner(h store.KeyHash) (store.Owner, bool, error) {
 	a.m[h] = authEntry{owner: o, expires: now.Add(authCacheTTL)}
 	a.mu.Unlock()
 	return o, true, nil
+}
+
+// reset forgets every cached key and miss: a snapshot restore may have
+// removed or added any owner.
+func (a *authCache) reset() {
+	a.mu.Lock()
+	clear(a.m)
+	a.mu.Unlock()
+	if a.gate != nil {
+		a.gate.ownerMiss.forgetAll()
+		a.gate.linkMiss.forgetAll()
+	}
 }
 
 var bearerPrefix = []byte("bearer ")
@@ -116,7 +118,7 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx) (store.Owner, store.KeyH
 		return store.Owner{}, store.KeyHash{}, false
 	}
 	h := store.HashAPIKey(key)
-	o, found, err := s.auth.owner(h)
+	o, found, err := s.auth.owner(h, clientOf(ctx))
 	if err != nil {
 		s.log.Error("cannot look up API key", "err", err)
 		writeProblem(ctx, probInternal, "the API key could not be checked")

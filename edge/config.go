@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -54,13 +55,28 @@ type Config struct {
 	RemoteOwner   func(ctx context.Context, h store.KeyHash) (store.Owner, bool, error)
 	RemoteTimeout time.Duration // default 300ms
 
-	// MaxRequestBodyBytes caps every request body the server reads (the
-	// API's own limits are tighter); aggregators raise it for segment
-	// batches. Default 1 MiB.
+	// MaxRequestBodyBytes caps a request body on every path that
+	// BodyLimits does not name; /v1/ is capped at the API's own 16 KiB.
+	// fasthttp refuses a larger body with 413 from its Content-Length
+	// (or while reading a chunked one), before buffering it. Default
+	// 64 KiB: the unauthenticated routes (events, redirects, pages) never
+	// need more.
 	MaxRequestBodyBytes int
-	Logger              *slog.Logger
-	Metrics             *metrics.Set
-	Now                 func() time.Time
+	// BodyLimits raises (or lowers) the cap for exact paths, e.g. the
+	// internal write forwarding and the aggregator's segment batches.
+	BodyLimits map[string]int
+	// MaxConns caps open public connections (default 16384) and
+	// MaxConnsPerIP those from one client address (default 1024); past
+	// them a new connection is answered 503 or 429 and closed.
+	MaxConns      int
+	MaxConnsPerIP int
+	// WrapConn, if set, wraps every accepted connection above the
+	// server's own deadline handling (the node serves mutual TLS to other
+	// nodes on this port through it).
+	WrapConn func(net.Conn) net.Conn
+	Logger   *slog.Logger
+	Metrics  *metrics.Set
+	Now      func() time.Time
 }
 
 const (
@@ -69,6 +85,8 @@ const (
 	defaultPermanentMaxAge = 365 * 24 * time.Hour
 	defaultWriteRate       = 100
 	defaultApplyTimeout    = 5 * time.Second
+
+	defaultMaxRequestBodyBytes = 64 << 10
 )
 
 func (c *Config) setDefaults() {
@@ -85,7 +103,13 @@ func (c *Config) setDefaults() {
 		c.WriteRate = defaultWriteRate
 	}
 	if c.MaxRequestBodyBytes <= 0 {
-		c.MaxRequestBodyBytes = 1 << 20
+		c.MaxRequestBodyBytes = defaultMaxRequestBodyBytes
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = defaultMaxConns
+	}
+	if c.MaxConnsPerIP <= 0 {
+		c.MaxConnsPerIP = defaultMaxConnsPerIP
 	}
 	if c.RemoteTimeout <= 0 {
 		c.RemoteTimeout = 300 * time.Millisecond

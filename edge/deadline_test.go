@@ -20,7 +20,7 @@ func connPair(t *testing.T) (*deadlineConn, net.Conn) {
 	defer ln.Close()
 	accepted := make(chan net.Conn, 1)
 	go func() {
-		c, _ := deadlineListener{ln}.Accept()
+		c, _ := deadlineListener{Listener: ln}.Accept()
 		accepted <- c
 	}()
 	peer, err := net.Dial("tcp", ln.Addr().String())

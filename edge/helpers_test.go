@@ -301,13 +301,22 @@ type response struct {
 
 func (r *response) get(name string) string { return string(r.header.Peek(name)) }
 
+// problemDoc is an RFC 9457 body as a client reads it.
+type problemDoc struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail"`
+	Instance string `json:"instance"`
+}
+
 // problem decodes a problem+json body.
-func (r *response) problem(t *testing.T) problem {
+func (r *response) problem(t *testing.T) problemDoc {
 	t.Helper()
 	if ct := r.get("Content-Type"); ct != "application/problem+json" {
 		t.Fatalf("Content-Type: got %q; want application/problem+json (status %d, body %s)", ct, r.status, r.body)
 	}
-	var p problem
+	var p problemDoc
 	if err := json.Unmarshal(r.body, &p); err != nil {
 		t.Fatalf("cannot decode problem %s: %v", r.body, err)
 	}

@@ -218,7 +218,7 @@ func (s *Server) ownedLink(ctx *fasthttp.RequestCtx, owner store.Owner, code str
 	if !found {
 		// Read-your-writes: the link may have been created a moment ago
 		// through another node and not be applied here yet.
-		l, found = s.askRemote([]byte(code))
+		l, found = s.askRemote([]byte(code), clientOf(ctx))
 	}
 	if !found || l.Owner != owner.ID {
 		writeProblem(ctx, probNotFound, fmt.Sprintf("there is no link %q", code))

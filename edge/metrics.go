@@ -27,6 +27,7 @@ type serverMetrics struct {
 
 	rateLimited  *metrics.Counter
 	authFailures *metrics.Counter
+	bodyTooLarge *metrics.Counter
 }
 
 func newServerMetrics(set *metrics.Set, c *cache) *serverMetrics {
@@ -50,6 +51,7 @@ func newServerMetrics(set *metrics.Set, c *cache) *serverMetrics {
 		remoteErrors:   set.GetOrCreateCounter("waymark_edge_remote_lookup_errors_total"),
 		rateLimited:    set.GetOrCreateCounter("waymark_api_rate_limited_total"),
 		authFailures:   set.GetOrCreateCounter("waymark_api_auth_failures_total"),
+		bodyTooLarge:   set.GetOrCreateCounter("waymark_http_body_too_large_total"),
 	}
 	if c != nil {
 		set.GetOrCreateGauge("waymark_edge_cache_entries", func() float64 { return float64(c.len()) })

@@ -4,21 +4,20 @@ import (
 	"math"
 	"sync"
 	"time"
-
-	"github.com/waymark/waymark/store"
 )
 
 // limiterMaxKeys bounds the bucket map; past it, full buckets are dropped
 // (a full bucket is the same as no bucket).
 const limiterMaxKeys = 100000
 
-// limiter is a token bucket per API key for writes.
-type limiter struct {
+// limiter is a token bucket per key: per API key for writes, per client
+// address for lookups at the leader.
+type limiter[K comparable] struct {
 	rate, burst float64
 	now         func() time.Time
 
 	mu      sync.Mutex
-	buckets map[store.KeyHash]*bucket
+	buckets map[K]*bucket
 }
 
 type bucket struct {
@@ -26,12 +25,12 @@ type bucket struct {
 	last   time.Time
 }
 
-func newLimiter(rate, burst float64, now func() time.Time) *limiter {
-	return &limiter{rate: rate, burst: burst, now: now, buckets: make(map[store.KeyHash]*bucket)}
+func newLimiter[K comparable](rate, burst float64, now func() time.Time) *limiter[K] {
+	return &limiter[K]{rate: rate, burst: burst, now: now, buckets: make(map[K]*bucket)}
 }
 
 // allow takes one token for key, or says how long until one is available.
-func (l *limiter) allow(key store.KeyHash) (bool, time.Duration) {
+func (l *limiter[K]) allow(key K) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -52,14 +51,14 @@ func (l *limiter) allow(key store.KeyHash) (bool, time.Duration) {
 	return false, wait
 }
 
-func (l *limiter) refill(b *bucket, now time.Time) {
+func (l *limiter[K]) refill(b *bucket, now time.Time) {
 	if elapsed := now.Sub(b.last); elapsed > 0 {
 		b.tokens = min(l.burst, b.tokens+elapsed.Seconds()*l.rate)
 		b.last = now
 	}
 }
 
-func (l *limiter) dropFull(now time.Time) {
+func (l *limiter[K]) dropFull(now time.Time) {
 	for k, b := range l.buckets {
 		l.refill(b, now)
 		if b.tokens >= l.burst {

@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"context"
 	"strconv"
 	"unsafe"
 
@@ -34,7 +33,7 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 		writePage(ctx, fasthttp.StatusMethodNotAllowed, pageMethod)
 		return
 	}
-	e, hit := s.lookup(code)
+	e, hit := s.lookup(ctx, code)
 	if e == nil {
 		s.m.redirectErrors.Inc()
 		writePage(ctx, fasthttp.StatusInternalServerError, pageError)
@@ -76,9 +75,9 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 
 // lookup returns the answer for code and whether it came from the cache.
 // A nil entry means the store failed (already logged).
-func (s *Server) lookup(code []byte) (*entry, bool) {
+func (s *Server) lookup(ctx *fasthttp.RequestCtx, code []byte) (*entry, bool) {
 	if s.cache == nil {
-		return s.load(code), false
+		return s.load(ctx, code), false
 	}
 	if e := s.cache.get(code); e != nil {
 		s.m.cacheHits.Inc()
@@ -86,7 +85,7 @@ func (s *Server) lookup(code []byte) (*entry, bool) {
 	}
 	s.m.cacheMisses.Inc()
 	gen := s.cache.generation(code)
-	e := s.load(code)
+	e := s.load(ctx, code)
 	if e != nil {
 		s.cache.add(gen, e)
 	}
@@ -94,7 +93,7 @@ func (s *Server) lookup(code []byte) (*entry, bool) {
 }
 
 // load builds the answer for code from the local store.
-func (s *Server) load(code []byte) *entry {
+func (s *Server) load(ctx *fasthttp.RequestCtx, code []byte) *entry {
 	var l store.Link
 	found, err := s.st.GetLink(code, &l)
 	if err != nil {
@@ -102,7 +101,7 @@ func (s *Server) load(code []byte) *entry {
 		return nil
 	}
 	if !found {
-		if l, ok := s.askRemote(code); ok {
+		if l, ok := s.askRemote(code, clientOf(ctx)); ok {
 			return s.buildEntry(code, &l)
 		}
 		return &entry{code: string(code), kind: kindNotFound, status: fasthttp.StatusNotFound}
@@ -111,25 +110,14 @@ func (s *Server) load(code []byte) *entry {
 }
 
 // askRemote is the read-your-writes fallback: only for codes that could be
-// fresh, only with a short deadline, and any failure is a plain miss. The
-// answer is cached like a local one; the local apply evicts it later.
-func (s *Server) askRemote(code []byte) (store.Link, bool) {
+// fresh, only with a short deadline, only within the remote gate's limits
+// (remote.go), and any failure is a plain miss. The answer is cached like
+// a local one; the local apply evicts it later.
+func (s *Server) askRemote(code []byte, client clientKey) (store.Link, bool) {
 	if s.remote == nil || s.maybeFresh == nil || !s.maybeFresh(code) {
 		return store.Link{}, false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.remoteWait)
-	defer cancel()
-	s.m.remoteLookups.Inc()
-	l, found, err := s.remote(ctx, string(code))
-	if err != nil {
-		s.m.remoteErrors.Inc()
-		s.log.Debug("read-your-writes lookup failed", "code", string(code), "err", err)
-		return store.Link{}, false
-	}
-	if found {
-		s.m.remoteHits.Inc()
-	}
-	return l, found
+	return s.remoteLink(string(code), client)
 }
 
 // buildEntry pre-builds everything a later hit copies into the response.

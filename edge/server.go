@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/store"
 )
 
@@ -42,9 +44,13 @@ type Server struct {
 	permanentMaxAge int64  // seconds
 
 	auth    *authCache
-	limiter *limiter
+	limiter *limiter[store.KeyHash]
+	gate    *remoteGate
+	limits  bodyLimits
 	m       *serverMetrics
 	srv     *fasthttp.Server
+
+	lnState listenerState
 
 	lnMu      sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -91,11 +97,13 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		s.cache = newCache(cfg.CacheEntries, cfg.Metrics)
 	}
 	s.m = newServerMetrics(cfg.Metrics, s.cache)
+	s.gate = newRemoteGate(cfg.Now, cfg.Metrics)
 	s.auth = newAuthCache(st, cfg.Now)
-	s.auth.remote, s.auth.remoteWait = cfg.RemoteOwner, cfg.RemoteTimeout
+	s.auth.remote, s.auth.remoteWait, s.auth.gate = cfg.RemoteOwner, cfg.RemoteTimeout, s.gate
 	if cfg.WriteRate > 0 {
-		s.limiter = newLimiter(cfg.WriteRate, 2*cfg.WriteRate, cfg.Now)
+		s.limiter = newLimiter[store.KeyHash](cfg.WriteRate, 2*cfg.WriteRate, cfg.Now)
 	}
+	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
 	s.routes = map[string]fasthttp.RequestHandler{
 		"/healthz": s.serveHealth,
 		"/readyz":  s.serveReady,
@@ -119,16 +127,21 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		Handler:                      s.handle,
 		ErrorHandler:                 s.handleParseError,
 		Logger:                       fasthttpLogger{s.log},
+		ReadBufferSize:               readBufferSize, // also the limit on the request line and headers
 		ReadTimeout:                  10 * time.Second,
 		WriteTimeout:                 10 * time.Second,
 		IdleTimeout:                  90 * time.Second,
-		MaxRequestBodySize:           cfg.MaxRequestBodyBytes, // per-endpoint limits are tighter
+		HeaderReceived:               s.headerReceived,   // the body limit of each route...
+		MaxRequestBodySize:           s.limits.largest(), // ...within this
 		DisablePreParseMultipartForm: true,
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		LazyRequestTime:              true,
-		CloseOnShutdown:              true,
-		TCPKeepalive:                 true,
+		// The listener caps connections (with problem answers); fasthttp's
+		// own cap sits just above it so its plain-text refusal never fires.
+		Concurrency:     cfg.MaxConns + 64,
+		CloseOnShutdown: true,
+		TCPKeepalive:    true,
 	}
 	return s, nil
 }
@@ -151,8 +164,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		delete(s.listeners, ln)
 		s.lnMu.Unlock()
 	}()
-	if err := s.srv.Serve(deadlineListener{ln}); err != nil {
-		return fmt.Errorf("cannot serve public HTTP on %s: %w", ln.Addr(), err)
+	guarded := newGuardedListener(ln, &s.lnState, s.cfg.MaxConns, s.cfg.MaxConnsPerIP, s.cfg.Metrics, func(msg string, args ...any) {
+		s.log.Warn(msg, append(args, "addr", ln.Addr().String())...)
+	})
+	if err := s.srv.Serve(deadlineListener{guarded, s.cfg.WrapConn}); err != nil {
+		err = fmt.Errorf("cannot serve public HTTP on %s: %w", ln.Addr(), err)
+		s.lnState.dead.Store(&err)
+		return err
 	}
 	return nil
 }
@@ -186,6 +204,7 @@ func (s *Server) Invalidate(code string) {
 	if s.cache != nil {
 		s.cache.invalidate(code)
 	}
+	s.gate.linkMiss.forget(code)
 }
 
 // InvalidateAll drops every cached answer. The node calls it after a
@@ -194,7 +213,12 @@ func (s *Server) InvalidateAll() {
 	if s.cache != nil {
 		s.cache.invalidateAll()
 	}
+	s.auth.reset()
 }
+
+// readBufferSize is fasthttp's default, named because it is also the most
+// a request line and headers may take (431 past it).
+const readBufferSize = 4096
 
 var (
 	prefixAPI      = []byte("/v1/")
@@ -227,20 +251,22 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// handleParseError answers requests fasthttp could not read. The default
-// would call an oversized body a 400.
+// handleParseError answers requests fasthttp could not read, as RFC 9457
+// problems like every other API error. The default would answer plain
+// text and call an oversized body a 400.
 func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		writeProblem(ctx, probTooLarge, "request body is too large")
+		s.m.bodyTooLarge.Inc()
+		writeProblem(ctx, probTooLarge, s.tooLargeDetail(ctx))
 	case errors.As(err, &small):
-		ctx.Error("request header too large", fasthttp.StatusRequestHeaderFieldsTooLarge)
+		writeProblem(ctx, problem.HeaderTooLarge, "request line or headers are larger than "+strconv.Itoa(readBufferSize)+" bytes")
 	case errors.As(err, &netErr) && netErr.Timeout():
-		ctx.Error("request timeout", fasthttp.StatusRequestTimeout)
+		writeProblem(ctx, problem.RequestTimeout, "the request was not received in time")
 	default:
-		ctx.Error("malformed HTTP request", fasthttp.StatusBadRequest)
+		writeProblem(ctx, probInvalidRequest, "malformed HTTP request")
 	}
 }
 
@@ -291,12 +317,18 @@ func (f fasthttpLogger) Printf(format string, args ...any) {
 // request on a busy connection.
 
 // deadlineListener hands out deadlineConns.
-type deadlineListener struct{ net.Listener }
+type deadlineListener struct {
+	net.Listener
+	wrap func(net.Conn) net.Conn // Config.WrapConn
+}
 
 func (l deadlineListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
+	}
+	if l.wrap != nil {
+		return l.wrap(&deadlineConn{Conn: c}), nil
 	}
 	return &deadlineConn{Conn: c}, nil
 }

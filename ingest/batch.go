@@ -122,6 +122,16 @@ func ReadBatch(body []byte, contentEncoding string, maxBytes int64, fn func(seg 
 	return nil
 }
 
+// DefaultMaxBatchBytes is the most a batch may decompress to: room for the
+// shipper's default batch (4 MiB) or one segment far past the default
+// 8 MiB rotation size, and little more, so a small compressed body cannot
+// make the aggregator allocate much past what a real batch needs.
+const DefaultMaxBatchBytes = 32 << 20
+
+// maxZstdWindow bounds the zstd window a batch may use (the encoder's
+// default is 8 MiB at every level up to "better").
+const maxZstdWindow = 8 << 20
+
 func decompress(body []byte, encoding string, maxBytes int64) ([]byte, error) {
 	switch strings.ToLower(strings.TrimSpace(encoding)) {
 	case "", "identity":
@@ -141,12 +151,16 @@ func decompress(body []byte, encoding string, maxBytes int64) ([]byte, error) {
 		}
 		return raw, nil
 	case "zstd":
-		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(maxBytes)))
+		// Streamed through a limit, never DecodeAll: a few KB of frames
+		// can declare gigabytes, and DecodeAll sizes its output from them.
+		// The window bound keeps the decoder's own buffers small too.
+		dec, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxMemory(uint64(maxBytes)), zstd.WithDecoderMaxWindow(uint64(min(maxBytes, maxZstdWindow))))
 		if err != nil {
-			return nil, fmt.Errorf("cannot read batch: %w", err)
+			return nil, fmt.Errorf("cannot read batch: %w: %v", ErrCorruptSegment, err)
 		}
 		defer dec.Close()
-		raw, err := dec.DecodeAll(body, nil)
+		raw, err := io.ReadAll(io.LimitReader(dec, maxBytes+1))
 		if err != nil {
 			return nil, fmt.Errorf("cannot read batch: %w: %v", ErrCorruptSegment, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
@@ -61,16 +62,76 @@ func TestReadBatchRoundTrip(t *testing.T) {
 	}
 }
 
+// zstdBomb is 8 KB at most of zstd frames that together declare and
+// decompress to 248 MiB of zeros: almost eight times the batch cap.
+func zstdBomb(t testing.TB) []byte {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithEncoderCRC(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := enc.EncodeAll(make([]byte, 62<<20), nil)
+	bomb := bytes.Repeat(frame, 4)
+	if len(bomb) > 8<<10 {
+		t.Fatalf("bomb is %d bytes; want at most 8 KB", len(bomb))
+	}
+	return bomb
+}
+
+// A few KB of zstd that decompress to far more than the batch cap are
+// refused, and reading them allocates a small multiple of the cap, not
+// what the frames declare.
+func TestReadBatchZstdBomb(t *testing.T) {
+	bomb := zstdBomb(t)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	calls := 0
+	err := ReadBatch(bomb, "zstd", DefaultMaxBatchBytes, func(BatchSegment) error { calls++; return nil })
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCorruptSegment) || calls != 0 {
+		t.Fatalf("bomb of %d bytes: got %v after %d segments; want a corrupt-segment refusal", len(bomb), err, calls)
+	}
+	// A real batch is at most a 4 MiB batch or one segment a little past
+	// the 8 MiB rotation size; reading anything may cost a few times that,
+	// never what a bomb declares.
+	const budget = 128 << 20
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > budget {
+		t.Fatalf("refusing a %d-byte bomb allocated %d MiB; want at most %d MiB (cap %d MiB)",
+			len(bomb), alloc>>20, budget>>20, DefaultMaxBatchBytes>>20)
+	}
+}
+
 func FuzzReadBatch(f *testing.F) {
-	f.Add(AppendBatch(nil, []BatchSegment{{Ref: SegmentRef{"n", 3, 1}, Data: buildSegment(threeEvents(), true)}}))
-	f.Add([]byte("WMSB\x01"))
-	f.Add([]byte("WMSB\x01\x01n\x00\x00\x00\x00\x00\x00\x00\x01\x00"))
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, b []byte) {
+	plain := AppendBatch(nil, []BatchSegment{{Ref: SegmentRef{"n", 3, 1}, Data: buildSegment(threeEvents(), true)}})
+	f.Add(plain, uint8(0))
+	f.Add([]byte("WMSB\x01"), uint8(0))
+	f.Add([]byte("WMSB\x01\x01n\x00\x00\x00\x00\x00\x00\x00\x01\x00"), uint8(0))
+	f.Add([]byte{}, uint8(0))
+	enc, _ := zstd.NewWriter(nil)
+	f.Add(enc.EncodeAll(plain, nil), uint8(2))
+	f.Add(zstdBomb(f), uint8(2))
+	f.Add(s2.EncodeBetter(nil, plain), uint8(1))
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(make([]byte, 4<<20))
+	zw.Close()
+	f.Add(gz.Bytes(), uint8(3))
+	encodings := []string{"", "s2", "zstd", "gzip"}
+	f.Fuzz(func(t *testing.T, b []byte, enc uint8) {
+		const limit = 1 << 20
 		calls := 0
-		err := ReadBatch(b, "", 1<<20, func(BatchSegment) error { calls++; return nil })
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := ReadBatch(b, encodings[int(enc)%len(encodings)], limit, func(BatchSegment) error { calls++; return nil })
+		runtime.ReadMemStats(&after)
 		if err != nil && calls != 0 {
 			t.Fatalf("delivered %d segments, then failed: %v", calls, err)
+		}
+		// Decoding stays within a small multiple of the limit (plus the
+		// decoders' fixed buffers), whatever the input declares.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16*limit+uint64(16*len(b)) {
+			t.Fatalf("%s input of %d bytes allocated %d KiB with a %d KiB limit", encodings[int(enc)%len(encodings)], len(b), alloc>>10, limit>>10)
 		}
 	})
 }

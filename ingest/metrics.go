@@ -46,6 +46,7 @@ func newPipelineMetrics(set *metrics.Set, p *Pipeline) *pipelineMetrics {
 	m.shipRetries = set.GetOrCreateCounter("waymark_ingest_ship_retries_total")
 	m.corruptSegments = set.GetOrCreateCounter("waymark_ingest_corrupt_segments_total")
 	set.GetOrCreateGauge("waymark_ingest_queue_length", func() float64 { return float64(p.queue.Len()) })
+	set.GetOrCreateGauge("waymark_ingest_drop_tallies", func() float64 { return float64(p.tallies.len()) })
 	set.GetOrCreateGauge("waymark_ingest_pending_bytes", func() float64 { return float64(p.pendingBytes.Load()) })
 	set.GetOrCreateGauge("waymark_ingest_oldest_pending_age_seconds", func() float64 {
 		return p.OldestPendingAge().Seconds()

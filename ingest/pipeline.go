@@ -122,6 +122,10 @@ type Pipeline struct {
 	m     *pipelineMetrics
 	queue *eventQueue
 	pool  sync.Pool
+	// tallies counts the events dropped before they were written, until
+	// the writer records them in a segment (droptally.go).
+	tallies   *dropTallies
+	talliedAt time.Time // when the writer last recorded them
 
 	closed     atomic.Bool
 	stopWriter chan struct{}
@@ -182,6 +186,7 @@ func newPipeline(cfg Config) (*Pipeline, error) {
 		log:        cfg.Logger.With("component", "ingest"),
 		now:        cfg.Now,
 		queue:      newEventQueue(cfg.QueueSize),
+		tallies:    newDropTallies(),
 		stopWriter: make(chan struct{}),
 		writerDone: make(chan struct{}),
 		script:     newScriptAsset(),
@@ -239,8 +244,28 @@ func (p *Pipeline) enqueue(pe *pending) bool {
 		return true
 	}
 	p.m.drop(DropQueueFull)
+	p.tallyPending(pe, 1)
 	p.release(pe)
 	return false
+}
+
+// tallyPending counts n dropped events of what pe captured: a click's
+// code, or a site event's site.
+func (p *Pipeline) tallyPending(pe *pending, n uint64) {
+	if pe.click {
+		p.tallies.add(ScopeLink, pe.viewString(pe.spans[spanCode]), pe.clickAt, n)
+		return
+	}
+	p.tallyEvent(&pe.ev, n)
+}
+
+// tallyEvent counts n dropped events like ev.
+func (p *Pipeline) tallyEvent(ev *Event, n uint64) {
+	scope, name := ScopeSite, ev.SiteID
+	if ev.Kind == KindClick {
+		scope, name = ScopeLink, ev.Code
+	}
+	p.tallies.add(scope, name, ev.Time, n)
 }
 
 func (p *Pipeline) release(pe *pending) {
@@ -289,6 +314,7 @@ func (p *Pipeline) runWriter() {
 				batch.Reset(linger)
 			}
 		case <-tick.C:
+			p.writeTallies(false)      // drops in a burst that ended, with no event since
 			p.handleErr(p.seg.flush()) // the syncer fsyncs it
 			if p.seg.dueForAge() {
 				p.handleErr(p.seg.seal())
@@ -297,6 +323,7 @@ func (p *Pipeline) runWriter() {
 		case <-p.stopWriter:
 			batch.Stop()
 			p.drainQueue(-1)
+			p.writeTallies(true)
 			p.handleErr(p.seg.close())
 			p.seg.syncer.stop() // every seal done, fsynced and renamed
 			p.openCreatedMs.Store(0)
@@ -332,6 +359,7 @@ const minLinger = 50 * time.Microsecond
 // how many events it took.
 func (p *Pipeline) writeBatch() int {
 	n := p.drainQueue(p.queue.cap())
+	p.writeTallies(false)
 	p.handleErr(p.seg.flush())
 	p.noteOpenSegment()
 	return n
@@ -376,8 +404,10 @@ func (p *Pipeline) write(pe *pending) {
 		}
 	case errors.Is(err, errDiskCap):
 		p.m.drop(DropDiskCap)
+		p.tallyEvent(ev, 1)
 	default:
 		p.m.drop(DropIOError)
+		p.tallyEvent(ev, 1)
 		p.handleErr(err)
 	}
 	p.release(pe)
@@ -495,6 +525,8 @@ func (p *Pipeline) handleErr(err error) {
 	var we *writeError
 	if errors.As(err, &we) {
 		p.m.dropped[DropIOError].Add(we.dropped)
+		// Encoded already, so whose they were is not known here.
+		p.tallies.add(ScopeUnknown, "", p.now().UnixMilli(), uint64(we.dropped))
 	}
 	p.log.Error("segment write failed", "err", err)
 }
@@ -530,6 +562,30 @@ func (p *Pipeline) dropQueued() {
 		p.m.drop(DropClosed)
 		p.release(pe)
 	}
+}
+
+// tallyInterval is how often the writer records drop tallies. Drops come
+// in bursts when the writer is behind; between two records the table
+// sums them, so a burst costs one record per link or site, not one per
+// batch.
+const tallyInterval = 250 * time.Millisecond
+
+// writeTallies records the drops counted since the last time in the open
+// segment, at most every tallyInterval unless final. One that cannot be
+// written (the cap, a failed write) waits for the next time; final (the
+// writer is stopping) writes past the cap, which the table bounds.
+func (p *Pipeline) writeTallies(final bool) {
+	if !final && time.Since(p.talliedAt) < tallyInterval {
+		return
+	}
+	p.talliedAt = time.Now()
+	p.tallies.drain(func(t *DropTally) bool {
+		err := p.seg.appendTally(t, final)
+		if err != nil && !errors.Is(err, errDiskCap) {
+			p.handleErr(err)
+		}
+		return err == nil
+	})
 }
 
 // QueueLen is how many captured events wait for the writer.

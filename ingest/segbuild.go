@@ -10,6 +10,11 @@ import "time"
 // not validate the events (like AppendEvent) and panics with a "BUG:"
 // message on a node id longer than 255 bytes, which no reader would take.
 func BuildSegment(ref SegmentRef, created time.Time, events []Event) []byte {
+	return BuildSegmentParts(ref, created, events, nil)
+}
+
+// BuildSegmentParts is BuildSegment with drop tallies after the events.
+func BuildSegmentParts(ref SegmentRef, created time.Time, events []Event, tallies []DropTally) []byte {
 	if len(ref.Node) > maxNodeIDLen || ref.Inc == 0 {
 		panic("BUG: segment node id longer than 255 bytes or zero incarnation")
 	}
@@ -19,5 +24,9 @@ func BuildSegment(ref SegmentRef, created time.Time, events []Event) []byte {
 		payload = AppendEvent(payload[:0], &events[i])
 		b = appendRecord(b, payload)
 	}
-	return appendFooter(b, len(events))
+	for i := range tallies {
+		payload = AppendDropTally(payload[:0], &tallies[i])
+		b = appendRecord(b, payload)
+	}
+	return appendFooter(b, len(events)+len(tallies))
 }

@@ -24,7 +24,7 @@ var ErrCorruptSegment = errors.New("corrupt segment")
 //
 //	footer:  0x00 | record count uint64 | CRC32C of those 9 bytes (uint32)
 //
-// A payload is one AppendEvent encoding. The footer is written when the
+// A payload is one AppendEvent encoding, or a drop tally (droptally.go). The footer is written when the
 // segment is sealed; an open segment has none. A zero length cannot start
 // a record, so the footer is unambiguous.
 //
@@ -218,10 +218,11 @@ func checkSegment(b []byte) (SegmentHeader, int, int, error) {
 	}
 	_, start, _ := parseSegmentHeader(b)
 	var ev Event
+	var t DropTally
 	off := start
 	for i := range records {
 		payload, size, _ := nextRecord(b[off:])
-		if err := decodeEvent(payload, &ev, true); err != nil {
+		if err := decodeRecord(payload, &ev, &t, true); err != nil {
 			return h, start, records, fmt.Errorf("cannot read segment %d of %q: %w: record %d: %w", h.Seq, h.NodeID, ErrCorruptSegment, i, err)
 		}
 		off += size

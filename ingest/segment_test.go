@@ -116,12 +116,19 @@ func FuzzReadSegment(f *testing.F) {
 	f.Add(appendFooter(v1Header("node-a", 1, time.UnixMilli(0)), 0))
 	f.Add([]byte("WMSG"))
 	f.Add([]byte{})
+	f.Add(segmentWithTallies())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		delivered := 0
-		_, err := ReadSegment(b, func(ev *Event) error {
+		_, err := ReadSegmentParts(b, func(_ []byte, ev *Event) error {
 			delivered++
 			if !ev.Kind.valid() {
 				t.Fatalf("delivered an event of kind %d", ev.Kind)
+			}
+			return nil
+		}, func(dt *DropTally) error {
+			delivered++
+			if dt.Count == 0 || (dt.Scope == ScopeUnknown) != (dt.Name == "") {
+				t.Fatalf("delivered a bad tally %+v", *dt)
 			}
 			return nil
 		})

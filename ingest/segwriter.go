@@ -88,6 +88,18 @@ type segmentWriter struct {
 // unshipped data past the byte cap.
 func (w *segmentWriter) append(ev *Event) error {
 	w.scratch = AppendEvent(w.scratch[:0], ev)
+	return w.appendScratch(true)
+}
+
+// appendTally writes a drop tally as a record of the open segment, with
+// the same rotation as an event, and the same cap unless pastCap.
+func (w *segmentWriter) appendTally(t *DropTally, pastCap bool) error {
+	w.scratch = AppendDropTally(w.scratch[:0], t)
+	return w.appendScratch(!pastCap)
+}
+
+// appendScratch frames the payload in w.scratch into the open segment.
+func (w *segmentWriter) appendScratch(capped bool) error {
 	frame := int64(recordOverhead + len(w.scratch))
 	if w.f != nil && w.records > 0 && w.size+frame+footerLen > w.maxBytes {
 		if err := w.seal(); err != nil {
@@ -100,7 +112,7 @@ func (w *segmentWriter) append(ev *Event) error {
 	if w.f == nil {
 		need += w.headerLen()
 	}
-	if w.pending.Load()+need > w.capBytes {
+	if capped && w.pending.Load()+need > w.capBytes {
 		return errDiskCap
 	}
 	if w.f == nil {

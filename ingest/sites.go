@@ -54,6 +54,18 @@ func (s *Sites) Remove(id string) {
 	s.byDomain.Store(&m)
 }
 
+// Replace makes the table exactly all (after a snapshot restore replaced
+// the store, sites registered before it may be gone).
+func (s *Sites) Replace(all []store.Site) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string]store.Site, len(all))
+	for _, site := range all {
+		m[normalizeDomain(site.Domain)] = site
+	}
+	s.byDomain.Store(&m)
+}
+
 // Lookup finds the site registered for a domain ("www." and case ignored).
 func (s *Sites) Lookup(domain string) (store.Site, bool) {
 	st, ok := (*s.byDomain.Load())[normalizeDomain(domain)]

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/store"
 )
 
@@ -43,6 +44,10 @@ func (n *Node) openAdmin() error {
 	mux.HandleFunc("POST /v1/leave", a.leave)
 	mux.HandleFunc("POST /v1/raft/remove-peer", a.membership("remove-peer"))
 	mux.HandleFunc("POST /v1/raft/transfer-leader", a.membership("transfer-leader"))
+	mux.HandleFunc("GET /v1/snapshot", a.snapshotSave)
+	mux.HandleFunc("PUT /v1/snapshot", a.snapshotRestore)
+	mux.HandleFunc("GET /v1/regions", a.listRegions)
+	mux.HandleFunc("POST /v1/regions", a.claimRegion)
 	// Go's profiler, behind the operator token like everything here: a
 	// CPU profile of a node under load is how its costs are found
 	// (`curl -H "Authorization: Bearer $(cat DATA_DIR/operator-token)"
@@ -50,6 +55,10 @@ func (n *Node) openAdmin() error {
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	// Everything else is a problem too, not net/http's plain-text 404.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, problem.NotFound, "there is no operator endpoint "+r.Method+" "+r.URL.Path)
+	})
 	a.srv = &http.Server{
 		Handler:           a.auth(mux),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -73,7 +82,7 @@ func (a *adminServer) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
-			writeProblem(w, http.StatusUnauthorized, "unauthorized", "missing or wrong operator token (see DATA_DIR/operator-token)")
+			writeProblem(w, r, "unauthorized", "missing or wrong operator token (see DATA_DIR/operator-token)")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -86,13 +95,13 @@ func (a *adminServer) createOwner(w http.ResponseWriter, r *http.Request) {
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || strings.TrimSpace(req.Name) == "" {
-		writeProblem(w, http.StatusBadRequest, "invalid-request", `body must be {"name": "..."} with a non-empty name`)
+	if err := dec.Decode(&req); err != nil {
+		writeProblem(w, r, problem.InvalidRequest, `body must be {"name": "..."}`)
 		return
 	}
 	o, key, err := a.n.CreateOwner(r.Context(), strings.TrimSpace(req.Name))
 	if err != nil {
-		writeWriteError(w, err)
+		writeWriteError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"id": o.ID, "name": o.Name, "api_key": key, "created_at": time.UnixMilli(o.CreatedAt).UTC()})
@@ -203,7 +212,7 @@ type Peer struct {
 func (a *adminServer) raftPeers(w http.ResponseWriter, r *http.Request) {
 	peers, err := a.n.raftPeers(r.Context())
 	if err != nil {
-		writeProblem(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+		writeProblem(w, r, "unavailable", err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, peers)
@@ -263,21 +272,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-func writeProblem(w http.ResponseWriter, status int, typ, detail string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{
-		"type": "/problems/" + typ, "title": http.StatusText(status), "status": status, "detail": detail,
-	})
+// writeProblem answers an RFC 9457 problem from the catalogue the public
+// API uses, so a type name has one title and status everywhere.
+func writeProblem(w http.ResponseWriter, r *http.Request, typ, detail string) {
+	problem.WriteHTTP(w, r, typ, detail)
 }
 
-func writeWriteError(w http.ResponseWriter, err error) {
-	if errors.Is(err, store.ErrNoLeader) || errors.Is(err, store.ErrUnknownOutcome) {
+func writeWriteError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, errInvalidOwnerName):
+		writeProblem(w, r, problem.InvalidRequest, err.Error())
+	case errors.Is(err, store.ErrNoLeader) || errors.Is(err, store.ErrUnknownOutcome):
 		w.Header().Set("Retry-After", "1")
-		writeProblem(w, http.StatusServiceUnavailable, "unavailable", err.Error())
-		return
+		writeProblem(w, r, problem.Unavailable, err.Error())
+	case errors.Is(err, store.ErrStorageFull):
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, r, problem.StorageFull, err.Error())
+	default:
+		writeProblem(w, r, problem.Internal, err.Error())
 	}
-	writeProblem(w, http.StatusInternalServerError, "internal", err.Error())
 }
 
 func (a *adminServer) members(w http.ResponseWriter, r *http.Request) {
@@ -289,12 +302,12 @@ func (a *adminServer) join(w http.ResponseWriter, r *http.Request) {
 		Addrs []string `json:"addrs"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || len(req.Addrs) == 0 {
-		writeProblem(w, http.StatusBadRequest, "invalid-request", `body must be {"addrs": ["host:port", ...]}`)
+		writeProblem(w, r, "invalid-request", `body must be {"addrs": ["host:port", ...]}`)
 		return
 	}
 	n, err := a.n.gossip.Join(req.Addrs)
 	if err != nil {
-		writeProblem(w, http.StatusBadGateway, "join-failed", err.Error())
+		writeProblem(w, r, "join-failed", err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"contacted": n})
@@ -304,7 +317,7 @@ func (a *adminServer) leave(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	if err := a.n.Leave(ctx); err != nil {
-		writeProblem(w, http.StatusConflict, "leave-failed", err.Error())
+		writeProblem(w, r, "leave-failed", err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"left": a.n.cfg.Name})
@@ -314,16 +327,16 @@ func (a *adminServer) membership(op string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		req := MembershipRequest{Op: op}
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
-			writeProblem(w, http.StatusBadRequest, "invalid-request", `body must be {"id": "..."}`)
+			writeProblem(w, r, "invalid-request", `body must be {"id": "..."}`)
 			return
 		}
 		req.Op = op
 		if op == "remove-peer" && req.ID == "" {
-			writeProblem(w, http.StatusBadRequest, "invalid-request", "remove-peer needs a peer id")
+			writeProblem(w, r, "invalid-request", "remove-peer needs a peer id")
 			return
 		}
 		if op == "remove-peer" && req.ID == a.n.cfg.Name && a.n.raft.IsLeader() {
-			writeProblem(w, http.StatusConflict, "invalid-request", "cannot remove the leader from itself; transfer leadership first or use `waymark leave`")
+			writeProblem(w, r, problem.Conflict, "cannot remove the leader from itself; transfer leadership first or use `waymark leave`")
 			return
 		}
 		err := a.n.changeMembership(r.Context(), req)
@@ -331,9 +344,9 @@ func (a *adminServer) membership(op string) http.HandlerFunc {
 		case err == nil:
 			writeJSON(w, http.StatusOK, map[string]string{"done": op, "id": req.ID})
 		case errors.Is(err, errUnknownPeer):
-			writeProblem(w, http.StatusNotFound, "not-found", err.Error())
+			writeProblem(w, r, "not-found", err.Error())
 		default:
-			writeWriteError(w, err)
+			writeWriteError(w, r, err)
 		}
 	}
 }

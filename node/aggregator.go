@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/rollup"
 )
@@ -65,12 +66,12 @@ func (a *adminServer) eventsFilter(r *http.Request) rollup.Filter {
 
 func (a *adminServer) eventsCount(w http.ResponseWriter, r *http.Request) {
 	if a.n.agg == nil {
-		writeProblem(w, http.StatusConflict, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
+		writeProblem(w, r, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
 		return
 	}
 	c, err := a.n.agg.Count(a.eventsFilter(r))
 	if err != nil {
-		writeProblem(w, http.StatusInternalServerError, "internal", err.Error())
+		writeProblem(w, r, "internal", err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, EventsCount{Count: c})
@@ -94,16 +95,21 @@ type TailEvent struct {
 
 func (a *adminServer) eventsTail(w http.ResponseWriter, r *http.Request) {
 	if a.n.agg == nil {
-		writeProblem(w, http.StatusConflict, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
+		writeProblem(w, r, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
 		return
 	}
-	limit, err := strconv.Atoi(r.URL.Query().Get("n"))
-	if err != nil || limit <= 0 {
-		limit = 20
+	limit := 20
+	if v := r.URL.Query().Get("n"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > rollup.MaxTail {
+			writeProblem(w, r, problem.InvalidRequest, fmt.Sprintf("n must be a whole number from 1 to %d", rollup.MaxTail))
+			return
+		}
+		limit = n
 	}
 	evs, err := a.n.agg.Tail(limit, a.eventsFilter(r))
 	if err != nil {
-		writeProblem(w, http.StatusInternalServerError, "internal", err.Error())
+		writeProblem(w, r, "internal", err.Error())
 		return
 	}
 	out := make([]TailEvent, 0, len(evs))
@@ -123,7 +129,7 @@ func tailEvent(ev *ingest.Event) TailEvent {
 
 func (a *adminServer) rollupRebuild(w http.ResponseWriter, r *http.Request) {
 	if a.n.agg == nil {
-		writeProblem(w, http.StatusConflict, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
+		writeProblem(w, r, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
 		return
 	}
 	var req struct {
@@ -131,18 +137,18 @@ func (a *adminServer) rollupRebuild(w http.ResponseWriter, r *http.Request) {
 		To   string `json:"to"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
-		writeProblem(w, http.StatusBadRequest, "invalid-request", `body must be {"from": "YYYY-MM-DD", "to": "YYYY-MM-DD"}`)
+		writeProblem(w, r, "invalid-request", `body must be {"from": "YYYY-MM-DD", "to": "YYYY-MM-DD"}`)
 		return
 	}
 	from, err1 := time.Parse(time.DateOnly, req.From)
 	to, err2 := time.Parse(time.DateOnly, req.To)
 	if err1 != nil || err2 != nil || to.Before(from) {
-		writeProblem(w, http.StatusBadRequest, "invalid-request", "from and to must be days YYYY-MM-DD with from <= to")
+		writeProblem(w, r, "invalid-request", "from and to must be days YYYY-MM-DD with from <= to")
 		return
 	}
 	t0 := time.Now()
 	if err := a.n.agg.Rebuild(from, to); err != nil {
-		writeProblem(w, http.StatusInternalServerError, "internal", err.Error())
+		writeProblem(w, r, "internal", err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"from": req.From, "to": req.To, "took": time.Since(t0).Round(time.Millisecond).String()})

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/waymark/waymark/rollup"
 )
 
 // Exit codes of the operator CLI.
@@ -184,7 +186,7 @@ func parseCommandFlags(name string, args []string, usage string, minArgs, maxArg
 		fs.PrintDefaults()
 	}
 	mk := clientFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, err
 		}
@@ -195,6 +197,30 @@ func parseCommandFlags(name string, args []string, usage string, minArgs, maxArg
 		return nil, nil, &cliError{ExitUsage, fmt.Errorf("waymark %s: wrong number of arguments", name)}
 	}
 	return fs, mk, nil
+}
+
+// parseInterspersed parses flags before, between and after positional
+// arguments (kubectl and gh accept both `add eu -format json` and
+// `add -format json eu`); "--" ends the flags. Afterwards fs.Args() holds
+// the positional arguments in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
 }
 
 // CmdOwnersCreate is `waymark owners create NAME`: prints only the API key.
@@ -421,10 +447,13 @@ func CmdEventsTail(args []string) error {
 	var limit *int
 	_, mk, err := parseCommandFlags("events tail", args, "[-n N] [--link CODE] [--site ID]", 0, 0, func(fs *flag.FlagSet) {
 		link, site = eventFilterFlags(fs)
-		limit = fs.Int("n", 20, "how many events")
+		limit = fs.Int("n", 20, "how many events (at most "+strconv.Itoa(rollup.MaxTail)+")")
 	})
 	if err != nil {
 		return err
+	}
+	if *limit <= 0 || *limit > rollup.MaxTail {
+		return &cliError{ExitUsage, fmt.Errorf("events tail: -n must be from 1 to %d", rollup.MaxTail)}
 	}
 	c, err := mk()
 	if err != nil {

@@ -50,7 +50,13 @@ type Config struct {
 	Join            []string
 	BootstrapExpect int
 	ClusterKey      []byte // 32 bytes; encrypts gossip, authenticates node-to-node calls
-	DeadGrace       time.Duration
+	// TLSCert, TLSKey and TLSCA are this node's certificate and key and the
+	// cluster CA (`waymark tls`), for Raft and the internal endpoints. All
+	// empty: a CA derived from the cluster key (tlsfiles.go).
+	TLSCert   string
+	TLSKey    string
+	TLSCA     string
+	DeadGrace time.Duration
 
 	// Raft log compaction; zero keeps raft's defaults (raft/config.go).
 	// Small values let a test make a lagging node install a snapshot.
@@ -70,6 +76,9 @@ type Config struct {
 	IngestIPRate    float64
 	IngestSiteRate  float64
 	WriteRate       float64
+	MaxConns        int   // public connections in all...
+	MaxConnsPerIP   int   // ...and from one client address
+	MinFreeDisk     int64 // bytes; below it the node refuses writes (storage-full mode)
 	CaptureClicks   bool
 	IngestMaxBytes  int64
 	MaxShipLag      time.Duration
@@ -145,6 +154,9 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.StringVar(&joins, "join", "", "comma-separated gossip addresses of existing members to join")
 	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 0, "voters to wait for before bootstrapping a new cluster")
 	fs.StringVar(&keyFile, "cluster-key-file", "", "file holding the base64 cluster key (or WAYMARK_CLUSTER_KEY; `waymark keygen` makes one)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "this node's certificate (PEM) for Raft and node-to-node HTTPS (`waymark tls cert create`); with --tls-key and --tls-ca. Without all three, a CA derived from the cluster key signs one at start")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "private key (PEM) of --tls-cert")
+	fs.StringVar(&c.TLSCA, "tls-ca", "", "cluster CA certificate (PEM) that signed every node's --tls-cert (`waymark tls ca create`)")
 	fs.DurationVar(&c.DeadGrace, "dead-grace", 2*time.Minute, "how long a failed member stays in the Raft configuration before it is removed")
 	fs.DurationVar(&c.SnapshotInterval, "raft-snapshot-interval", 0, "how often Raft checks whether to snapshot (0: 5m)")
 	fs.Uint64Var(&c.SnapshotThreshold, "raft-snapshot-threshold", 0, "new log entries that trigger a Raft snapshot (0: 65536)")
@@ -160,6 +172,9 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.StringVar(&c.CountryHeader, "country-header", "CF-IPCountry", "trusted header carrying the visitor's country")
 	fs.StringVar(&c.GeoIPPath, "geoip-db", "", "MaxMind-format GeoIP database file: a country database gives visit:country, a city database (make geoip: data/geoip/city.mmdb) also visit:region and visit:city")
 	fs.Float64Var(&c.WriteRate, "write-rate", 100, "link API writes per second per API key (token bucket, burst 2x)")
+	fs.IntVar(&c.MaxConns, "max-conns", 16384, "open public HTTP connections at most; past it new ones get 503")
+	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", 1024, "open public HTTP connections from one client address at most; past it new ones get 429")
+	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "bytes kept free in the data folder's file system: below it the node refuses writes with 503 and fails readiness on voters and aggregators, until space is freed")
 	fs.BoolVar(&c.CaptureClicks, "capture-clicks", true, "record a click event for every redirect")
 	fs.Float64Var(&c.IngestSiteRate, "ingest-site-rate", 1000, "events per second one site may send to /api/event (burst 2x)")
 	fs.Float64Var(&c.IngestIPRate, "ingest-ip-rate", 100, "events per second one client address may send to /api/event (burst 10x)")
@@ -262,6 +277,9 @@ func (c *Config) Validate() error {
 	if c.SnapshotInterval < 0 || (c.SnapshotInterval > 0 && c.SnapshotInterval < 10*time.Millisecond) {
 		return fmt.Errorf("%w: --raft-snapshot-interval %v: want 0 (the default) or at least 10ms", ErrBadConfig, c.SnapshotInterval)
 	}
+	if set := btoi(c.TLSCert != "") + btoi(c.TLSKey != "") + btoi(c.TLSCA != ""); set != 0 && set != 3 {
+		return fmt.Errorf("%w: --tls-cert, --tls-key and --tls-ca go together (make them with `waymark tls ca create` and `waymark tls cert create`)", ErrBadConfig)
+	}
 	if c.DeadGrace <= 0 {
 		return fmt.Errorf("%w: --dead-grace must be positive", ErrBadConfig)
 	}
@@ -308,6 +326,12 @@ func (c *Config) Validate() error {
 	}
 	if c.WriteRate <= 0 {
 		return fmt.Errorf("%w: --write-rate must be positive", ErrBadConfig)
+	}
+	if c.MinFreeDisk < 0 {
+		return fmt.Errorf("%w: --min-free-disk must not be negative", ErrBadConfig)
+	}
+	if c.MaxConns <= 0 || c.MaxConnsPerIP <= 0 {
+		return fmt.Errorf("%w: --max-conns and --max-conns-per-ip must be positive", ErrBadConfig)
 	}
 	if c.Retention < 24*time.Hour {
 		return fmt.Errorf("%w: --retention must be at least 24h", ErrBadConfig)
@@ -386,4 +410,11 @@ func loadClusterKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: the cluster key must be %d bytes of base64 (make one with `waymark keygen`)", ErrBadConfig, ClusterKeySize)
 	}
 	return key, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

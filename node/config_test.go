@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -107,5 +108,34 @@ func TestDefaultNodeName(t *testing.T) {
 	}
 	if n := defaultNodeName(strings.Repeat("é", 40)); len(n) > MaxNameLen || !utf8.ValidString(n) {
 		t.Errorf("multi-byte host name: got %q (%d bytes); want valid UTF-8 within the limit", n, len(n))
+	}
+}
+
+// Operator commands take flags before, between and after their
+// arguments; "--" ends the flags.
+func TestParseInterspersedFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		format string
+		pos    string
+	}{
+		{[]string{"eu", "-format", "json"}, "json", "[eu]"},
+		{[]string{"-format", "json", "eu"}, "json", "[eu]"},
+		{[]string{"eu", "--format=json", "ap"}, "json", "[eu ap]"},
+		{[]string{"eu", "ap"}, "table", "[eu ap]"},
+		{[]string{"eu", "--", "-format"}, "table", "[eu -format]"},
+		{nil, "table", "[]"},
+	} {
+		fs, mk, err := parseCommandFlags("regions add", tc.args, "NAME...", 0, -1, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		c, err := mk()
+		if err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		if c.format != tc.format || fmt.Sprint(fs.Args()) != tc.pos {
+			t.Errorf("%q: got format %q args %v; want %q %s", tc.args, c.format, fs.Args(), tc.format, tc.pos)
+		}
 	}
 }

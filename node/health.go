@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/ingest"
 )
 
@@ -66,7 +67,24 @@ func (n *Node) health() HealthDetail {
 		raftCheck.Detail = fmt.Sprintf("%s; last contact with leader %s ago", detail, time.Since(st.LastContact).Round(time.Millisecond))
 	}
 	add(raftCheck)
+	if n.cfg.HasRole(RoleVoter) || n.cfg.HasRole(RoleEdge) {
+		add(n.regionCheck())
+	}
 
+	if srv := n.edge.Load(); srv != nil {
+		// Out of descriptors the node cannot take connections: out of the
+		// load balancer until accepts work again.
+		ln := HealthCheck{Name: "listener", State: checkPass, Readiness: true}
+		var ok bool
+		if ok, ln.Detail = srv.ListenerHealth(); !ok {
+			ln.State = checkFail
+		}
+		add(ln)
+	}
+
+	if n.disk != nil {
+		add(n.diskCheck())
+	}
 	for _, c := range shipChecks(n.ingest.ShipStatus(), n.cfg) {
 		add(c)
 	}
@@ -124,13 +142,14 @@ func (n *Node) ready() (bool, string) {
 func (n *Node) serveHealthDetail(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsGet() && !ctx.IsHead() {
 		ctx.Response.Header.Set("Allow", "GET, HEAD")
-		ctx.Error("method not allowed\n", fasthttp.StatusMethodNotAllowed)
+		ctx.Response.Header.Set("Allow", "GET, HEAD")
+		problem.Write(ctx, problem.MethodNotAllowed, "GET or HEAD only")
 		return
 	}
 	d := n.health()
 	b, err := json.Marshal(d)
 	if err != nil {
-		ctx.Error("cannot encode health detail\n", fasthttp.StatusInternalServerError)
+		problem.Write(ctx, problem.Internal, "cannot encode health detail")
 		return
 	}
 	ctx.SetContentType("application/json")

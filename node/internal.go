@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,11 +19,14 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/edge/problem"
+	"github.com/waymark/waymark/raft"
 	"github.com/waymark/waymark/store"
 )
 
-// Internal node-to-node endpoints share the public port under /internal/
-// and are authenticated by a token derived from the cluster key, so only
+// Internal node-to-node endpoints share the public port under /internal/.
+// They answer only HTTPS clients with a certificate of the cluster CA
+// (mtls.go) that also carry a token derived from the cluster key, so only
 // members of the same cluster can call them.
 const (
 	internalApply      = "/internal/v1/apply"
@@ -48,13 +52,13 @@ func internalToken(clusterKey []byte) string {
 // requireInternal wraps an internal handler with the cluster token check.
 func (n *Node) requireInternal(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	want := []byte("Bearer " + n.internalToken)
-	return func(ctx *fasthttp.RequestCtx) {
+	return requirePeer(func(ctx *fasthttp.RequestCtx) {
 		if subtle.ConstantTimeCompare(ctx.Request.Header.Peek("Authorization"), want) != 1 {
-			ctx.Error("unauthorized: wrong cluster token", fasthttp.StatusUnauthorized)
+			problem.Write(ctx, problem.Unauthorized, "wrong cluster token")
 			return
 		}
 		h(ctx)
-	}
+	})
 }
 
 // internalRoutes are mounted on the public port.
@@ -71,21 +75,31 @@ func (n *Node) internalRoutes() map[string]fasthttp.RequestHandler {
 // handleApply is the leader side of write forwarding.
 func (n *Node) handleApply(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsPost() {
-		ctx.Error("POST only", fasthttp.StatusMethodNotAllowed)
+		ctx.Response.Header.Set("Allow", "POST")
+		problem.Write(ctx, problem.MethodNotAllowed, "POST only")
+		return
+	}
+	// A leader on a full disk takes no new entries: refused before Raft,
+	// the command certainly had no effect.
+	if err := n.disk.writable(); err != nil {
+		problem.WriteRetry(ctx, problem.StorageFull, err.Error(), 5)
 		return
 	}
 	cmd := append([]byte(nil), ctx.PostBody()...)
-	c, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	// The forwarding node granted this much; ending first leaves room for
+	// the answer to reach it before its own deadline.
+	timeout := raft.ParseLeaderTimeout(ctx.Request.Header.Peek(raft.LeaderTimeoutHeader), n.cfg.ApplyTimeout)
+	c, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	res, err := n.raft.ApplyForwarded(c, cmd)
 	if errors.Is(err, store.ErrCorrupt) {
-		ctx.Error(err.Error(), fasthttp.StatusBadRequest)
+		problem.Write(ctx, problem.InvalidRequest, err.Error())
 		return
 	}
 	if err != nil {
 		// Transport-level failure of the leader itself; the forwarding
 		// side reports it as an unknown outcome.
-		ctx.Error(err.Error(), fasthttp.StatusServiceUnavailable)
+		problem.Write(ctx, problem.Unavailable, err.Error())
 		return
 	}
 	ctx.SetContentType("application/octet-stream")
@@ -112,13 +126,14 @@ func (n *Node) handleInternalStatus(ctx *fasthttp.RequestCtx) {
 func (n *Node) handleInternalLink(ctx *fasthttp.RequestCtx) {
 	code := ctx.QueryArgs().Peek("code")
 	var l store.Link
+	n.metrics.GetOrCreateCounter(`waymark_internal_lookups_total{kind="link"}`).Inc()
 	found, err := n.store.GetLink(code, &l)
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		problem.Write(ctx, problem.Internal, err.Error())
 		return
 	}
 	if !found {
-		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		problem.Write(ctx, problem.NotFound, "no such code")
 		return
 	}
 	ctx.SetContentType("application/octet-stream")
@@ -131,14 +146,15 @@ type peerClient struct {
 	http  *http.Client
 }
 
-func newPeerClient(token string) *peerClient {
+// peerMaxConnsPerHost bounds the connections to one peer. Forwarded writes
+// use most (one per concurrent write); the edge's lookups are limited to
+// a few in flight on their own.
+const peerMaxConnsPerHost = 256
+
+func newPeerClient(token string, tlsCfg *tls.Config) *peerClient {
 	return &peerClient{token: token, http: &http.Client{
-		Timeout: 10 * time.Second,
-		Transport: &http.Transport{
-			MaxIdleConnsPerHost: 128, // forwarded writes run up to the client concurrency
-			IdleConnTimeout:     90 * time.Second,
-			DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
-		},
+		Timeout:   10 * time.Second,
+		Transport: peerTransport(tlsCfg),
 	}}
 }
 
@@ -147,24 +163,33 @@ func newPeerClient(token string) *peerClient {
 var errPeerNotReached = errors.New("peer not reached")
 
 // do POSTs (or GETs when body is nil) to a peer and returns the body of a
-// 2xx answer.
-func (c *peerClient) do(ctx context.Context, httpAddr, path string, body []byte) ([]byte, int, error) {
+// 2xx answer. hdr holds extra header name/value pairs.
+func (c *peerClient) do(ctx context.Context, httpAddr, path string, body []byte, hdr ...string) ([]byte, int, error) {
 	method := http.MethodGet
 	var rd io.Reader
 	if body != nil {
 		method = http.MethodPost
 		rd = strings.NewReader(string(body))
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+httpAddr+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, "https://"+httpAddr+path, rd)
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot build request to %s: %w", httpAddr, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
 			return nil, 0, fmt.Errorf("cannot reach %s: %w: %w", httpAddr, errPeerNotReached, err)
+		}
+		// A refused TLS handshake (either side's certificate) means no
+		// request was served.
+		var cv *tls.CertificateVerificationError
+		if errors.As(err, &cv) || (errors.As(err, &op) && op.Op == "remote error") {
+			return nil, 0, fmt.Errorf("cannot reach %s over mutual TLS: %w: %w", httpAddr, errPeerNotReached, err)
 		}
 		return nil, 0, fmt.Errorf("cannot call %s%s: %w", httpAddr, path, err)
 	}
@@ -201,17 +226,21 @@ func (n *Node) forward(ctx context.Context, leaderID, _ string, cmd []byte) ([]b
 	if !ok {
 		return nil, fmt.Errorf("cannot forward to leader %q: address unknown to gossip: %w", leaderID, store.ErrNoLeader)
 	}
-	b, status, err := n.peers.do(ctx, addr, internalApply, cmd)
+	var hdr []string
+	if d, ok := raft.LeaderTimeout(ctx); ok {
+		hdr = []string{raft.LeaderTimeoutHeader, raft.FormatLeaderTimeout(d)}
+	}
+	b, status, err := n.peers.do(ctx, addr, internalApply, cmd, hdr...)
 	switch {
 	case err == nil:
 		return b, nil
 	case errors.Is(err, errPeerNotReached):
 		return nil, fmt.Errorf("%w: %w", store.ErrNoLeader, err)
-	case status == http.StatusBadRequest:
-		// The leader refused the command outright: it had no effect.
-		return nil, fmt.Errorf("cannot forward to leader %q: command refused: %w", leaderID, err)
+	case status == http.StatusBadRequest, status == http.StatusRequestEntityTooLarge:
+		// The leader refused the command before its log: it had no effect.
+		return nil, fmt.Errorf("cannot forward to leader %q: %w: %w", leaderID, store.ErrRefused, err)
 	case status == http.StatusUnauthorized:
-		return nil, fmt.Errorf("cannot forward to leader %q: cluster keys differ: %w", leaderID, err)
+		return nil, fmt.Errorf("cannot forward to leader %q: %w: %w", leaderID, store.ErrClusterKeyMismatch, err)
 	default:
 		return nil, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 	}
@@ -220,7 +249,7 @@ func (n *Node) forward(ctx context.Context, leaderID, _ string, cmd []byte) ([]b
 // askLeader GETs an internal lookup from the leader. found is false when
 // this node is the leader, no leader is known, or the leader answers 404.
 func (n *Node) askLeader(ctx context.Context, path string) (body []byte, found bool, err error) {
-	leader := n.raft.Stats().LeaderID
+	leader := n.raft.LeaderID()
 	if leader == "" || leader == n.cfg.Name {
 		return nil, false, nil
 	}
@@ -267,19 +296,19 @@ func (n *Node) remoteOwner(ctx context.Context, h store.KeyHash) (store.Owner, b
 func (n *Node) handleMembership(ctx *fasthttp.RequestCtx) {
 	var req MembershipRequest
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
-		ctx.Error("bad membership request: "+err.Error(), fasthttp.StatusBadRequest)
+		problem.Write(ctx, problem.InvalidRequest, "bad membership request: "+err.Error())
 		return
 	}
 	if !n.raft.IsLeader() {
-		ctx.Error("not the leader", fasthttp.StatusServiceUnavailable)
+		problem.Write(ctx, problem.Unavailable, "not the leader")
 		return
 	}
 	if err := n.applyMembership(req); err != nil {
-		status := fasthttp.StatusInternalServerError
+		name := problem.Internal
 		if errors.Is(err, errUnknownPeer) {
-			status = fasthttp.StatusNotFound
+			name = problem.NotFound
 		}
-		ctx.Error(err.Error(), status)
+		problem.Write(ctx, name, err.Error())
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -291,17 +320,18 @@ func (n *Node) handleInternalOwner(ctx *fasthttp.RequestCtx) {
 	var h store.KeyHash
 	raw, err := hex.DecodeString(string(ctx.QueryArgs().Peek("hash")))
 	if err != nil || len(raw) != len(h) {
-		ctx.Error("bad key hash", fasthttp.StatusBadRequest)
+		problem.Write(ctx, problem.InvalidRequest, "bad key hash")
 		return
 	}
 	copy(h[:], raw)
+	n.metrics.GetOrCreateCounter(`waymark_internal_lookups_total{kind="owner"}`).Inc()
 	o, found, err := n.store.OwnerByKey(h)
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		problem.Write(ctx, problem.Internal, err.Error())
 		return
 	}
 	if !found {
-		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		problem.Write(ctx, problem.NotFound, "no such key")
 		return
 	}
 	ctx.SetContentType("application/octet-stream")

@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,11 +45,12 @@ type Node struct {
 	edge   atomic.Pointer[edge.Server]
 	admin  *adminServer
 
-	gossip *Gossip
-	peers  *peerClient
+	gossip  *Gossip
+	peers   *peerClient
+	disk    *diskGuard
+	peerTLS *peerTLS
 
 	httpLn        net.Listener
-	httpDone      chan error
 	started       time.Time
 	operToken     string
 	internalToken string
@@ -55,6 +58,16 @@ type Node struct {
 	bg       sync.WaitGroup // background loops (reconciler, bootstrap)
 	bgCancel context.CancelFunc
 	exit     chan struct{} // a graceful leave asks the process to stop
+	failed   chan error    // a fatal fault asks the process to stop with an error
+	failOnce sync.Once
+}
+
+// Failed delivers the fault that makes the node unable to go on (its
+// public listener died); the runner stops it and exits non-zero.
+func (n *Node) Failed() <-chan error { return n.failed }
+
+func (n *Node) fail(err error) {
+	n.failOnce.Do(func() { n.failed <- err })
 }
 
 // Exit is closed-over by the runner: a value arrives when the node left the
@@ -64,7 +77,7 @@ func (n *Node) Exit() <-chan struct{} { return n.exit }
 // Start brings a node up and returns once every listener is bound. The
 // steps read top to bottom in start order; Close undoes them bottom up.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error) {
-	n := &Node{cfg: cfg, log: log, metrics: metrics.NewSet(), started: time.Now(), exit: make(chan struct{}, 1)}
+	n := &Node{cfg: cfg, log: log, metrics: metrics.NewSet(), started: time.Now(), exit: make(chan struct{}, 1), failed: make(chan error, 1)}
 	bgCtx, bgCancel := context.WithCancel(context.Background())
 	n.bgCancel = bgCancel
 	defer func() {
@@ -98,18 +111,25 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 		return nil, err
 	}
 	n.internalToken = internalToken(clusterKey)
-	n.peers = newPeerClient(n.internalToken)
+	if err := n.openPeerTLS(clusterKey); err != nil {
+		return nil, err
+	}
+	n.peers = newPeerClient(n.internalToken, n.peerTLS.clientConfig())
 
 	// The public listener is bound first so its real address (port 0) is
-	// known to everything that advertises it.
-	if n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+	// known to everything that advertises it. Other nodes reach the
+	// internal endpoints on it over mutual TLS (mtls.go).
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
 		return nil, fmt.Errorf("cannot listen on --http-addr %q: %w", cfg.HTTPAddr, err)
 	}
+	n.httpLn = ln
 	publicURL := cfg.PublicURL
 	if publicURL == "" {
 		publicURL = "http://" + n.httpLn.Addr().String()
 	}
 
+	n.openDiskGuard(bgCtx)
 	if err := phase("store", n.openStore); err != nil {
 		return nil, err
 	}
@@ -142,6 +162,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 			return nil, err
 		}
 	}
+	n.warnUnclaimedRegion(bgCtx)
 	log.Info("node ready", "name", cfg.Name, "region", cfg.Region, "roles", fmt.Sprint(cfg.Roles), "took", time.Since(n.started).Round(time.Millisecond))
 	return n, nil
 }
@@ -172,8 +193,9 @@ func (n *Node) openIngest() error {
 		Dir:             filepath.Join(n.cfg.DataDir, "segments"),
 		NodeID:          n.cfg.Name,
 		Region:          n.cfg.Region,
-		AggregatorURL:   n.aggregatorURL(),
+		AggregatorURL:   peerURL(n.aggregatorURL()),
 		ShipToken:       n.internalToken,
+		HTTPClient:      &http.Client{Timeout: 30 * time.Second, Transport: peerTransport(n.peerTLS.clientConfig())},
 		IPRate:          n.cfg.IngestIPRate,
 		SiteRate:        n.cfg.IngestSiteRate,
 		SiteBurst:       n.cfg.IngestSiteRate * 2,
@@ -202,9 +224,12 @@ func (n *Node) openRaft() error {
 		SnapshotInterval:  n.cfg.SnapshotInterval,
 		SnapshotThreshold: n.cfg.SnapshotThreshold,
 		TrailingLogs:      n.cfg.TrailingLogs,
+		TLS:               n.peerTLS.raftConfig(),
+		TLSInbound:        raftInbound,
 		Bootstrap:         n.cfg.Dev && n.cfg.BootstrapExpect == 0,
 		Forward:           n.forward,
 		ApplyTimeout:      n.cfg.ApplyTimeout,
+		LogGuard:          n.disk.writable,
 		Logger:            n.log,
 		Metrics:           n.metrics,
 		OnChange: func(code string) {
@@ -218,9 +243,9 @@ func (n *Node) openRaft() error {
 				srv.InvalidateAll()
 			}
 			if all, err := n.store.Sites(); err == nil {
-				for _, s := range all {
-					n.sites.Put(s)
-				}
+				n.sites.Replace(all)
+			} else {
+				n.log.Error("cannot reload sites after a snapshot restore; the event endpoint may use stale ones", "err", err)
 			}
 		},
 	}, n.store)
@@ -233,31 +258,42 @@ func (n *Node) openRaft() error {
 
 func (n *Node) openEdge(publicURL string) error {
 	srv, err := edge.New(edge.Config{
-		PublicURL:           publicURL,
-		CacheEntries:        n.cfg.CacheEntries,
-		PrivateMaxAge:       n.cfg.PrivateMaxAge,
-		BlockedHosts:        n.cfg.BlockedHosts,
-		ApplyTimeout:        n.cfg.ApplyTimeout,
-		Ready:               n.ready,
-		WriteMetrics:        n.writeMetrics,
-		Routes:              n.publicRoutes(),
-		APIFallback:         n.apiFallback(n.statsHandler()),
-		OnRedirect:          n.onRedirect(),
-		WriteRate:           n.cfg.WriteRate,
-		Remote:              n.remoteLink,
-		MaybeFresh:          n.maybeFresh,
-		RemoteOwner:         n.remoteOwner,
-		MaxRequestBodyBytes: n.maxBodyBytes(),
-		Logger:              n.log,
-		Metrics:             n.metrics,
-		Now:                 time.Now,
-	}, n.store, n.raft)
+		PublicURL:     publicURL,
+		CacheEntries:  n.cfg.CacheEntries,
+		PrivateMaxAge: n.cfg.PrivateMaxAge,
+		BlockedHosts:  n.cfg.BlockedHosts,
+		ApplyTimeout:  n.cfg.ApplyTimeout,
+		Ready:         n.ready,
+		WriteMetrics:  n.writeMetrics,
+		Routes:        n.publicRoutes(),
+		APIFallback:   n.apiFallback(n.statsHandler()),
+		OnRedirect:    n.onRedirect(),
+		WriteRate:     n.cfg.WriteRate,
+		Remote:        n.remoteLink,
+		MaybeFresh:    n.maybeFresh,
+		RemoteOwner:   n.remoteOwner,
+		BodyLimits:    n.bodyLimits(),
+		MaxConns:      n.cfg.MaxConns,
+		MaxConnsPerIP: n.cfg.MaxConnsPerIP,
+		WrapConn:      sniffWrapper(n.peerTLS.serverConfig()),
+		Logger:        n.log,
+		Metrics:       n.metrics,
+		Now:           time.Now,
+	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
 		return err
 	}
 	n.edge.Store(srv)
-	n.httpDone = make(chan error, 1)
-	go func() { n.httpDone <- srv.Serve(n.httpLn) }()
+	go func() {
+		// Serve returns nil on shutdown. An error means the listener is
+		// gone: readiness already fails (ListenerHealth), and a node that
+		// cannot serve its public port must not linger as a process that
+		// looks alive, so it stops with an error for its supervisor.
+		if err := srv.Serve(n.httpLn); err != nil {
+			n.log.Error("public HTTP listener failed; stopping the node", "err", err)
+			n.fail(err)
+		}
+	}()
 	return nil
 }
 
@@ -327,7 +363,9 @@ func (n *Node) publicRoutes() map[string]fasthttp.RequestHandler {
 	routes["/dashboard"] = rollup.DashboardHandler()
 	routes["/readyz/detail"] = n.serveHealthDetail
 	if n.agg != nil {
-		routes[ingest.ShipPath] = n.agg.SegmentsHandler()
+		// Batches the aggregator cannot store are refused whole: the
+		// shipper keeps the segments and retries.
+		routes[ingest.ShipPath] = requirePeer(n.refuseWhenFull(n.agg.SegmentsHandler()))
 	}
 	return routes
 }
@@ -349,6 +387,38 @@ func (n *Node) clusterKey() ([]byte, error) {
 		return nil, fmt.Errorf("cannot use %s/cluster-key: want %d bytes of base64", n.cfg.DataDir, ClusterKeySize)
 	}
 	return key, nil
+}
+
+// openPeerTLS loads --tls-cert/--tls-key/--tls-ca, or without them signs
+// this node a certificate with the CA derived from the cluster key.
+func (n *Node) openPeerTLS(clusterKey []byte) error {
+	var err error
+	if n.cfg.TLSCert != "" {
+		n.peerTLS, err = loadPeerTLS(n.cfg.TLSCert, n.cfg.TLSKey, n.cfg.TLSCA)
+		if err != nil {
+			return err
+		}
+		if err := n.peerTLS.checkIdentity(n.cfg.Name, n.cfg.Roles); err != nil {
+			return err
+		}
+		n.log.Info("node TLS from files", "cert", n.cfg.TLSCert, "ca", n.cfg.TLSCA, "expires", n.peerTLS.cert.Leaf.NotAfter)
+		return nil
+	}
+	n.peerTLS, err = derivePeerTLS(clusterKey, n.cfg.Name, n.cfg.Roles, n.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	n.log.Info("node TLS from the CA derived from the cluster key (no --tls-cert)", "dir", filepath.Join(n.cfg.DataDir, tlsDirName))
+	return nil
+}
+
+// peerURL turns a node's public http:// URL into the https:// one other
+// nodes use for internal calls on the same port.
+func peerURL(u string) string {
+	if rest, ok := strings.CutPrefix(u, "http://"); ok {
+		return "https://" + rest
+	}
+	return u
 }
 
 // openGossip joins memberlist, then starts the leader's reconciler, the
@@ -383,12 +453,15 @@ func (n *Node) openGossip(ctx context.Context, clusterKey []byte) error {
 	return nil
 }
 
-// maxBodyBytes lets aggregators accept segment batches on the public port.
-func (n *Node) maxBodyBytes() int {
+// bodyLimits are the routes that take more than the edge's default body
+// limit: forwarded writes, and segment batches on aggregators. Every other
+// route, the unauthenticated ones first, keeps the small default.
+func (n *Node) bodyLimits() map[string]int {
+	limits := map[string]int{internalApply: 1 << 20}
 	if n.cfg.HasRole(RoleAggregator) {
-		return 16 << 20
+		limits[ingest.ShipPath] = 16 << 20
 	}
-	return 1 << 20
+	return limits
 }
 
 // onRedirect is the click-capture hook, or nil with --capture-clicks=false.

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/waymark/waymark/raft"
 	"github.com/waymark/waymark/store"
 )
@@ -18,9 +20,16 @@ import (
 //	alive, not in Raft           -> add as non-voter (never straight into the quorum)
 //	voter role, non-voter, caught up and healthy for StabilizeAfter -> promote
 //	left (graceful)              -> remove at once
-//	dead for longer than DeadGrace -> remove
+//	dead for longer than DeadGrace -> remove, if it also fails a direct probe
+//	                                  and, for a voter, the quorum stays safe
 //
-// A periodic full pass catches events that were dropped.
+// Gossip alone never shrinks the voters: a member that memberlist calls
+// dead but that answers the leader's direct status call over the internal
+// API is kept (gossip can break while Raft and HTTP work: a firewalled
+// gossip port, a wrong gossip address). And a dead voter is removed only
+// while a majority of the current voters is alive in gossip, one voter per
+// pass, so a leader cut off from gossip does not reduce the cluster to
+// itself. A periodic full pass catches events that were dropped.
 
 const (
 	reconcileInterval = 2 * time.Second
@@ -33,10 +42,22 @@ type reconciler struct {
 	events     chan MemberEvent
 	aliveSince map[string]time.Time
 	downSince  map[string]time.Time
+	kept       map[string]string // members kept despite gossip, and why (logged once per reason)
+	m          reconcileMetrics
+}
+
+// reconcileMetrics counts removals the reconciler held back.
+type reconcileMetrics struct {
+	keptAnswering *metrics.Counter // dead in gossip, but answered a direct probe
+	keptQuorum    *metrics.Counter // dead voter kept: removing it was not quorum-safe
 }
 
 func (n *Node) startReconciler(ctx context.Context, events chan MemberEvent) {
-	r := &reconciler{n: n, events: events, aliveSince: map[string]time.Time{}, downSince: map[string]time.Time{}}
+	r := &reconciler{n: n, events: events, aliveSince: map[string]time.Time{}, downSince: map[string]time.Time{}, kept: map[string]string{},
+		m: reconcileMetrics{
+			keptAnswering: n.metrics.GetOrCreateCounter(`waymark_reconcile_removals_held_total{reason="answers_probe"}`),
+			keptQuorum:    n.metrics.GetOrCreateCounter(`waymark_reconcile_removals_held_total{reason="quorum"}`),
+		}}
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()
@@ -67,8 +88,10 @@ func (r *reconciler) pass(ctx context.Context) {
 	for _, s := range servers {
 		inRaft[s.ID] = s
 	}
+	members := n.gossip.Members()
+	voterRemovals := r.safeVoterRemovals(servers, members)
 	now := time.Now()
-	for _, m := range n.gossip.Members() {
+	for _, m := range members {
 		if m.Name == n.cfg.Name {
 			continue
 		}
@@ -76,6 +99,7 @@ func (r *reconciler) pass(ctx context.Context) {
 		switch m.Status {
 		case "alive":
 			delete(r.downSince, m.Name)
+			delete(r.kept, m.Name)
 			if _, ok := r.aliveSince[m.Name]; !ok {
 				r.aliveSince[m.Name] = now
 			}
@@ -98,11 +122,74 @@ func (r *reconciler) pass(ctx context.Context) {
 			if _, ok := r.downSince[m.Name]; !ok {
 				r.downSince[m.Name] = now
 			}
-			if member && m.Status == "dead" && now.Sub(r.downSince[m.Name]) >= n.cfg.DeadGrace {
-				r.change("remove dead member", m, n.raft.RemoveServer(m.Name))
+			if !member || m.Status != "dead" || now.Sub(r.downSince[m.Name]) < n.cfg.DeadGrace {
+				continue
 			}
+			if r.answers(ctx, m) {
+				r.keep(m, "dead in gossip but answers its status call", r.m.keptAnswering)
+				continue
+			}
+			if s.Voter {
+				if voterRemovals == 0 {
+					r.keep(m, "removing this voter is not quorum-safe: too few voters are alive in gossip", r.m.keptQuorum)
+					continue
+				}
+				voterRemovals--
+			}
+			delete(r.kept, m.Name)
+			r.change("remove dead member", m, n.raft.RemoveServer(m.Name))
 		}
 	}
+}
+
+// safeVoterRemovals is how many dead voters this pass may remove: one
+// while the voters gossip sees alive (this leader included) are a strict
+// majority of the current voters, so the voters that stay can always
+// outvote the ones removed; none otherwise. A voter gossip has never
+// heard of counts as not alive.
+func (r *reconciler) safeVoterRemovals(servers []raft.Server, members []Member) int {
+	status := map[string]string{r.n.cfg.Name: "alive"}
+	for _, m := range members {
+		if m.Name != r.n.cfg.Name {
+			status[m.Name] = m.Status
+		}
+	}
+	voters, alive := 0, 0
+	for _, s := range servers {
+		if !s.Voter {
+			continue
+		}
+		voters++
+		if status[s.ID] == "alive" {
+			alive++
+		}
+	}
+	if alive > voters/2 {
+		return 1
+	}
+	return 0
+}
+
+// answers reports whether a member gossip calls dead still answers the
+// internal status call, i.e. the process is up and reachable.
+func (r *reconciler) answers(ctx context.Context, m Member) bool {
+	if m.HTTPAddr == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, _, err := r.n.peers.do(ctx, m.HTTPAddr, internalStatus, nil)
+	return err == nil
+}
+
+// keep counts a removal held back and logs it once per member and reason.
+func (r *reconciler) keep(m Member, why string, c *metrics.Counter) {
+	c.Inc()
+	if r.kept[m.Name] == why {
+		return
+	}
+	r.kept[m.Name] = why
+	r.n.log.Warn("membership change held back", "change", "remove dead member", "member", m.Name, "region", m.Region, "reason", why)
 }
 
 func (r *reconciler) readd(m Member, voter bool) error {

@@ -42,12 +42,18 @@ func CmdNode(args []string) error {
 	if err != nil {
 		return fmt.Errorf("cannot start node: %w", err)
 	}
+	var fault error
 	select {
 	case <-ctx.Done():
 	case <-n.Exit():
+	case fault = <-n.Failed():
 	}
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return n.Close(shutdownCtx)
+	err = n.Close(shutdownCtx)
+	if fault != nil {
+		return errors.Join(fmt.Errorf("node stopped: %w", fault), err)
+	}
+	return err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/store"
 )
 
@@ -20,14 +21,16 @@ import (
 // replica (with the read-your-writes fallback for fresh keys and links).
 type authorizer struct{ n *Node }
 
+// Owner and Link go through the edge's lookups, so a fresh key or link is
+// found at the leader within the same limits as on the public routes: a
+// stream of random tokens or codes on the stats API cannot turn into a
+// stream of leader lookups.
 func (a authorizer) Owner(apiKey []byte) (string, bool) {
-	h := store.HashAPIKey(apiKey)
-	o, found, err := a.n.store.OwnerByKey(h)
-	if err == nil && !found {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		defer cancel()
-		o, found, err = a.n.remoteOwner(ctx, h)
+	srv := a.n.edge.Load()
+	if srv == nil {
+		return "", false
 	}
+	o, found, err := srv.LookupOwner(store.HashAPIKey(apiKey))
 	if err != nil || !found {
 		return "", false
 	}
@@ -35,13 +38,11 @@ func (a authorizer) Owner(apiKey []byte) (string, bool) {
 }
 
 func (a authorizer) Link(code string) (store.Link, bool) {
-	var l store.Link
-	found, err := a.n.store.GetLink([]byte(code), &l)
-	if err == nil && !found {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		defer cancel()
-		l, found, err = a.n.remoteLink(ctx, code)
+	srv := a.n.edge.Load()
+	if srv == nil {
+		return store.Link{}, false
 	}
+	l, found, err := srv.LookupLink(code)
 	return l, err == nil && found
 }
 
@@ -68,26 +69,30 @@ func (n *Node) statsHandler() fasthttp.RequestHandler {
 	target := n.aggregatorURL()
 	if target == "" {
 		return func(ctx *fasthttp.RequestCtx) {
-			problem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", "no aggregator is configured for this node (--aggregator-url)")
+			problem.Write(ctx, "unavailable", "no aggregator is configured for this node (--aggregator-url)")
 		}
 	}
 	u, err := url.Parse(target)
 	if err != nil {
 		return func(ctx *fasthttp.RequestCtx) {
-			problem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", "bad --aggregator-url: "+err.Error())
+			problem.Write(ctx, "unavailable", "bad --aggregator-url: "+err.Error())
 		}
 	}
-	client := &fasthttp.HostClient{Addr: u.Host, ReadTimeout: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxConns: 64}
+	// The hop to the aggregator carries the caller's API key between
+	// nodes: it goes over mutual TLS like every node-to-node call.
+	client := &fasthttp.HostClient{Addr: u.Host, IsTLS: true, TLSConfig: n.peerTLS.clientConfig(),
+		ReadTimeout: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxConns: 64}
 	return func(ctx *fasthttp.RequestCtx) {
 		req := fasthttp.AcquireRequest()
 		defer fasthttp.ReleaseRequest(req)
 		ctx.Request.CopyTo(req)
 		req.SetHost(u.Host)
+		req.URI().SetScheme("https")
 		req.Header.Del("Connection")
 		if err := client.DoTimeout(req, &ctx.Response, 30*time.Second); err != nil {
 			ctx.Response.Reset()
 			ctx.Response.Header.Set("Retry-After", "5")
-			problem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", fmt.Sprintf("the aggregator at %s did not answer: %v", u.Host, err))
+			problem.Write(ctx, "unavailable", fmt.Sprintf("the aggregator at %s did not answer: %v", u.Host, err))
 		}
 	}
 }
@@ -99,16 +104,8 @@ func (n *Node) apiFallback(stats fasthttp.RequestHandler) fasthttp.RequestHandle
 			stats(ctx)
 			return
 		}
-		problem(ctx, fasthttp.StatusNotFound, "not-found", "there is no API endpoint at "+string(ctx.Path()))
+		problem.Write(ctx, "not-found", "there is no API endpoint at "+string(ctx.Path()))
 	}
-}
-
-// problem writes an RFC 9457 answer for the few errors the node itself
-// produces on the public port.
-func problem(ctx *fasthttp.RequestCtx, status int, typ, detail string) {
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/problem+json")
-	fmt.Fprintf(ctx, `{"type":%q,"title":%q,"status":%d,"detail":%q}`, "/problems/"+typ, fasthttp.StatusMessage(status), status, detail)
 }
 
 // onClickLimit takes a link whose click limit was reached out of service

@@ -11,40 +11,33 @@ import (
 // Every apply method checks before it writes (as store's Batch methods do),
 // so a refused command leaves nothing behind in the batch.
 type applier struct {
-	st      *store.Store
-	b       *store.Batch
-	changed []string                     // link codes to evict from caches
-	sites   []store.Site                 // sites created or edited, to announce
-	idem    map[string]store.Idempotency // idempotency records written earlier in this batch
-	failed  error                        // the store itself failed; the batch must not commit
+	st        *store.Store
+	b         *store.Batch
+	changed   []string                     // link codes to evict from caches
+	sites     []store.Site                 // sites created or edited, to announce
+	idem      map[string]store.Idempotency // idempotency records written earlier in this batch
+	failed    error                        // the store itself failed; the batch must not commit
+	clusterID string                       // a SetClusterID applied in this batch
 }
 
 func newApplier(st *store.Store, b *store.Batch) *applier {
 	return &applier{st: st, b: b}
 }
 
-// isCommandError reports whether err is a command being refused, as
-// opposed to the store failing. Every refusal the store's Batch methods can
-// return must be listed here (and in result.go's wireErrors): an unlisted
-// one halts the FSM on every node.
-func isCommandError(err error) bool {
-	for _, e := range [...]error{
-		store.ErrCodeTaken, store.ErrNotFound, store.ErrPermanentRedirect,
-		store.ErrDomainTaken, store.ErrRangeExhausted, store.ErrRegionSpaceFull,
-		store.ErrLinkLocked, store.ErrGoalExists, store.ErrTooManyGoals, store.ErrInvalidSiteEdit,
-	} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
+// isStorageError reports whether err is the store failing (store.ErrStorage:
+// a Pebble read, write or commit error, a stored record that does not
+// decode, a store of another cluster) rather than the command being
+// refused. The split is by origin, not by a list of refusals: the store
+// marks every error that comes from Pebble, so any other error, including
+// one a future check adds, is a refusal that every replica reaches alike
+// and that must never halt them.
+func isStorageError(err error) bool { return errors.Is(err, store.ErrStorage) }
 
 // reject records err as the command's answer; a store failure also stops
 // the batch.
 func (a *applier) reject(res *applyResult, err error) {
 	res.Err = err
-	if !isCommandError(err) {
+	if isStorageError(err) {
 		a.failed = err
 	}
 }
@@ -122,7 +115,11 @@ func (c *createSiteCmd) apply(a *applier, _ uint64, res *applyResult) {
 }
 
 func (c *allocBlockCmd) apply(a *applier, _ uint64, res *applyResult) {
-	blk, _, err := a.b.AllocBlock(c.Region, c.Size)
+	alloc := a.b.AllocRegionBlock
+	if c.version == 1 {
+		alloc = a.b.AllocBlock // claimed the region on first use
+	}
+	blk, _, err := alloc(c.Region, c.Size)
 	if err != nil {
 		a.reject(res, err)
 		return
@@ -133,5 +130,33 @@ func (c *allocBlockCmd) apply(a *applier, _ uint64, res *applyResult) {
 func (c *setSecretCmd) apply(a *applier, _ uint64, res *applyResult) {
 	if err := a.b.SetSecret(c.Key); err != nil {
 		a.reject(res, err)
+	}
+}
+
+func (c *setClusterIDCmd) apply(a *applier, _ uint64, res *applyResult) {
+	if err := a.b.SetClusterID(c.ID); err != nil {
+		a.reject(res, err)
+		return
+	}
+	a.clusterID = c.ID
+}
+
+func (c *claimRegionCmd) apply(a *applier, _ uint64, res *applyResult) {
+	if _, _, err := a.b.ClaimRegion(c.Region); err != nil {
+		a.reject(res, err)
+	}
+}
+
+func (c *expireIdempotencyCmd) apply(a *applier, _ uint64, res *applyResult) {
+	if _, err := a.b.ExpireIdempotency(c.Cutoff, int(c.Limit)); err != nil {
+		a.reject(res, err)
+		return
+	}
+	// Records this batch wrote are read from a.idem, not the store: drop
+	// the ones the entry just expired.
+	for k, rec := range a.idem {
+		if rec.CreatedAt <= c.Cutoff {
+			delete(a.idem, k)
+		}
 	}
 }

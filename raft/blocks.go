@@ -26,6 +26,7 @@ type blockPool struct {
 	curLen  uint64      // cur's length when it was taken, for the 75% mark
 	next    store.Block // refilled block waiting for cur to run out
 	pending *refill     // the one allocation in flight, if any
+	gen     uint64      // bumped by drop; a refill started before is discarded
 }
 
 // refill is one allocation in flight; done closes when err is set.
@@ -76,10 +77,11 @@ func (p *blockPool) nextID(ctx context.Context) (uint64, error) {
 func (p *blockPool) startRefillLocked() *refill {
 	r := &refill{done: make(chan struct{})}
 	p.pending = r
+	gen := p.gen
 	ok := p.spawn(func() {
 		blk, err := p.alloc(p.ctx)
 		p.mu.Lock()
-		if err == nil {
+		if err == nil && gen == p.gen {
 			p.next = blk
 		} else {
 			p.log.Warn("cannot allocate counter block", "err", err)
@@ -97,8 +99,24 @@ func (p *blockPool) startRefillLocked() *refill {
 	return r
 }
 
+// drop forgets every block held in memory: after a snapshot restore the
+// store's counters are the snapshot's, and IDs taken from the old ones may
+// belong to links the snapshot holds.
+func (p *blockPool) drop() {
+	p.mu.Lock()
+	p.cur, p.curLen, p.next = store.Block{}, 0, store.Block{}
+	p.gen++
+	p.mu.Unlock()
+}
+
 // allocBlock asks the log for the next block of this node's region.
 func (n *Node) allocBlock(ctx context.Context) (store.Block, error) {
+	// Refuse here, not through the log, when this replica has no slot for
+	// the region: a misconfigured node must not append a refused entry
+	// per create. (A claim this replica has not applied yet only delays.)
+	if found, err := n.RegionClaimed(); err == nil && !found {
+		return store.Block{}, fmt.Errorf("cannot generate codes in region %q: %w; an operator claims it with `waymark regions add %s`", n.cfg.Region, store.ErrRegionUnclaimed, n.cfg.Region)
+	}
 	res, err := n.apply(ctx, appendAllocBlock(nil, n.cfg.Region, n.cfg.BlockSize))
 	if err != nil {
 		return store.Block{}, fmt.Errorf("cannot allocate counter block for region %q: %w", n.cfg.Region, err)

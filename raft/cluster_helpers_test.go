@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/waymark/waymark/store"
 )
@@ -56,6 +57,13 @@ type member struct {
 	n      *Node        // nil while stopped
 	ev     *events
 	leader *leaderLog
+	// storeHook, when set, is the store's BeforeCommit fault injection.
+	storeHook func() error
+	// onStore, when set, runs after the store opens and before raft does.
+	onStore func(*store.Store)
+	// storeFS, when set, holds the store instead of the disk (raft's log
+	// stays on disk).
+	storeFS vfs.FS
 }
 
 // leaderLog records OnLeader calls.
@@ -99,7 +107,14 @@ func newCluster(t testing.TB, mod func(*Config)) *cluster {
 // add starts a node that has no raft state and does not bootstrap.
 func (c *cluster) add(id, region string) *member {
 	c.t.Helper()
-	m := &member{c: c, id: id, dir: c.t.TempDir(), leader: &leaderLog{}}
+	return c.addAt(id, region, c.t.TempDir(), nil)
+}
+
+// addAt is add on the data dir dir (store/ and raft/ inside it); prep
+// runs on the member before it starts.
+func (c *cluster) addAt(id, region, dir string, prep func(*member)) *member {
+	c.t.Helper()
+	m := &member{c: c, id: id, dir: dir, leader: &leaderLog{}}
 	m.cfg = Config{
 		NodeID:   id,
 		Region:   region,
@@ -112,6 +127,9 @@ func (c *cluster) add(id, region string) *member {
 	fastTimeouts(&m.cfg)
 	if c.mod != nil {
 		c.mod(&m.cfg)
+	}
+	if prep != nil {
+		prep(m)
 	}
 	c.mu.Lock()
 	c.members[id] = m
@@ -126,7 +144,13 @@ func (c *cluster) add(id, region string) *member {
 // start opens the store and raft on the member's dirs.
 func (m *member) start() {
 	m.c.t.Helper()
-	st := openStore(m.c.t, filepath.Join(m.dir, "store"))
+	st, err := store.Open(filepath.Join(m.dir, "store"), store.Options{BlockCacheBytes: 8 << 20, Logger: testLogger(), BeforeCommit: m.storeHook, FS: m.storeFS})
+	if err != nil {
+		m.c.t.Fatalf("open store %s: %v", m.id, err)
+	}
+	if m.onStore != nil {
+		m.onStore(st)
+	}
 	m.ev = newEvents()
 	cfg := m.cfg
 	m.ev.hook(&cfg)

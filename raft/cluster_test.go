@@ -377,6 +377,8 @@ func TestClusterEdgeCatchesUpBySnapshot(t *testing.T) {
 	c.bootstrap(v1)
 	e1 := c.add("e1", "eu")
 	c.onLeader("add e1", func(n *Node) error { return n.AddNonvoter("e1", e1.node().Addr()) })
+	c.onLeader("claim eu", func(n *Node) error { _, _, err := n.ClaimRegion(testCtx(t), "eu"); return err })
+	c.waitCaughtUp() // e1 generates codes once its replica has the claim
 	first := createThrough(t, e1, "https://example.com/first")
 	c.waitLinks(first)
 

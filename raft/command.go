@@ -30,6 +30,10 @@ const (
 	cmdAllocBlock  cmdType = 5
 	cmdSetSecret   cmdType = 6
 	cmdUpdateSite  cmdType = 7
+	// Issue 10: explicit region slots and idempotency expiry.
+	cmdClaimRegion       cmdType = 8
+	cmdExpireIdempotency cmdType = 9
+	cmdSetClusterID      cmdType = 10
 )
 
 // flagSkippable lets a node that does not know the command skip it.
@@ -56,13 +60,16 @@ type commandSpec struct {
 // commandTable maps each type to its decoder; the decoded command applies
 // itself. It is read-only after init.
 var commandTable = map[cmdType]commandSpec{
-	cmdCreateLink:  {name: "create_link", version: 1, decode: decodeCreateLink},
-	cmdUpdateLink:  {name: "update_link", version: 1, decode: decodeUpdateLink},
-	cmdCreateOwner: {name: "create_owner", version: 1, decode: decodeCreateOwner},
-	cmdCreateSite:  {name: "create_site", version: 1, decode: decodeCreateSite},
-	cmdAllocBlock:  {name: "alloc_block", version: 1, decode: decodeAllocBlock},
-	cmdSetSecret:   {name: "set_secret", version: 1, decode: decodeSetSecret},
-	cmdUpdateSite:  {name: "update_site", version: 1, decode: decodeUpdateSite},
+	cmdCreateLink:        {name: "create_link", version: 1, decode: decodeCreateLink},
+	cmdUpdateLink:        {name: "update_link", version: 1, decode: decodeUpdateLink},
+	cmdCreateOwner:       {name: "create_owner", version: 1, decode: decodeCreateOwner},
+	cmdCreateSite:        {name: "create_site", version: 1, decode: decodeCreateSite},
+	cmdAllocBlock:        {name: "alloc_block", version: 2, decode: decodeAllocBlock},
+	cmdSetSecret:         {name: "set_secret", version: 1, decode: decodeSetSecret},
+	cmdUpdateSite:        {name: "update_site", version: 1, decode: decodeUpdateSite},
+	cmdClaimRegion:       {name: "claim_region", version: 1, decode: decodeClaimRegion},
+	cmdExpireIdempotency: {name: "expire_idempotency", version: 1, decode: decodeExpireIdempotency},
+	cmdSetClusterID:      {name: "set_cluster_id", version: 1, decode: decodeSetClusterID},
 }
 
 // header is the fixed start of every command.
@@ -103,6 +110,12 @@ func decodeCommand(data []byte) (header, command, error) {
 
 func corrupt(name string) error {
 	return fmt.Errorf("cannot decode %s command: %w", name, store.ErrCorrupt)
+}
+
+// invalid refuses a command whose bytes decode but whose field the store
+// could not hold. It reads as corrupt: no correct writer produces it.
+func invalid(name string, err error) error {
+	return fmt.Errorf("cannot decode %s command: %w: %w", name, store.ErrCorrupt, err)
 }
 
 // validStatus reports whether s is a status this build knows.
@@ -150,6 +163,14 @@ func decodeCreateLink(_ byte, p []byte) (command, error) {
 	}
 	if !r.Done() {
 		return nil, corrupt("create_link")
+	}
+	if err := store.CheckOwnerID(c.Link.Owner); err != nil {
+		return nil, invalid("create_link", err)
+	}
+	if c.Idem != nil {
+		if err := store.CheckOwnerID(c.Idem.Owner); err != nil {
+			return nil, invalid("create_link", err)
+		}
 	}
 	return c, nil
 }
@@ -235,6 +256,9 @@ func decodeUpdateLink(_ byte, b []byte) (command, error) {
 	if !r.Done() || p.Code == "" || !validStatus(p.Status) {
 		return nil, corrupt("update_link")
 	}
+	if err := store.CheckOwnerID(p.Owner); err != nil {
+		return nil, invalid("update_link", err)
+	}
 	return c, nil
 }
 
@@ -267,6 +291,9 @@ func decodeCreateOwner(_ byte, b []byte) (command, error) {
 	copy(c.Key[:], r.Fixed(len(c.Key)))
 	if !r.Done() || c.Owner.ID == "" {
 		return nil, corrupt("create_owner")
+	}
+	if err := store.CheckOwnerID(c.Owner.ID); err != nil {
+		return nil, invalid("create_owner", err)
 	}
 	return c, nil
 }
@@ -304,13 +331,21 @@ func decodeCreateSite(_ byte, b []byte) (command, error) {
 	if !r.Done() || s.ID == "" || s.Domain == "" {
 		return nil, corrupt("create_site")
 	}
+	if err := store.CheckOwnerID(s.Owner); err != nil {
+		return nil, invalid("create_site", err)
+	}
 	return c, nil
 }
 
 // allocBlockCmd hands the next Size IDs of a region's range to the caller.
+// Version 1 claimed a slot for a region that had none; version 2 refuses
+// an unclaimed region (store.ErrRegionUnclaimed): slots are claimed only
+// by claimRegionCmd. Old entries keep their version, so they replay as
+// they first applied.
 type allocBlockCmd struct {
-	Region string
-	Size   uint64
+	Region  string
+	Size    uint64
+	version byte // as decoded; written as the newest
 }
 
 func (c *allocBlockCmd) kind() cmdType { return cmdAllocBlock }
@@ -325,9 +360,9 @@ func (c *allocBlockCmd) appendPayload(dst []byte) []byte {
 	return appendUvarint(dst, c.Size)
 }
 
-func decodeAllocBlock(_ byte, b []byte) (command, error) {
+func decodeAllocBlock(version byte, b []byte) (command, error) {
 	r := newReader(b)
-	c := &allocBlockCmd{Region: r.String(), Size: r.Uvarint()}
+	c := &allocBlockCmd{Region: r.String(), Size: r.Uvarint(), version: version}
 	if !r.Done() || c.Region == "" || c.Size == 0 || c.Size > store.RegionSpan {
 		return nil, corrupt("alloc_block")
 	}
@@ -355,4 +390,98 @@ func decodeSetSecret(_ byte, b []byte) (command, error) {
 		return nil, corrupt("set_secret")
 	}
 	return &setSecretCmd{Key: append([]byte(nil), key...)}, nil
+}
+
+// setClusterIDCmd names the cluster whose log this is; the first leader of
+// a cluster applies it once, and the store keeps the first id.
+type setClusterIDCmd struct {
+	ID string
+}
+
+func (c *setClusterIDCmd) kind() cmdType { return cmdSetClusterID }
+
+// appendSetClusterID encodes a SetClusterID command.
+func appendSetClusterID(dst []byte, id string) []byte {
+	return appendCommand(dst, &setClusterIDCmd{ID: id})
+}
+
+func (c *setClusterIDCmd) appendPayload(dst []byte) []byte { return appendString(dst, c.ID) }
+
+func decodeSetClusterID(_ byte, b []byte) (command, error) {
+	r := newReader(b)
+	id := r.String()
+	if !r.Done() || !validClusterID(id) {
+		return nil, corrupt("set_cluster_id")
+	}
+	return &setClusterIDCmd{ID: id}, nil
+}
+
+// validClusterID accepts 1 to store.MaxClusterIDLen bytes of [0-9a-z-].
+func validClusterID(id string) bool {
+	if id == "" || len(id) > store.MaxClusterIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// claimRegionCmd gives a region a slot of the ID space (`waymark regions
+// add`); a region that has one keeps it.
+type claimRegionCmd struct {
+	Region string
+}
+
+func (c *claimRegionCmd) kind() cmdType { return cmdClaimRegion }
+
+// appendClaimRegion encodes a ClaimRegion command.
+func appendClaimRegion(dst []byte, region string) []byte {
+	return appendCommand(dst, &claimRegionCmd{Region: region})
+}
+
+func (c *claimRegionCmd) appendPayload(dst []byte) []byte { return appendString(dst, c.Region) }
+
+func decodeClaimRegion(_ byte, b []byte) (command, error) {
+	r := newReader(b)
+	c := &claimRegionCmd{Region: r.String()}
+	if !r.Done() || store.CheckRegionName(c.Region) != nil {
+		return nil, corrupt("claim_region")
+	}
+	return c, nil
+}
+
+// maxExpirePerEntry bounds the records one expiry entry deletes, so one
+// entry stays a small batch however many records are due.
+const maxExpirePerEntry = 4096
+
+// expireIdempotencyCmd deletes idempotency records created at or before
+// Cutoff (ms since the epoch). The leader chooses the cutoff from its own
+// clock, so every replica deletes exactly the same records.
+type expireIdempotencyCmd struct {
+	Cutoff int64
+	Limit  uint64
+}
+
+func (c *expireIdempotencyCmd) kind() cmdType { return cmdExpireIdempotency }
+
+// appendExpireIdempotency encodes an ExpireIdempotency command.
+func appendExpireIdempotency(dst []byte, cutoff int64, limit uint64) []byte {
+	return appendCommand(dst, &expireIdempotencyCmd{Cutoff: cutoff, Limit: limit})
+}
+
+func (c *expireIdempotencyCmd) appendPayload(dst []byte) []byte {
+	dst = appendVarints(dst, c.Cutoff)
+	return appendUvarint(dst, c.Limit)
+}
+
+func decodeExpireIdempotency(_ byte, b []byte) (command, error) {
+	r := newReader(b)
+	c := &expireIdempotencyCmd{Cutoff: r.Varint(), Limit: r.Uvarint()}
+	if !r.Done() || c.Limit == 0 || c.Limit > maxExpirePerEntry {
+		return nil, corrupt("expire_idempotency")
+	}
+	return c, nil
 }

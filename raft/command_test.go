@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/waymark/waymark/store"
@@ -21,8 +22,12 @@ func sampleCommands() []command {
 			SetClickLimit: true, ClickLimit: 3, SetStatus: true, Status: store.StatusLegalBlock}},
 		&createOwnerCmd{Owner: store.Owner{ID: "o1", Name: "Ada", CreatedAt: 5}, Key: store.HashAPIKey([]byte("secret"))},
 		&createSiteCmd{Site: store.Site{ID: "s1", Domain: "example.com", Timezone: "Europe/Paris", Owner: "o1", CreatedAt: 6}},
-		&allocBlockCmd{Region: "eu", Size: 4096},
+		&allocBlockCmd{Region: "eu", Size: 4096, version: 2},
+		&claimRegionCmd{Region: "eu-west"},
+		&expireIdempotencyCmd{Cutoff: 1700000000000, Limit: maxExpirePerEntry},
+		&expireIdempotencyCmd{Cutoff: -5, Limit: 1},
 		&setSecretCmd{Key: []byte("0123456789abcdef")},
+		&setClusterIDCmd{ID: "0f1e2d3c4b5a69788796a5b4c3d2e1f0"},
 		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", Owner: "o1", SetTimezone: true, Timezone: "Asia/Tokyo", SetIgnoreDNT: true, IgnoreDNT: true}},
 		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", SetIgnoreDNT: true}},
 		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", Owner: "o1", AddGoal: &store.Goal{ID: "g1", PagePath: "/blog/**", DisplayName: "Visit /blog/**"}}},
@@ -57,7 +62,7 @@ func TestAppendEncodersMatchCommands(t *testing.T) {
 	if string(got[:2]) != "xy" {
 		t.Errorf("appendAllocBlock dropped dst: got %q", got)
 	}
-	if _, c, err := decodeCommand(got[2:]); err != nil || !reflect.DeepEqual(c, &allocBlockCmd{Region: "us", Size: 16}) {
+	if _, c, err := decodeCommand(got[2:]); err != nil || !reflect.DeepEqual(c, &allocBlockCmd{Region: "us", Size: 16, version: 2}) {
 		t.Errorf("decode alloc block: got %+v, %v", c, err)
 	}
 }
@@ -86,6 +91,11 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"empty code", appendCommand(nil, &createLinkCmd{Link: store.Link{Redirect: 302}}), store.ErrCorrupt},
 		{"short secret", appendCommand(nil, &setSecretCmd{Key: []byte("short")}), store.ErrCorrupt},
 		{"zero block", appendCommand(nil, &allocBlockCmd{Region: "us"}), store.ErrCorrupt},
+		{"empty region claim", appendClaimRegion(nil, ""), store.ErrCorrupt},
+		{"region claim with a space", appendClaimRegion(nil, "eu west"), store.ErrCorrupt},
+		{"region claim too long", appendClaimRegion(nil, strings.Repeat("r", store.MaxRegionNameLen+1)), store.ErrCorrupt},
+		{"expiry without a limit", appendExpireIdempotency(nil, 1, 0), store.ErrCorrupt},
+		{"expiry over the limit", appendExpireIdempotency(nil, 1, maxExpirePerEntry+1), store.ErrCorrupt},
 		{"unknown patch bits", badPatch, store.ErrCorrupt},
 		{"site edit that changes nothing", site(store.SitePatch{SiteID: "s1", Owner: "o1"}), store.ErrCorrupt},
 		{"site edit without a site", site(store.SitePatch{SetIgnoreDNT: true}), store.ErrCorrupt},
@@ -97,6 +107,13 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"reserved goal", site(store.SitePatch{SiteID: "s1", AddGoal: &store.Goal{ID: "g", EventName: "engagement", DisplayName: "e"}}), store.ErrCorrupt},
 		{"untrimmed goal", site(store.SitePatch{SiteID: "s1", AddGoal: &store.Goal{ID: "g", PagePath: "/p ", DisplayName: "p"}}), store.ErrCorrupt},
 		{"goal id with a slash", site(store.SitePatch{SiteID: "s1", DeleteGoal: "a/b"}), store.ErrCorrupt},
+		{"owner with NUL", appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "a", Owner: "a\x00b", Redirect: 302}}), store.ErrCorrupt},
+		{"idempotency owner with NUL", appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "a", Owner: "a", Redirect: 302}, Idem: &store.IdempotencyWrite{Owner: "a\x00", Key: "k"}}), store.ErrCorrupt},
+		{"patch owner with NUL", appendCommand(nil, &updateLinkCmd{Patch: store.LinkPatch{Code: "a", Owner: "\x00"}}), store.ErrCorrupt},
+		{"owner id with NUL", appendCommand(nil, &createOwnerCmd{Owner: store.Owner{ID: "o\x00"}}), store.ErrCorrupt},
+		{"site owner with NUL", appendCommand(nil, &createSiteCmd{Site: store.Site{ID: "s", Domain: "d", Owner: "o\x00"}}), store.ErrCorrupt},
+		{"empty cluster id", appendCommand(nil, &setClusterIDCmd{}), store.ErrCorrupt},
+		{"cluster id with upper case", appendCommand(nil, &setClusterIDCmd{ID: "ABC"}), store.ErrCorrupt},
 		{"unknown type", []byte{200, 1, 0}, errUnknownCommand},
 		{"newer version", []byte{byte(cmdCreateLink), 2, 0}, errUnknownCommand},
 		{"version zero", []byte{byte(cmdCreateLink), 0, 0}, errUnknownCommand},

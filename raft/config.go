@@ -2,6 +2,8 @@ package raft
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +31,15 @@ type Config struct {
 	Dir           string // raft.db (log and stable store) and snapshots/
 	BindAddr      string // TCP transport; may be "127.0.0.1:0"
 	AdvertiseAddr string // optional; defaults to the bound address
+	// TLS, when set, carries the transport over TLS with this config on
+	// both sides: it must hold this node's certificate, the cluster CA as
+	// ClientCAs and RootCAs, ClientAuth RequireAndVerifyClientCert and the
+	// ServerName peers' certificates carry. Nil is plain TCP (tests).
+	TLS *tls.Config
+	// TLSInbound, when set, also checks the verified certificate of every
+	// peer that connects to this node (not of those it dials): the node
+	// admits only voters.
+	TLSInbound func(leaf *x509.Certificate) error
 	// Bootstrap makes this node a single-voter cluster when Dir holds no
 	// raft state yet.
 	Bootstrap bool
@@ -38,6 +49,9 @@ type Config struct {
 
 	ApplyTimeout time.Duration // deadline for every apply; default 5s
 	BlockSize    uint64        // IDs per counter block; default 4096
+	// IdempotencySweep is how often the leader expires idempotency
+	// records past their TTL; default DefaultIdempotencySweep.
+	IdempotencySweep time.Duration
 
 	SnapshotInterval  time.Duration // how often raft checks whether to snapshot; default 5m
 	SnapshotThreshold uint64        // new entries that trigger a snapshot; default 65536
@@ -49,6 +63,11 @@ type Config struct {
 	// quickly.
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
+
+	// LogGuard, when set, is asked before a follower stores new log
+	// entries; an error (the disk is nearly full) refuses them, and the
+	// leader retries later (logguard.go).
+	LogGuard func() error
 
 	Logger  *slog.Logger // nil means slog.Default()
 	Metrics *metrics.Set // nil means a private set
@@ -69,8 +88,11 @@ type Config struct {
 	// that is not the leader every write goes through it; nil keeps the
 	// single-node behaviour (writes fail with store.ErrNoLeader). Its error
 	// must wrap store.ErrNoLeader when the request certainly never reached
-	// the leader (no address, connection refused) and store.ErrUnknownOutcome
-	// once it may have; any other error is treated as an unknown outcome.
+	// the leader (no address, connection refused), store.ErrRefused or
+	// store.ErrClusterKeyMismatch when the leader turned it away before its
+	// log, and store.ErrUnknownOutcome once it may have; any other error is
+	// treated as an unknown outcome. It must pass LeaderTimeout(ctx) on to
+	// the leader, which must answer within it.
 	Forward func(ctx context.Context, leaderID, leaderRaftAddr string, cmd []byte) ([]byte, error)
 	// OnLeader is called with true when this node becomes the leader and
 	// with false when it stops being the leader (including at Close). Calls
@@ -98,6 +120,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = DefaultBlockSize
+	}
+	if c.IdempotencySweep <= 0 {
+		c.IdempotencySweep = DefaultIdempotencySweep
 	}
 	if c.SnapshotInterval <= 0 {
 		c.SnapshotInterval = DefaultSnapshotInterval

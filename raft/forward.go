@@ -4,15 +4,48 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/waymark/waymark/store"
 )
 
-// forwardSlack is how much longer a forwarding node waits than the leader
-// does: the leader's own deadline (ApplyTimeout) ends first, so its answer,
-// even "unknown outcome", usually arrives instead of a local timeout.
-const forwardSlack = time.Second
+// ForwardSlack is the room a forwarding node keeps for the leader's answer
+// to travel back: the leader is given the forwarding node's time left
+// minus ForwardSlack, so its own deadline ends first and its answer, even
+// "unknown outcome", arrives instead of a local timeout.
+const ForwardSlack = time.Second
+
+// LeaderTimeoutHeader carries, on a forwarded command, how many
+// milliseconds the leader may spend on it (see LeaderTimeout).
+const LeaderTimeoutHeader = "Waymark-Leader-Timeout"
+
+type leaderTimeoutKey struct{}
+
+// LeaderTimeout is how long the leader may take over the command that
+// Config.Forward is sending with ctx; the transport must pass it on (as
+// LeaderTimeoutHeader) and the leader must answer within it. ok is false
+// for a ctx that did not come from a forward.
+func LeaderTimeout(ctx context.Context) (d time.Duration, ok bool) {
+	d, ok = ctx.Value(leaderTimeoutKey{}).(time.Duration)
+	return d, ok
+}
+
+// ParseLeaderTimeout reads a LeaderTimeoutHeader value on the leader: the
+// time granted, at most max. A missing or bad value gives max (a node
+// from before the header).
+func ParseLeaderTimeout(v []byte, max time.Duration) time.Duration {
+	ms, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || ms <= 0 || time.Duration(ms)*time.Millisecond > max {
+		return max
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// FormatLeaderTimeout is the LeaderTimeoutHeader value for d.
+func FormatLeaderTimeout(d time.Duration) string {
+	return strconv.FormatInt(max(1, d.Milliseconds()), 10)
+}
 
 // forwardable lists the commands a follower may send to the leader. The
 // permutation key is never forwarded: only a bootstrapping leader sets it.
@@ -23,6 +56,7 @@ var forwardable = map[cmdType]bool{
 	cmdCreateSite:  true,
 	cmdAllocBlock:  true,
 	cmdUpdateSite:  true,
+	cmdClaimRegion: true,
 }
 
 // forward sends cmd to the leader this node knows of. Forwarding happens
@@ -39,8 +73,15 @@ func (n *Node) forward(ctx context.Context, cmd []byte) (*applyResult, error) {
 }
 
 func (n *Node) forwardTo(ctx context.Context, leaderID, leaderAddr string, cmd []byte) (*applyResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.ApplyTimeout+forwardSlack)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.ApplyTimeout+ForwardSlack)
 	defer cancel()
+	d, _ := ctx.Deadline()
+	leaderTimeout := min(n.cfg.ApplyTimeout, time.Until(d)-ForwardSlack)
+	if leaderTimeout <= 0 {
+		// Not sent: too little time left for the leader to answer.
+		return nil, fmt.Errorf("cannot forward command to leader %s: less than %s left: %w", leaderID, ForwardSlack, context.DeadlineExceeded)
+	}
+	ctx = context.WithValue(ctx, leaderTimeoutKey{}, leaderTimeout)
 	b, err := n.cfg.Forward(ctx, leaderID, leaderAddr, cmd)
 	if err != nil {
 		return nil, forwardError(leaderID, err)
@@ -58,31 +99,32 @@ func (n *Node) forwardTo(ctx context.Context, leaderID, leaderAddr string, cmd [
 	return res, nil
 }
 
-// waitApplied waits, briefly, until this node has applied index itself, so
-// a write answered here is visible here on the very next request (an edit
-// or takedown through an edge must not keep redirecting from its replica).
-// The write is committed either way; a slow replica only delays the answer.
+// waitApplied waits, briefly, until this node's store has applied index,
+// so a write answered here is visible here on the very next request (an
+// edit or takedown through an edge must not keep redirecting from its
+// replica). The FSM signals every batch it commits, so the wait ends as
+// soon as the entry is in Pebble. The write is committed either way; a
+// slow replica only delays the answer.
 func (n *Node) waitApplied(ctx context.Context, index uint64) {
 	if index == 0 {
 		return
 	}
-	deadline := time.Now().Add(time.Second)
-	for n.raft.AppliedIndex() < index {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			n.m.forwardApplyWaitTimeouts.Inc()
-			return
-		}
-		time.Sleep(time.Millisecond)
+	if !n.applied.wait(ctx, index, time.Second) {
+		n.m.forwardApplyWaitTimeouts.Inc()
 	}
 }
 
 // forwardError maps a transport failure. Only a request that certainly
-// never reached the leader may say "no leader" (safe to retry anywhere);
-// every other failure may have been applied.
+// never reached the leader may say "no leader" (safe to retry anywhere),
+// and only a request the leader turned away before its log may say
+// "refused" or "cluster keys differ"; every other failure may have been
+// applied.
 func forwardError(leaderID string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrUnknownOutcome):
 		return fmt.Errorf("cannot confirm command forwarded to leader %s: %w", leaderID, err)
+	case errors.Is(err, store.ErrRefused), errors.Is(err, store.ErrClusterKeyMismatch):
+		return fmt.Errorf("leader %s turned the command away, so it had no effect: %w", leaderID, err)
 	case errors.Is(err, store.ErrNoLeader):
 		return fmt.Errorf("cannot forward command to leader %s: %w", leaderID, err)
 	default:

@@ -3,6 +3,7 @@ package raft
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -37,6 +38,14 @@ func TestApplyForwardedOnLeader(t *testing.T) {
 		t.Errorf("duplicate code: got %+v, %v; want ErrCodeTaken in the answer", res, err)
 	}
 
+	if ans, err := tn.n.ApplyForwarded(ctx, appendAllocBlock(nil, "eu", 100)); err != nil {
+		t.Fatalf("apply forwarded block: %v", err)
+	} else if res, err := decodeResult(ans); err != nil || !errors.Is(res.Err, store.ErrRegionUnclaimed) {
+		t.Errorf("block in an unclaimed region: got %+v, %v; want ErrRegionUnclaimed in the answer", res, err)
+	}
+	if _, err := tn.n.ApplyForwarded(ctx, appendClaimRegion(nil, "eu")); err != nil {
+		t.Fatalf("apply forwarded claim: %v", err)
+	}
 	ans, err = tn.n.ApplyForwarded(ctx, appendAllocBlock(nil, "eu", 100))
 	if err != nil {
 		t.Fatalf("apply forwarded block: %v", err)
@@ -109,6 +118,32 @@ func TestForwardMapsOutcomes(t *testing.T) {
 		if tc.name == "leader refused" && !strings.Contains(err.Error(), "leader-1") {
 			t.Errorf("%s: got %q; want the leader named", tc.name, err)
 		}
+	}
+
+	// A leader that turned the command away before its log: no effect, so
+	// never an unknown outcome.
+	for _, want := range []error{store.ErrRefused, store.ErrClusterKeyMismatch} {
+		answer, fail = nil, fmt.Errorf("cannot forward to leader: %w: answered 4xx", want)
+		_, err := n.forwardTo(ctx, "leader-1", "10.0.0.1:7000", cmd)
+		if !errors.Is(err, want) || errors.Is(err, store.ErrUnknownOutcome) {
+			t.Errorf("transport reports %v: got %v; want it kept, without an unknown outcome", want, err)
+		}
+	}
+	// The transport is told how long the leader may take: less than the
+	// caller waits, by ForwardSlack.
+	var granted time.Duration
+	var grantedOK bool
+	n.cfg.Forward = func(ctx context.Context, _, _ string, _ []byte) ([]byte, error) {
+		granted, grantedOK = LeaderTimeout(ctx)
+		return appendResult(nil, &applyResult{Index: 1}), nil
+	}
+	short, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := n.forwardTo(short, "leader-1", "10.0.0.1:7000", cmd); err != nil {
+		t.Fatalf("forward: %v", err)
+	}
+	if !grantedOK || granted <= 0 || granted > 3*time.Second-ForwardSlack {
+		t.Errorf("leader timeout for a caller with 3s left: got %v (set %v); want at most %v", granted, grantedOK, 3*time.Second-ForwardSlack)
 	}
 }
 

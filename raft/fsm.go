@@ -33,24 +33,37 @@ type fsm struct {
 	onChange  func(code string)
 	onSite    func(store.Site)
 	onRestore func()
+	applied   *appliedWatch // signalled after every committed batch; nil in some tests
 
 	// halted is set when the store failed under a batch. The batch was not
 	// committed, so the store stays consistent with its applied index, but
 	// this process can no longer keep up with the log: it stops applying
 	// and reports not ready until a restart replays the entries.
 	halted atomic.Pointer[error]
+	// onHalt runs (on the FSM goroutine, so it must not block) once the
+	// FSM halts; the node hands its leadership away.
+	onHalt func()
+	// onClusterID runs with the cluster id once the store is known to hold
+	// this log's cluster (set, checked on replay, or restored); the node
+	// records it beside the raft log for the check at start.
+	onClusterID func(id string)
+	// restoring is set while Restore swaps a snapshot in: the node reports
+	// not ready, though readers keep seeing the old state until the swap.
+	restoring atomic.Bool
 }
 
 var _ hraft.BatchingFSM = (*fsm)(nil)
 
 func newFSM(st *store.Store, cfg Config, m *nodeMetrics) *fsm {
 	return &fsm{
-		st:        st,
-		log:       cfg.Logger,
-		m:         m,
-		onChange:  cfg.OnChange,
-		onSite:    cfg.OnSite,
-		onRestore: cfg.OnRestore,
+		st:          st,
+		log:         cfg.Logger,
+		m:           m,
+		onChange:    cfg.OnChange,
+		onSite:      cfg.OnSite,
+		onRestore:   cfg.OnRestore,
+		onHalt:      func() {},
+		onClusterID: func(string) {},
 	}
 }
 
@@ -90,6 +103,9 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 		if l.Index <= applied {
 			res.Skipped = true
 			f.m.fsmSkipped.Inc()
+			if err := f.checkSkipped(l); err != nil {
+				return f.failAll(logs, resps, f.halt(err))
+			}
 			continue
 		}
 		last = l.Index
@@ -114,6 +130,10 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 	for _, s := range a.sites {
 		f.onSite(s)
 	}
+	if a.clusterID != "" {
+		f.onClusterID(a.clusterID)
+	}
+	f.applied.advance(last) // after the evictions, like the futures
 	f.m.fsmBatchDuration.UpdateDuration(start)
 	return resps
 }
@@ -126,10 +146,18 @@ func (f *fsm) applyCommand(a *applier, l *hraft.Log, res *applyResult) {
 		f.m.fsmSkipped.Inc()
 		f.log.Warn("skipping raft command this node does not know; upgrade it",
 			"index", l.Index, "type", h.typ, "version", h.version)
+	case errors.Is(err, store.ErrCorrupt):
+		// Bytes no correct writer produces (or a field the store could not
+		// hold): every replica decodes them alike and refuses the entry
+		// alike, so the replicas stay equal and applying goes on.
+		f.m.fsmUnknown.Inc()
+		f.log.Error("refusing committed raft command that does not decode; every replica refuses it",
+			"index", l.Index, "type", h.typ, "version", h.version, "err", err)
+		res.Err = fmt.Errorf("cannot apply entry %d: %w", l.Index, err)
 	case err != nil:
 		// A committed entry every node must apply, and this one cannot:
-		// the node is older than the log or the entry is damaged. Its
-		// replica now differs from the others for this entry.
+		// the node is older than the log. Its replica now differs from the
+		// others for this entry.
 		f.m.fsmUnknown.Inc()
 		f.log.Error("broken invariant: cannot apply committed raft command; this node's replica misses its effect",
 			"index", l.Index, "type", h.typ, "version", h.version, "err", err)
@@ -142,12 +170,43 @@ func (f *fsm) applyCommand(a *applier, l *hraft.Log, res *applyResult) {
 
 // halt stops the FSM after a store failure and returns the reason.
 func (f *fsm) halt(err error) error {
-	err = fmt.Errorf("store failed under a raft batch; restart the node to replay the log: %w", err)
+	if errors.Is(err, store.ErrOtherCluster) {
+		err = fmt.Errorf("refusing to apply this cluster's raft log: %w; start the node with an empty store (or with its own cluster's raft dir)", err)
+	} else {
+		err = fmt.Errorf("store failed under a raft batch; restart the node to replay the log: %w", err)
+	}
 	if f.halted.CompareAndSwap(nil, &err) {
 		f.m.fsmHalted.Set(1)
 		f.log.Error("raft state machine halted", "err", err)
+		f.onHalt()
 	}
 	return f.haltErr()
+}
+
+// checkSkipped looks at an entry the store claims to hold already. A
+// set_cluster_id entry among them must name the store's own cluster: if it
+// does not, the store came from another cluster and "already applied" is
+// false for every entry up to its applied index.
+func (f *fsm) checkSkipped(l *hraft.Log) error {
+	if l.Type != hraft.LogCommand || len(l.Data) == 0 || cmdType(l.Data[0]) != cmdSetClusterID {
+		return nil
+	}
+	_, c, err := decodeCommand(l.Data)
+	if err != nil {
+		return nil // refused when it was applied; nothing to compare
+	}
+	want := c.(*setClusterIDCmd).ID
+	have, found, err := f.st.ClusterID()
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return fmt.Errorf("store has no cluster id, but claims entry %d, which sets cluster %q: %w", l.Index, want, store.ErrOtherCluster)
+	case have != want:
+		return fmt.Errorf("store holds cluster %q, entry %d of the raft log sets cluster %q: %w", have, l.Index, want, store.ErrOtherCluster)
+	}
+	f.onClusterID(want)
+	return nil
 }
 
 // failAll answers every entry of a batch that was not committed. The

@@ -62,7 +62,7 @@ func TestFSMReplayIsIdempotent(t *testing.T) {
 		appendCreateLink(nil, testLink("bbbbbbb"), idem),
 		appendUpdateLink(nil, &store.LinkPatch{Code: "aaaaaaa", Owner: "o1", SetStatus: true, Status: store.StatusDisabled}),
 		appendCreateSite(nil, &store.Site{ID: "s1", Domain: "example.com", Owner: "o1"}),
-		appendAllocBlock(nil, "us", 16),
+		appendAllocBlockV1(nil, "us", 16), // version 1 claims its region
 	)...)
 	for i, r := range f.ApplyBatch(logs) {
 		if res := result(t, r); res.Err != nil || res.Skipped {
@@ -240,4 +240,12 @@ func TestFSMRestoreRejectsGarbage(t *testing.T) {
 	if !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("got %v; want ErrCorrupt", err)
 	}
+}
+
+// appendAllocBlockV1 is an alloc entry as version 1 wrote it: same
+// payload, and the region is claimed on first use.
+func appendAllocBlockV1(dst []byte, region string, size uint64) []byte {
+	b := appendAllocBlock(dst, region, size)
+	b[len(dst)+1] = 1
+	return b
 }

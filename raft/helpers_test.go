@@ -37,12 +37,28 @@ type events struct {
 	changes  map[string]int
 	sites    []store.Site
 	restores int
+	// gate, if set, runs first in OnChange, on raft's FSM goroutine: a
+	// test holds the FSM there to make this node's applies slow.
+	gate func(code string)
 }
+
+// setGate installs gate; nil removes it.
+func (e *events) setGate(gate func(code string)) { e.mu.Lock(); e.gate = gate; e.mu.Unlock() }
 
 func newEvents() *events { return &events{changes: map[string]int{}} }
 
 func (e *events) hook(c *Config) {
-	c.OnChange = func(code string) { e.mu.Lock(); e.changes[code]++; e.mu.Unlock() }
+	c.OnChange = func(code string) {
+		e.mu.Lock()
+		gate := e.gate
+		e.mu.Unlock()
+		if gate != nil {
+			gate(code)
+		}
+		e.mu.Lock()
+		e.changes[code]++
+		e.mu.Unlock()
+	}
 	c.OnSite = func(s store.Site) { e.mu.Lock(); e.sites = append(e.sites, s); e.mu.Unlock() }
 	c.OnRestore = func() { e.mu.Lock(); e.restores++; e.mu.Unlock() }
 }

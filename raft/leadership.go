@@ -2,6 +2,7 @@ package raft
 
 import (
 	"crypto/rand"
+	"encoding/hex"
 	"time"
 
 	"github.com/waymark/waymark/store"
@@ -36,9 +37,53 @@ func (n *Node) watchLeadership() {
 func (n *Node) leadershipChanged(leader bool) {
 	n.log.Info("raft leadership changed", "leader", leader)
 	n.cfg.OnLeader(leader)
+	if leader && n.fsm.haltErr() != nil {
+		n.stepDownHalted()
+	}
 	if leader && n.securing.CompareAndSwap(false, true) {
 		if !n.goSafe(n.ensureSecret) {
 			n.securing.Store(false)
+		}
+	}
+	if leader && n.sweeping.CompareAndSwap(false, true) {
+		if !n.goSafe(n.sweepIdempotency) {
+			n.sweeping.Store(false)
+		}
+	}
+}
+
+// stepDownHalted hands the leadership of a halted node to another voter.
+// A halted FSM applies nothing, so as leader it would answer every write
+// with an unknown outcome; its log is still fine, so it stays a voter and
+// keeps acknowledging appends. It can win an election again, and then
+// leadershipChanged calls this again. In a single-voter cluster there is
+// no one to hand over to, and it retries until the node is restarted.
+func (n *Node) stepDownHalted() {
+	if !n.steppingDown.CompareAndSwap(false, true) {
+		return
+	}
+	if !n.goSafe(n.stepDownLoop) {
+		n.steppingDown.Store(false)
+	}
+}
+
+func (n *Node) stepDownLoop() {
+	defer n.steppingDown.Store(false)
+	warned := false
+	for n.ctx.Err() == nil && n.IsLeader() && n.fsm.haltErr() != nil {
+		err := n.raft.LeadershipTransfer().Error()
+		if err == nil {
+			n.m.haltStepDowns.Inc()
+			n.log.Warn("halted state machine: handed raft leadership to another voter")
+			continue // loop once more to confirm
+		}
+		if !warned {
+			n.log.Error("halted state machine: cannot hand raft leadership away; retrying", "err", err)
+			warned = true
+		}
+		select {
+		case <-n.ctx.Done():
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
@@ -78,6 +123,9 @@ func (n *Node) trySetSecret(s *secretAttempt) bool {
 		}
 		s.barrier = true
 	}
+	if !n.ensureClusterID() {
+		return false
+	}
 	if _, found, err := n.st.Secret(); err != nil {
 		n.log.Warn("cannot read cluster permutation key; retrying", "err", err)
 		return false
@@ -102,4 +150,40 @@ func (n *Node) trySetSecret(s *secretAttempt) bool {
 	}
 	n.log.Info("cluster permutation key set")
 	return true
+}
+
+// ensureClusterID applies SetClusterID once the store of a leader, after
+// its barrier, still has none: the first leader of a new cluster (or of a
+// cluster older than cluster ids) names it. After the barrier every
+// earlier entry is applied, so an id some earlier leader set is seen; the
+// store keeps the first id and refuses to follow a log with another.
+func (n *Node) ensureClusterID() bool {
+	if _, found, err := n.st.ClusterID(); err != nil {
+		n.log.Warn("cannot read cluster id; retrying", "err", err)
+		return false
+	} else if found {
+		return true
+	}
+	id := newClusterID()
+	if _, err := n.applyLocal(n.ctx, appendSetClusterID(nil, id)); err != nil {
+		n.log.Warn("cannot set cluster id; retrying", "err", err)
+		return false
+	}
+	n.log.Info("cluster id set", "cluster_id", id)
+	return true
+}
+
+// newClusterID is 16 random bytes in hex.
+func newClusterID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// LeaderID is the current leader's ID, or "" when none is known. It reads
+// only raft's leader field, where Stats also builds the configuration and
+// the store's applied index: lookups on a hot path ask this.
+func (n *Node) LeaderID() string {
+	_, id := n.raft.LeaderWithID()
+	return string(id)
 }

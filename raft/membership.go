@@ -166,11 +166,14 @@ func (n *Node) BootstrapCluster(servers []Server) error {
 		return err
 	}
 	err = waitFuture(n.raft.BootstrapCluster(conf), n.cfg.ApplyTimeout)
-	if errors.Is(err, hraft.ErrCantBootstrap) {
-		return nil // raced with a leader's AppendEntries: state exists now
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, hraft.ErrCantBootstrap) {
 		return fmt.Errorf("cannot bootstrap raft cluster: %w", err)
+	}
+	// A founding voter claims its own region, even if another founder's
+	// AppendEntries raced its bootstrap (ErrCantBootstrap).
+	n.claimOwnRegionInBackground()
+	if err != nil {
+		return nil // raced with a leader's AppendEntries: state exists now
 	}
 	n.log.Info("bootstrapped raft cluster", "voters", len(conf.Servers))
 	return nil

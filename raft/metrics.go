@@ -30,7 +30,8 @@ type nodeMetrics struct {
 	lastIndex    *metrics.Gauge
 	lastContact  *metrics.Gauge // seconds since the leader was last heard from
 
-	blocksAllocated *metrics.Counter
+	blocksAllocated     *metrics.Counter
+	idempotencyExpiries *metrics.Counter // expiry entries the leader appended
 
 	fsmBatchDuration *metrics.Histogram
 	fsmCommands      *metrics.Counter
@@ -41,6 +42,8 @@ type nodeMetrics struct {
 	snapshotCreate  *metrics.Histogram
 	snapshotPersist *metrics.Histogram
 	snapshotRestore *metrics.Histogram
+	snapshotRefused *metrics.Counter // snapshots refused because the FSM is halted
+	haltStepDowns   *metrics.Counter // leadership handed away because the FSM is halted
 }
 
 func newNodeMetrics(s *metrics.Set) *nodeMetrics {
@@ -61,7 +64,8 @@ func newNodeMetrics(s *metrics.Set) *nodeMetrics {
 		lastIndex:    s.GetOrCreateGauge(p+"last_index", nil),
 		lastContact:  s.GetOrCreateGauge(p+"last_contact_seconds", nil),
 
-		blocksAllocated: s.GetOrCreateCounter(p + "blocks_allocated_total"),
+		blocksAllocated:     s.GetOrCreateCounter(p + "blocks_allocated_total"),
+		idempotencyExpiries: s.GetOrCreateCounter(p + "idempotency_expiry_entries_total"),
 
 		fsmBatchDuration: s.GetOrCreateHistogram(p + "fsm_batch_duration_seconds"),
 		fsmCommands:      s.GetOrCreateCounter(p + "fsm_commands_total"),
@@ -72,6 +76,8 @@ func newNodeMetrics(s *metrics.Set) *nodeMetrics {
 		snapshotCreate:  s.GetOrCreateHistogram(p + "snapshot_create_duration_seconds"),
 		snapshotPersist: s.GetOrCreateHistogram(p + "snapshot_persist_duration_seconds"),
 		snapshotRestore: s.GetOrCreateHistogram(p + "snapshot_restore_duration_seconds"),
+		snapshotRefused: s.GetOrCreateCounter(p + "snapshot_refused_total"),
+		haltStepDowns:   s.GetOrCreateCounter(p + "halt_step_downs_total"),
 	}
 }
 
@@ -99,7 +105,7 @@ func (o *outcomes) count(err error) {
 		o.unknown.Inc()
 	case errors.Is(err, store.ErrNoLeader):
 		o.noLeader.Inc()
-	case isCommandError(err):
+	case !isStorageError(err):
 		o.rejected.Inc()
 	default:
 		o.failed.Inc()

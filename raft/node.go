@@ -35,14 +35,22 @@ type Node struct {
 	started time.Time // when Open was called; stands in for "last contact" until a leader is heard
 
 	blocks   *blockPool
+	applied  *appliedWatch // the store's applied index, signalled by the FSM
 	perm     atomic.Pointer[store.Permuter]
 	caughtUp atomic.Bool // applied the commit index once since start
 	securing atomic.Bool // a SetSecret loop is running
+	// steppingDown is set while a halted leader hands its leadership away.
+	steppingDown atomic.Bool
+	raftUp       atomic.Bool // n.raft is set
+	sweeping     atomic.Bool // the idempotency expiry loop is running
 	// mayInitSecret is set on a node that bootstraps (Config.Bootstrap or
 	// BootstrapCluster): only such a node, as leader, may originate the
 	// cluster permutation key. A node that was added to a cluster gets it
 	// from the log.
 	mayInitSecret atomic.Bool
+	// claimingRegion is set while a node that formed the cluster claims
+	// its own region (regions.go); Ready waits for it.
+	claimingRegion atomic.Bool
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -67,6 +75,21 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	n.fsm = newFSM(st, Config{
 		Logger: n.log, OnChange: cfg.OnChange, OnSite: cfg.OnSite, OnRestore: n.onRestore(cfg.OnRestore),
 	}, n.m)
+	n.fsm.onHalt = func() {
+		// The FSM may halt while NewRaft replays the log, before n.raft
+		// is set; a node is never leader then, and leadershipChanged
+		// steps down later if it wins an election.
+		if n.raftUp.Load() {
+			n.stepDownHalted()
+		}
+	}
+	n.fsm.onClusterID = n.recordClusterID
+	applied, err := st.AppliedIndex()
+	if err != nil {
+		return nil, err
+	}
+	n.applied = newAppliedWatch(applied)
+	n.fsm.applied = n.applied
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.blocks = newBlockPool(n.ctx, cfg.BlockSize, n.allocBlock, n.goSafe, n.log)
 	if err := n.start(); err != nil {
@@ -79,10 +102,15 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 }
 
 // onRestore wraps the user's hook: a restored store may hold a different
-// secret state, so the cached permuter is dropped too.
+// secret state and counters, so the cached permuter and the ID blocks
+// taken from the old counters are dropped too.
 func (n *Node) onRestore(user func()) func() {
 	return func() {
 		n.perm.Store(nil)
+		n.blocks.drop()
+		if applied, err := n.st.AppliedIndex(); err == nil {
+			n.applied.advance(applied)
+		}
 		user()
 	}
 }
@@ -100,6 +128,9 @@ func (n *Node) start() error {
 		return fmt.Errorf("cannot open raft log %q: %w", cfg.Dir, err)
 	}
 	n.bolt = bolt
+	if err := checkClusterID(bolt, n.st); err != nil {
+		return err
+	}
 	snaps, err := hraft.NewFileSnapshotStoreWithLogger(cfg.Dir, cfg.SnapshotRetain, hlog.Named("snapshot"))
 	if err != nil {
 		return fmt.Errorf("cannot open raft snapshots: %w", err)
@@ -111,8 +142,13 @@ func (n *Node) start() error {
 			return fmt.Errorf("cannot resolve raft advertise address %q: %w", cfg.AdvertiseAddr, err)
 		}
 	}
-	n.trans, err = hraft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, hlog.Named("transport"))
-	if err != nil {
+	if cfg.TLS != nil {
+		stream, err := newTLSStreamLayer(cfg.BindAddr, advertise, cfg.TLS, cfg.TLSInbound)
+		if err != nil {
+			return fmt.Errorf("cannot listen for raft on %q: %w", cfg.BindAddr, err)
+		}
+		n.trans = hraft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, hlog.Named("transport"))
+	} else if n.trans, err = hraft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, hlog.Named("transport")); err != nil {
 		return fmt.Errorf("cannot listen for raft on %q: %w", cfg.BindAddr, err)
 	}
 
@@ -145,12 +181,14 @@ func (n *Node) start() error {
 			return fmt.Errorf("cannot bootstrap raft: %w", err)
 		}
 		n.log.Info("bootstrapped single-voter raft cluster")
+		n.claimingRegion.Store(true) // started below, once raft runs
 	}
 
 	// The leader re-reads recent entries once per follower; a small cache
 	// in front of bbolt saves those reads (a profile showed ~14% of the
 	// leader's CPU there under bulk creates).
-	logs, err := hraft.NewLogCache(logCacheEntries, bolt)
+	guarded, running := n.logStore(bolt)
+	logs, err := hraft.NewLogCache(logCacheEntries, guarded)
 	if err != nil {
 		return fmt.Errorf("cannot create raft log cache: %w", err)
 	}
@@ -158,8 +196,13 @@ func (n *Node) start() error {
 	if err != nil {
 		return fmt.Errorf("cannot start raft: %w", err)
 	}
+	n.raftUp.Store(true)
+	running(n.raft)
 	n.goSafe(n.watchLeadership)
 	n.goSafe(n.observeLoop)
+	if n.claimingRegion.Swap(false) {
+		n.claimOwnRegionInBackground()
+	}
 	return nil
 }
 
@@ -171,6 +214,42 @@ func foreignStore(applied uint64) error {
 		return fmt.Errorf("cannot bootstrap raft: the store already holds entries up to index %d of another cluster; start with an empty store or the matching raft dir", applied)
 	}
 	return nil
+}
+
+// boltClusterID is the raft stable-store key that remembers which cluster
+// this raft dir belongs to, once the FSM has seen the store hold it.
+var boltClusterID = []byte("waymark_cluster_id")
+
+// checkClusterID refuses to start raft over a store of another cluster
+// than the raft dir's. Without it a store whose applied index is past the
+// log's first entries would skip them as already held: the entry naming
+// the cluster may be compacted away, so the FSM could not notice.
+func checkClusterID(bolt *raftboltdb.BoltStore, st *store.Store) error {
+	logID, err := bolt.Get(boltClusterID)
+	if errors.Is(err, raftboltdb.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read the raft dir's cluster id: %w", err)
+	}
+	storeID, found, err := st.ClusterID()
+	if err != nil || !found {
+		return err // a store without an id is empty or older than ids; the FSM checks as it applies
+	}
+	if storeID != string(logID) {
+		return fmt.Errorf("cannot start raft: the store holds cluster %q, the raft dir cluster %q: %w; start with the store of this raft dir, or an empty store", storeID, logID, store.ErrOtherCluster)
+	}
+	return nil
+}
+
+// recordClusterID remembers the cluster id beside the raft log.
+func (n *Node) recordClusterID(id string) {
+	if old, err := n.bolt.Get(boltClusterID); err == nil && string(old) == id {
+		return
+	}
+	if err := n.bolt.Set(boltClusterID, []byte(id)); err != nil {
+		n.log.Warn("cannot record cluster id in the raft dir", "err", err)
+	}
 }
 
 // logCacheEntries is how many recent log entries stay in memory for

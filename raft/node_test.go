@@ -312,6 +312,12 @@ func TestNodeRegionsGetDisjointBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("alloc us: %v", err)
 	}
+	if _, err := tn.n.apply(ctx, appendAllocBlock(nil, "eu", 1000)); !errors.Is(err, store.ErrRegionUnclaimed) {
+		t.Fatalf("alloc in unclaimed eu: got %v; want ErrRegionUnclaimed", err)
+	}
+	if _, claimed, err := tn.n.ClaimRegion(ctx, "eu"); err != nil || !claimed {
+		t.Fatalf("claim eu: got claimed %v, %v; want a new claim", claimed, err)
+	}
 	res, err := tn.n.apply(ctx, appendAllocBlock(nil, "eu", 1000))
 	if err != nil {
 		t.Fatalf("alloc eu: %v", err)

@@ -50,6 +50,7 @@ const (
 	errCodeGoalExists        errCode = 12
 	errCodeTooManyGoals      errCode = 13
 	errCodeInvalidSiteEdit   errCode = 14
+	errCodeRegionUnclaimed   errCode = 15
 )
 
 // wireErrors maps codes to sentinels. Order matters when encoding: an
@@ -67,6 +68,7 @@ var wireErrors = []struct {
 	{errCodeDomainTaken, store.ErrDomainTaken},
 	{errCodeRangeExhausted, store.ErrRangeExhausted},
 	{errCodeRegionSpaceFull, store.ErrRegionSpaceFull},
+	{errCodeRegionUnclaimed, store.ErrRegionUnclaimed},
 	{errCodeLinkLocked, store.ErrLinkLocked},
 	{errCodeGoalExists, store.ErrGoalExists},
 	{errCodeTooManyGoals, store.ErrTooManyGoals},

@@ -15,7 +15,17 @@ import (
 // paused. Flush first: commits are not synced, and raft may compact the
 // log up to this snapshot's index, after which Pebble alone must hold
 // those entries' effects across a crash.
+//
+// A halted FSM refuses: raft's applied index has moved past entries the
+// store never received, and a snapshot would stamp the store's older state
+// with that newer index. Raft would then compact the log behind it and the
+// missing entries would be gone for good, here and on every follower that
+// installs the snapshot.
 func (f *fsm) Snapshot() (hraft.FSMSnapshot, error) {
+	if err := f.haltErr(); err != nil {
+		f.m.snapshotRefused.Inc()
+		return nil, fmt.Errorf("cannot snapshot a halted state machine: %w", err)
+	}
 	start := time.Now()
 	if err := f.st.Flush(); err != nil {
 		return nil, fmt.Errorf("cannot snapshot store: %w", err)
@@ -26,8 +36,12 @@ func (f *fsm) Snapshot() (hraft.FSMSnapshot, error) {
 }
 
 // Restore replaces the whole store with a snapshot stream. Raft closes rc.
+// Readers keep the old state until the store swaps the new one in; the
+// node reports not ready meanwhile, because the old state is stale.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	start := time.Now()
+	f.restoring.Store(true)
+	defer f.restoring.Store(false)
 	if err := f.st.Restore(rc); err != nil {
 		return fmt.Errorf("cannot restore raft snapshot: %w", err)
 	}
@@ -39,6 +53,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.m.snapshotRestore.UpdateDuration(start)
 	applied, _ := f.st.AppliedIndex()
 	f.log.Info("store restored from raft snapshot", "applied_index", applied, "duration", time.Since(start))
+	if id, found, err := f.st.ClusterID(); err == nil && found {
+		f.onClusterID(id)
+	}
 	f.onRestore()
 	return nil
 }

@@ -88,11 +88,14 @@ func (n *Node) inConfiguration() bool {
 }
 
 // Ready reports whether this node can serve: a leader is known, the FSM has
-// caught up with the log once since start and is not halted, and the
-// cluster permutation key is in the store.
+// caught up with the log once since start, is not halted and is not
+// installing a snapshot, and the cluster permutation key is in the store.
 func (n *Node) Ready() (ok bool, detail string) {
 	if err := n.fsm.haltErr(); err != nil {
 		return false, err.Error()
+	}
+	if n.fsm.restoring.Load() {
+		return false, "installing a raft snapshot"
 	}
 	state := n.raft.State()
 	if state == hraft.Shutdown {
@@ -117,6 +120,9 @@ func (n *Node) Ready() (ok bool, detail string) {
 	}
 	if _, err := n.Permuter(); err != nil {
 		return false, "cluster secret not applied yet"
+	}
+	if n.claimingRegion.Load() {
+		return false, fmt.Sprintf("claiming region %q for the new cluster", n.cfg.Region)
 	}
 	return true, fmt.Sprintf("%s, leader %s", state, id)
 }

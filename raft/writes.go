@@ -15,6 +15,12 @@ import (
 // leader (this node's raft, or the remote leader through Config.Forward),
 // wait for the FSM's answer.
 func (n *Node) apply(ctx context.Context, cmd []byte) (*applyResult, error) {
+	// Check the command as every replica's FSM will: one that no replica
+	// would apply (a field the store cannot hold) is refused here, before
+	// it reaches a log or a leader.
+	if _, _, err := decodeCommand(cmd); err != nil {
+		return nil, fmt.Errorf("cannot apply command: %w", err)
+	}
 	start := time.Now()
 	var res *applyResult
 	var err error

@@ -72,10 +72,11 @@ type Aggregator struct {
 	journalNext uint64
 	blocks      blockBuilder // raw blocks of the batch's segments (apply holds mu)
 	// scratch of apply, kept between batches (apply holds mu)
-	storedScratch  []*ingest.Event
-	preloadScratch []visitorKey
-	journalScratch []byte
-	days           map[day]dayStat // mirror of the Y table
+	storedScratch      []*ingest.Event
+	preloadScratch     []visitorKey
+	journalScratch     []byte
+	tallyKey, tallyVal []byte          // scratch of stageTallies
+	days               map[day]dayStat // mirror of the Y table
 	// gens counts, per day, the batches that stored events of it, so a
 	// rebuild computed outside the lock can tell whether it is stale.
 	gens map[day]uint64

@@ -20,6 +20,7 @@ type verifiedSegment struct {
 	crc      uint32
 	events   []ingest.Event
 	payloads [][]byte // each event's encoding, aliasing the request body
+	tallies  []ingest.DropTally
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -31,7 +32,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func verifySegment(raw []byte, seg *verifiedSegment) error {
 	seg.events = seg.events[:0]
 	seg.payloads = seg.payloads[:0]
-	h, err := ingest.ReadSegmentRecords(raw, func(payload []byte, ev *ingest.Event) error {
+	seg.tallies = seg.tallies[:0]
+	h, err := ingest.ReadSegmentParts(raw, func(payload []byte, ev *ingest.Event) error {
 		e := *ev
 		if len(ev.Props) > 0 {
 			e.Props = append([]ingest.Prop(nil), ev.Props...) // ReadSegment reuses the slice
@@ -41,10 +43,14 @@ func verifySegment(raw []byte, seg *verifiedSegment) error {
 		seg.events = append(seg.events, e)
 		seg.payloads = append(seg.payloads, payload)
 		return nil
+	}, func(t *ingest.DropTally) error {
+		seg.tallies = append(seg.tallies, *t)
+		return nil
 	})
 	if err != nil {
 		seg.events = seg.events[:0]
 		seg.payloads = seg.payloads[:0]
+		seg.tallies = seg.tallies[:0]
 		return err
 	}
 	seg.ref = h.Ref()
@@ -208,6 +214,9 @@ func (a *Aggregator) stageSegments(b *pebble.Batch, fresh []*verifiedSegment, no
 			blocks.add(d, ev.Time, seg.payloads[i])
 			*stored = append(*stored, ev)
 			n++
+		}
+		if err := stageTallies(b, seg.tallies, cutoff, maxMS, &a.tallyKey, &a.tallyVal); err != nil {
+			return err
 		}
 		entry, err := blocks.stage(b, seg.ref, sizes, a.journalScratch[:0])
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/store"
 )
 
@@ -19,10 +20,11 @@ const (
 	// past a tier is answered from the next coarser one, and says so.
 	DefaultHourRetention = 30 * 24 * time.Hour
 	DefaultDayRetention  = 366 * 24 * time.Hour
-	// DefaultMaxBatchBytes leaves room for a batch of the shipper's
+	// DefaultMaxBatchBytes is ingest's: room for a batch of the shipper's
 	// default size (4 MiB) and for single segments far past its default
-	// 8 MiB rotation size.
-	DefaultMaxBatchBytes = 256 << 20
+	// 8 MiB rotation size, and not much more, so a small compressed body
+	// cannot make the aggregator allocate far past a real batch.
+	DefaultMaxBatchBytes = ingest.DefaultMaxBatchBytes
 	// DefaultLateWindow: how long after a visit's last event its state is
 	// kept, so an event that arrives that late still joins it. Older
 	// events are folded too, into visits of their own.

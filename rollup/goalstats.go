@@ -192,7 +192,7 @@ func unionAdd(u *visitorSet, v *visitorAcc) error {
 func (a *Aggregator) serveSiteGoals(ctx *fasthttp.RequestCtx, s store.Site) {
 	r, err := a.siteRangeArg(ctx.QueryArgs(), s.Timezone)
 	if err != nil {
-		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+		writeProblem(ctx, "invalid-request", err.Error())
 		return
 	}
 	out, err := a.SiteGoalStats(s.ID, s.Goals, r)

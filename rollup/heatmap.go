@@ -106,7 +106,7 @@ func (a *Aggregator) SiteHeatmap(site string, r Range) (*Heatmap, error) {
 func (a *Aggregator) serveSiteHeatmap(ctx *fasthttp.RequestCtx, s store.Site) {
 	r, err := a.siteRangeArg(ctx.QueryArgs(), s.Timezone)
 	if err != nil {
-		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+		writeProblem(ctx, "invalid-request", err.Error())
 		return
 	}
 	out, err := a.SiteHeatmap(s.ID, r)

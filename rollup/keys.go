@@ -24,6 +24,7 @@ import (
 //	H gran(1) period(4) kind(1) len entity dim value -> visitor set or sketch      [merge: union]
 //	V day(4) len site visitor(8)           -> a visitor's recent visits (visits.go)
 //	J seq(8)                               -> journal: block keys of a segment not yet checkpointed (checkpoint.go)
+//	X day(4) scope(1) len name hour(1)     -> events an edge dropped unwritten (dropped.go) [merge: sum]
 //	! "journal-next"                       -> the next journal sequence number
 //
 // segment is len(1) node incarnation(8) seq(8). A dim is one byte, or
@@ -40,6 +41,7 @@ const (
 	tabSketch     = 'H'
 	tabVisit      = 'V'
 	tabJournal    = 'J'
+	tabDropped    = 'X'
 )
 
 // formatKey holds the layout version; formatVersion is this one's.

@@ -33,6 +33,10 @@ type LinkStats struct {
 	Series      []LinkPoint `json:"series"`
 	// Estimated names the fields that are HyperLogLog estimates.
 	Estimated []string `json:"estimated"`
+	// DroppedEvents is how many clicks of the link in the hours the range
+	// touches the edges dropped before writing them (dropped.go): the
+	// numbers above are short by that much.
+	DroppedEvents int64 `json:"dropped_events"`
 }
 
 // estimatedUniques is the Estimated list of every answer with uniques.
@@ -73,6 +77,9 @@ func (a *Aggregator) LinkStats(code string, r Range, g Granularity) (*LinkStats,
 		return nil, err
 	}
 	out.Totals.UniqueVisitors = estimateOf(sks[""])
+	if out.DroppedEvents, err = a.droppedIn(ingest.ScopeLink, code, r); err != nil {
+		return nil, err
+	}
 	for _, b := range buckets {
 		// The first and last buckets are clipped to the range.
 		if b.From.Before(r.From) {
@@ -115,8 +122,9 @@ type LinkBreakdown struct {
 	Total     int64              `json:"total"`
 	Results   []LinkBreakdownRow `json:"results"`
 	// Other is the clicks of the values past the limit.
-	Other     int64    `json:"other"`
-	Estimated []string `json:"estimated"`
+	Other         int64    `json:"other"`
+	Estimated     []string `json:"estimated"`
+	DroppedEvents int64    `json:"dropped_events"` // as in LinkStats
 }
 
 // LinkBreakdown returns the top limit values of a dimension (country,
@@ -144,6 +152,9 @@ func (a *Aggregator) LinkBreakdown(code, dimension string, r Range, limit int) (
 	}
 	if c := totals[""]; c != nil {
 		out.Total = c[fCount]
+	}
+	if out.DroppedEvents, err = a.droppedIn(ingest.ScopeLink, code, r); err != nil {
+		return nil, err
 	}
 	rows, err := a.rows(kindLink, code, dim, r, false, nil)
 	if err != nil {

@@ -35,7 +35,7 @@ func newValueMerger(key, value []byte) (pebble.ValueMerger, error) {
 		return nil, fmt.Errorf("%w: empty key", errBadOperand)
 	}
 	switch key[0] {
-	case tabRows, tabSketch, tabDayCounter, tabTotal, tabDay:
+	case tabRows, tabSketch, tabDayCounter, tabTotal, tabDay, tabDropped:
 	default:
 		return nil, fmt.Errorf("%w: no merge for table %q", errBadOperand, key[0])
 	}

@@ -316,7 +316,7 @@ func (a *Aggregator) hourTotals(kind byte, entity string, gran byte, h0, h1 uint
 func (a *Aggregator) serveLinkOverview(ctx *fasthttp.RequestCtx, code string) {
 	loc, err := tzArg(ctx.QueryArgs(), "UTC")
 	if err != nil {
-		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+		writeProblem(ctx, "invalid-request", err.Error())
 		return
 	}
 	out, err := a.LinkOverview(code, loc)

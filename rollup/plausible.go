@@ -69,6 +69,11 @@ func (a *Aggregator) serveV2(ctx *fasthttp.RequestCtx, auth Authorizer, owner st
 		v2Error(ctx, fasthttp.StatusInternalServerError, "The query could not be answered.")
 		return
 	}
+	if res.DroppedEvents, err = a.droppedIn(ingest.ScopeSite, site.ID, Range{From: q.From, To: q.To}); err != nil {
+		a.log.Error("cannot read drop tallies", "site", site.ID, "err", err)
+		v2Error(ctx, fasthttp.StatusInternalServerError, "The query could not be answered.")
+		return
+	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(res.AppendJSON(nil))
 }

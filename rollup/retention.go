@@ -104,7 +104,7 @@ func (a *Aggregator) dropDay(d day) error {
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("cannot read counters of %s: %w", d, err)
 	}
-	for _, tab := range []byte{tabEvent, tabDayCounter} {
+	for _, tab := range []byte{tabEvent, tabDayCounter, tabDropped} {
 		if err := b.DeleteRange(dayPrefix(tab, d), dayPrefix(tab, d+1), nil); err != nil {
 			return fmt.Errorf("cannot stage drop of %s: %w", d, err)
 		}

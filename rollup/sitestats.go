@@ -251,6 +251,9 @@ type SiteBreakdown struct {
 	// FromRawEvents is set when the filters could not be answered from
 	// the rollups: the numbers are exact, from the raw events.
 	FromRawEvents bool `json:"from_raw_events,omitempty"`
+	// DroppedEvents: events of the site the edges dropped unwritten in
+	// the hours of the range (see SiteAggregateAnswer).
+	DroppedEvents int64 `json:"dropped_events"`
 }
 
 // primary is the count a breakdown sorts and shares by.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/edge/problem"
+	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/store"
 )
 
@@ -36,13 +38,13 @@ func (a *Aggregator) StatsHandler(auth Authorizer) fasthttp.RequestHandler {
 		owner, ok := bearerOwner(ctx, auth)
 		if !ok {
 			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="waymark"`)
-			problem(ctx, fasthttp.StatusUnauthorized, "unauthorized", "a valid API key is required")
+			writeProblem(ctx, "unauthorized", "a valid API key is required")
 			return
 		}
 		if path == "/api/v2/query" {
 			if !ctx.IsPost() {
 				ctx.Response.Header.Set("Allow", "POST")
-				problem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use POST")
+				writeProblem(ctx, "method-not-allowed", "use POST")
 				return
 			}
 			a.serveV2(ctx, auth, owner)
@@ -50,7 +52,7 @@ func (a *Aggregator) StatsHandler(auth Authorizer) fasthttp.RequestHandler {
 		}
 		if !ctx.IsGet() && !ctx.IsHead() {
 			ctx.Response.Header.Set("Allow", "GET, HEAD")
-			problem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use GET")
+			writeProblem(ctx, "method-not-allowed", "use GET")
 			return
 		}
 		parts := strings.Split(strings.Trim(path, "/"), "/")
@@ -58,19 +60,19 @@ func (a *Aggregator) StatsHandler(auth Authorizer) fasthttp.RequestHandler {
 		case len(parts) >= 4 && parts[0] == "v1" && parts[1] == "links" && parts[3] == "stats":
 			l, ok := auth.Link(parts[2])
 			if !ok || l.Owner != owner {
-				problem(ctx, fasthttp.StatusNotFound, "not-found", "no such link")
+				writeProblem(ctx, "not-found", "no such link")
 				return
 			}
 			a.serveLink(ctx, l.Code, parts[4:])
 		case len(parts) == 5 && parts[0] == "v1" && parts[1] == "sites" && parts[3] == "stats":
 			s, ok := auth.Site(parts[2])
 			if !ok || s.Owner != owner {
-				problem(ctx, fasthttp.StatusNotFound, "not-found", "no such site")
+				writeProblem(ctx, "not-found", "no such site")
 				return
 			}
 			a.serveSite(ctx, s, parts[4])
 		default:
-			problem(ctx, fasthttp.StatusNotFound, "not-found", "no such endpoint")
+			writeProblem(ctx, "not-found", "no such endpoint")
 		}
 	}
 }
@@ -84,25 +86,14 @@ func bearerOwner(ctx *fasthttp.RequestCtx, auth Authorizer) (string, bool) {
 	return auth.Owner(bytes.TrimSpace(h[len(scheme):]))
 }
 
-// problemBody is an RFC 9457 problem.
-type problemBody struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-}
-
-func problem(ctx *fasthttp.RequestCtx, status int, name, detail string) {
-	b, _ := json.Marshal(problemBody{Type: "/problems/" + name, Title: strings.ReplaceAll(name, "-", " "), Status: status, Detail: detail})
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/problem+json")
-	ctx.SetBody(b)
-}
+// writeProblem answers an RFC 9457 problem with the catalogue's title and
+// status, and the request path as instance, as the rest of the API does.
+func writeProblem(ctx *fasthttp.RequestCtx, name, detail string) { problem.Write(ctx, name, detail) }
 
 func writeJSON(ctx *fasthttp.RequestCtx, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		problem(ctx, fasthttp.StatusInternalServerError, "internal", "cannot encode the answer")
+		writeProblem(ctx, "internal", "cannot encode the answer")
 		return
 	}
 	ctx.SetContentType("application/json")
@@ -114,12 +105,12 @@ func writeJSON(ctx *fasthttp.RequestCtx, v any) {
 func (a *Aggregator) queryError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, ErrUnsupportedQuery):
-		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+		writeProblem(ctx, "invalid-request", err.Error())
 	case errors.Is(err, ErrClosed):
-		problem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", "the aggregator is shutting down")
+		writeProblem(ctx, "unavailable", "the aggregator is shutting down")
 	default:
 		a.log.Error("cannot answer stats query", "path", string(ctx.Path()), "err", err)
-		problem(ctx, fasthttp.StatusInternalServerError, "internal", "cannot read stats")
+		writeProblem(ctx, "internal", "cannot read stats")
 	}
 }
 
@@ -202,7 +193,7 @@ func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []str
 	if len(rest) == 1 && rest[0] == "realtime" {
 		n, err := limitArg(args)
 		if err != nil {
-			problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
 		if len(args.Peek("limit")) == 0 {
@@ -218,14 +209,14 @@ func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []str
 	}
 	r, err := a.parseRange(args, "UTC")
 	if err != nil {
-		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+		writeProblem(ctx, "invalid-request", err.Error())
 		return
 	}
 	switch {
 	case len(rest) == 0:
 		g, err := granularityArg(args)
 		if err != nil {
-			problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
 		out, err := a.LinkStats(code, r, g)
@@ -237,7 +228,7 @@ func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []str
 	case len(rest) == 1 && rest[0] == "breakdown":
 		limit, err := limitArg(args)
 		if err != nil {
-			problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
 		out, err := a.LinkBreakdown(code, string(args.Peek("dimension")), r, limit)
@@ -247,7 +238,7 @@ func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []str
 		}
 		writeJSON(ctx, out)
 	default:
-		problem(ctx, fasthttp.StatusNotFound, "not-found", "no such endpoint")
+		writeProblem(ctx, "not-found", "no such endpoint")
 	}
 }
 
@@ -281,6 +272,11 @@ type SiteAggregateAnswer struct {
 	// FromRawEvents: filters on several dimensions, counted exactly from
 	// the raw events (visitors then not estimated).
 	FromRawEvents bool `json:"from_raw_events,omitempty"`
+	// DroppedEvents is how many events of the site, in the hours the
+	// range touches, the edges dropped before writing them (a full queue
+	// or disk, a failed write): the numbers above are short by up to that
+	// much (dropped.go).
+	DroppedEvents int64 `json:"dropped_events"`
 }
 
 func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what string) {
@@ -304,18 +300,23 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 	}
 	r, err := a.parseRange(args, s.Timezone)
 	if err != nil {
-		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+		writeProblem(ctx, "invalid-request", err.Error())
 		return
 	}
 	filters, err := filtersArg(string(args.Peek("filters")))
 	if err != nil {
-		problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+		writeProblem(ctx, "invalid-request", err.Error())
 		return
 	}
 	raw := needsRaw("", filters)
 	estimated := []string{"visitors"}
 	if raw {
 		estimated = []string{}
+	}
+	dropped, err := a.DroppedEvents(ingest.ScopeSite, s.ID, r)
+	if err != nil {
+		a.queryError(ctx, err)
+		return
 	}
 	switch what {
 	case "aggregate":
@@ -324,11 +325,12 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			a.queryError(ctx, err)
 			return
 		}
-		writeJSON(ctx, SiteAggregateAnswer{SiteMetrics: m, From: r.From, To: r.To, Timezone: r.loc().String(), Estimated: estimated, FromRawEvents: raw})
+		writeJSON(ctx, SiteAggregateAnswer{SiteMetrics: m, From: r.From, To: r.To, Timezone: r.loc().String(),
+			Estimated: estimated, FromRawEvents: raw, DroppedEvents: dropped})
 	case "timeseries":
 		g, err := granularityArg(args)
 		if err != nil {
-			problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
 		pts, err := a.SiteTimeseries(s.ID, r, g, filters)
@@ -336,7 +338,8 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			a.queryError(ctx, err)
 			return
 		}
-		out := map[string]any{"granularity": g, "timezone": r.loc().String(), "series": pts, "estimated": estimated}
+		out := map[string]any{"granularity": g, "timezone": r.loc().String(), "series": pts, "estimated": estimated,
+			"dropped_events": dropped}
 		if raw {
 			out["from_raw_events"] = true
 		}
@@ -344,7 +347,7 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 	case "breakdown":
 		limit, err := limitArg(args)
 		if err != nil {
-			problem(ctx, fasthttp.StatusBadRequest, "invalid-request", err.Error())
+			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
 		out, err := a.SiteBreakdown(s.ID, string(args.Peek("dimension")), r, limit, filters)
@@ -352,8 +355,9 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			a.queryError(ctx, err)
 			return
 		}
+		out.DroppedEvents = dropped
 		writeJSON(ctx, out)
 	default:
-		problem(ctx, fasthttp.StatusNotFound, "not-found", "no such endpoint")
+		writeProblem(ctx, "not-found", "no such endpoint")
 	}
 }

@@ -144,6 +144,17 @@ func TestStatsHTTPTenantIsolation(t *testing.T) {
 	if st, _, body := call(t, "GET", url+"/v1/sites/"+genSite+"/stats/breakdown?dimension=nope", "key-a", ""); st != 400 || !bytes.Contains(body, []byte("/problems/invalid-request")) {
 		t.Errorf("bad dimension: got %d %s; want 400 invalid-request", st, body)
 	}
+	// Stats problems carry the same titles and instance as the rest of the
+	// API (RFC 9457: title is the type's fixed summary, instance the path).
+	path := "/v1/links/" + genCode + "/stats/nope"
+	want := `{"type":"/problems/not-found","title":"Not found","status":404,"detail":"no such endpoint","instance":"` + path + `"}` + "\n"
+	if st, ct, body := call(t, "GET", url+path, "key-a", ""); st != 404 || ct != "application/problem+json" || string(body) != want {
+		t.Errorf("unknown stats endpoint: got %d %s %s; want 404 %s", st, ct, body, want)
+	}
+	want = `{"type":"/problems/unauthorized","title":"Unauthorized","status":401,"detail":"a valid API key is required","instance":"/v1/links/` + genCode + `/stats"}` + "\n"
+	if st, _, body := call(t, "GET", url+"/v1/links/"+genCode+"/stats", "", ""); st != 401 || string(body) != want {
+		t.Errorf("stats without a key: got %d %s; want 401 %s", st, body, want)
+	}
 }
 
 // TestStatsHTTPAnswers checks the JSON shapes against the reference.

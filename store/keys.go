@@ -17,13 +17,16 @@ const (
 	tabMeta        = 'M' // M name -> value
 	tabOwner       = 'O' // O owner id -> owner record
 	tabIdempotency = 'P' // P owner 0x00 key -> idempotency record
-	tabRegion      = 'R' // R region name -> slot(1)
-	tabSite        = 'S' // S site id -> site record
+	// Q createdAt(be64) owner 0x00 key -> empty: idempotency records by age
+	tabIdempotencyByTime = 'Q'
+	tabRegion            = 'R' // R region name -> slot(1)
+	tabSite              = 'S' // S site id -> site record
 )
 
 var (
 	keyApplied = []byte("Mapplied") // last Raft index applied, be64
 	keySecret  = []byte("Msecret")  // permutation key fixed at bootstrap
+	keyCluster = []byte("Mcluster") // id of the cluster whose log the store holds
 )
 
 func linkKey(dst []byte, code []byte) []byte {
@@ -33,7 +36,12 @@ func linkKey(dst []byte, code []byte) []byte {
 // checkOwnerID refuses an owner id that holds the 0x00 separator: "a" and
 // "a\x00b" would share the index prefix "Ia\x00" and one owner would list
 // the other's links.
-func checkOwnerID(owner string) error {
+func checkOwnerID(owner string) error { return CheckOwnerID(owner) }
+
+// CheckOwnerID refuses an owner id the store cannot index (one holding the
+// 0x00 separator). Command decoders call it so such a command is refused
+// before it reaches the store, the same way on every replica.
+func CheckOwnerID(owner string) error {
 	if strings.IndexByte(owner, 0) >= 0 {
 		return errors.New("owner id contains a NUL byte")
 	}

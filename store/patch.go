@@ -72,10 +72,14 @@ func (b *Batch) UpdateLink(p *LinkPatch, index uint64) (Link, error) {
 	if !found || (p.Owner != "" && p.Owner != l.Owner) {
 		return Link{}, fmt.Errorf("cannot update link %q: %w", p.Code, ErrNotFound)
 	}
+	oldStatus := l.Status
 	if err := p.Apply(&l); err != nil {
 		return Link{}, fmt.Errorf("cannot update link %q: %w", p.Code, err)
 	}
 	l.Index = index
+	if l.Status != oldStatus {
+		b.durable = true
+	}
 	return l, b.PutLink(&l)
 }
 

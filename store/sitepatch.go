@@ -112,7 +112,7 @@ func (b *Batch) UpdateSite(p *SitePatch) (Site, error) {
 	if err := p.Apply(&s); err != nil {
 		return Site{}, fmt.Errorf("cannot update site %q: %w", p.SiteID, err)
 	}
-	if err := b.b.Set(siteKey(s.ID), AppendSite(nil, &s), nil); err != nil {
+	if err := b.set(siteKey(s.ID), AppendSite(nil, &s)); err != nil {
 		return Site{}, fmt.Errorf("cannot write site %q: %w", s.ID, err)
 	}
 	return s, nil

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -180,11 +182,9 @@ func TestRestoreRejectsDamagedStreams(t *testing.T) {
 			t.Errorf("Restore of %s stream: %v; want ErrCorrupt", what, err)
 			continue
 		}
-		// A failed restore never claims a new applied index: it either
-		// stopped before touching the store or left index 0, so the node
-		// restores again rather than trusting a partial store.
-		if idx, err := dst.AppliedIndex(); err != nil || (idx != 0 && idx != before) {
-			t.Errorf("AppliedIndex after failed restore of %s = %d, %v; want 0 or %d", what, idx, err, before)
+		// A failed restore leaves the old state serving, untouched.
+		if idx, err := dst.AppliedIndex(); err != nil || idx != before {
+			t.Errorf("AppliedIndex after failed restore of %s = %d, %v; want %d", what, idx, err, before)
 		}
 		// A good restore in between must not be disturbed by the next bad one.
 		if err := dst.Restore(bytes.NewReader(snap)); err != nil {
@@ -197,24 +197,84 @@ func TestRestoreRejectsDamagedStreams(t *testing.T) {
 	sameContents(t, dst, src)
 }
 
-// Restore clears the applied index before it writes any data and writes it
-// last, so a crash part-way leaves index 0, never a half store that claims
-// to be complete.
-func TestRestoreClearsAppliedIndexFirst(t *testing.T) {
+// A restore that fails part-way (here a cut stream) leaves the old state
+// serving, every key of it, and no files of the attempt behind.
+func TestFailedRestoreLeavesOldState(t *testing.T) {
 	src := newTestStore(t)
 	fillStore(t, src, 30)
 	snap := snapshotBytes(t, src)
 
 	dst := newTestStore(t)
-	apply(t, dst, 500, func(*Batch) error { return nil })
-	// Cut the stream after some pairs: the wipe and the pairs before the cut
-	// may be in the store, but the applied index must not.
+	old := sampleLink("old0001", "own_2", 500)
+	apply(t, dst, 500, func(b *Batch) error { return b.CreateLink(&old) })
+	want := snapshotBytes(t, dst)
 	if err := dst.Restore(bytes.NewReader(snap[:len(snap)*2/3])); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Restore of a cut stream: %v; want ErrCorrupt", err)
 	}
-	if idx, err := dst.AppliedIndex(); err != nil || idx != 0 {
-		t.Fatalf("AppliedIndex after a cut restore = %d, %v; want 0", idx, err)
+	if got := snapshotBytes(t, dst); !bytes.Equal(got, want) {
+		t.Fatalf("store after a failed restore differs from before it (%d bytes, want %d)", len(got), len(want))
 	}
+	if _, err := dst.fs.Stat(dst.fs.PathJoin(dst.dir, restoreDir)); err == nil {
+		t.Errorf("failed restore left %s behind", restoreDir)
+	}
+}
+
+// Readers never see an empty or half-filled store while a snapshot is
+// installed: every code the store held before the restore, and that the
+// snapshot holds too, is found by every read during the restore. Before
+// the swap, Restore wiped the database first and refilled it in place.
+func TestRestoreKeepsServingReads(t *testing.T) { testRestoreKeepsServingReads(t) }
+
+// TestRestoreKeepsServingReadsAcrossTables is the same with a snapshot
+// written into hundreds of small tables, whose deleted spans must tile the
+// key space between them.
+func TestRestoreKeepsServingReadsAcrossTables(t *testing.T) {
+	old := restoreTableBytes
+	restoreTableBytes = 4096
+	t.Cleanup(func() { restoreTableBytes = old })
+	testRestoreKeepsServingReads(t)
+}
+
+func testRestoreKeepsServingReads(t *testing.T) {
+	const links = 20000
+	src := newTestStore(t)
+	fillStore(t, src, links)
+	snap := snapshotBytes(t, src)
+
+	dst := newTestStore(t)
+	fillStore(t, dst, links/2) // a replica that fell behind: half the links
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	var reads int
+	go func() {
+		var l Link
+		for i := 0; ; i = (i + 7919) % (links / 2) {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			code := fmt.Sprintf("s%06d", i)
+			found, err := dst.GetLink([]byte(code), &l)
+			if err != nil || !found {
+				done <- fmt.Errorf("read %d: GetLink(%s) during restore = found %v, err %v", reads, code, found, err)
+				return
+			}
+			reads++
+		}
+	}()
+	for range 3 {
+		if err := dst.Restore(bytes.NewReader(snap)); err != nil {
+			t.Fatalf("Restore: %v", err)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	sameContents(t, dst, src)
+	t.Logf("%d reads during 3 restores of %d links, none missed", reads, links)
 }
 
 // sealSnapshot builds a stream in the WriteTo format from raw pairs, with a
@@ -272,4 +332,38 @@ func FuzzRestore(f *testing.F) {
 			t.Fatalf("accepted stream %x re-snapshots as %x", stream, again)
 		}
 	})
+}
+
+// A crash part-way through a restore leaves restore.tmp/ inside the
+// database directory: Pebble opens beside it, the old state serves, and
+// the next restore clears it.
+func TestRestoreAfterCrashLeftTempFiles(t *testing.T) {
+	src := newTestStore(t)
+	fillStore(t, src, 10)
+	snap := snapshotBytes(t, src)
+
+	dir := t.TempDir()
+	dst := openStore(t, dir)
+	old := sampleLink("old0001", "own_2", 500)
+	apply(t, dst, 500, func(b *Batch) error { return b.CreateLink(&old) })
+	want := snapshotBytes(t, dst)
+	closeStore(t, dst)
+	tmp := filepath.Join(dir, restoreDir)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "000000.sst"), []byte("half a table"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst = openStore(t, dir)
+	if got := snapshotBytes(t, dst); !bytes.Equal(got, want) {
+		t.Fatalf("store reopened beside a crashed restore differs from before it")
+	}
+	if err := dst.Restore(bytes.NewReader(snap)); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	sameContents(t, dst, src)
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("%s still there after a good restore: %v", tmp, err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Options tune the Pebble database.
@@ -16,13 +17,24 @@ type Options struct {
 	BlockCacheBytes int64
 	// Logger receives Pebble's own log lines. Nil means slog.Default().
 	Logger *slog.Logger
+	// FS is the file system Pebble and Restore use. Nil means the OS's;
+	// tests pass vfs.NewStrictMem() to simulate a power loss.
+	FS vfs.FS
+	// BeforeCommit, when set, runs before every Batch commit; an error it
+	// returns fails the commit as a storage failure (ErrStorage). It is a
+	// fault-injection point for tests of the FSM's halt; production leaves
+	// it nil.
+	BeforeCommit func() error
 }
 
 // Store is one node's replica of the link table and everything else the
 // Raft log replicates.
 type Store struct {
-	db    *pebble.DB
-	cache interface{ Unref() }
+	db           *pebble.DB
+	cache        interface{ Unref() }
+	dir          string
+	fs           vfs.FS
+	beforeCommit func() error
 }
 
 // Open opens (or creates) the database in dir.
@@ -33,10 +45,14 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
 	cache := pebble.NewCache(o.BlockCacheBytes)
 	opts := &pebble.Options{
 		Cache:  cache,
 		Logger: pebbleLogger{o.Logger},
+		FS:     o.FS,
 	}
 	// Point lookups dominate: a bloom filter on every level lets a miss skip
 	// the table without reading a data block.
@@ -48,7 +64,7 @@ func Open(dir string, o Options) (*Store, error) {
 		cache.Unref()
 		return nil, fmt.Errorf("cannot open store %q: %w", dir, err)
 	}
-	return &Store{db: db, cache: cache}, nil
+	return &Store{db: db, cache: cache, dir: dir, fs: o.FS, beforeCommit: o.BeforeCommit}, nil
 }
 
 // Close flushes and closes the database.
@@ -77,10 +93,15 @@ func get(r pebble.Reader, key []byte, fn func(v []byte) error) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, storageErr(err)
 	}
 	defer closer.Close()
-	return true, fn(v)
+	// fn decodes a stored record: bytes that do not decode are damage in
+	// the store, not a fault of the command reading them.
+	if err := fn(v); err != nil {
+		return true, storageErr(err)
+	}
+	return true, nil
 }
 
 // GetLink loads the link for code into l. It reports false when the code
@@ -179,9 +200,21 @@ func (p pebbleLogger) Infof(format string, args ...any) {
 func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
+
+// Fatalf is Pebble's "cannot go on": it must not return. A full disk is
+// named as such (the node's disk guard keeps a reserve so that it should
+// not get here), so the log says what to fix rather than only panicking.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
-	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-	panic(fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	for _, a := range args {
+		if err, ok := a.(error); ok && IsStorageFull(err) {
+			p.l.Error("the disk is full and Pebble cannot go on; free space in the data folder and restart the node (it refuses writes until --min-free-disk is free)",
+				"component", "pebble", "err", msg)
+			panic(fmt.Errorf("%w: %s", ErrStorageFull, msg))
+		}
+	}
+	p.l.Error(msg, "component", "pebble")
+	panic(msg)
 }
 
 // RegionCounter returns how many IDs of region slot's range have been

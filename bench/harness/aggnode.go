@@ -3,15 +3,21 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"time"
 )
 
 // AggregatorNode is a `waymark node --dev` (every role) started with a
 // cluster key the harness wrote, so it knows the node's ship token.
 type AggregatorNode struct {
 	*Node
-	Token string       // the internal token: segments posted with it are accepted
-	Admin *AdminClient // the operator API
-	API   *APIClient   // the public API as the dev owner
+	Token string // the internal token: segments posted with it are accepted
+	// Peer calls the node as another node would (mutual TLS), at PeerURL:
+	// what a SegmentShipper needs.
+	Peer    *http.Client
+	PeerURL string
+	Admin   *AdminClient // the operator API
+	API     *APIClient   // the public API as the dev owner
 }
 
 // StartAggregatorNode writes a cluster key next to cfg.DataDir (as
@@ -34,5 +40,10 @@ func StartAggregatorNode(ctx context.Context, cfg NodeConfig) (*AggregatorNode, 
 		n.Stop()
 		return nil, err
 	}
-	return &AggregatorNode{Node: n, Token: token, Admin: admin, API: NewAPIClient(n.BaseURL, n.APIKey)}, nil
+	peer, err := PeerClient(cfg.DataDir, 10*time.Minute)
+	if err != nil {
+		n.Stop()
+		return nil, err
+	}
+	return &AggregatorNode{Node: n, Token: token, Peer: peer, PeerURL: PeerURL(n.BaseURL), Admin: admin, API: NewAPIClient(n.BaseURL, n.APIKey)}, nil
 }

@@ -77,12 +77,14 @@ type Cluster struct {
 	// harness uses it to read a node's replica index (see ReplicaStatus).
 	InternalToken string
 
-	client   *http.Client
-	mu       sync.Mutex
-	nodes    []*ClusterNode
-	seed     string // gossip address every later node joins
-	nVoters  int
-	stopOnce sync.Once
+	client     *http.Client
+	peerMu     sync.Mutex
+	peerClient *http.Client // mutual TLS, for internal endpoints (peer)
+	mu         sync.Mutex
+	nodes      []*ClusterNode
+	seed       string // gossip address every later node joins
+	nVoters    int
+	stopOnce   sync.Once
 }
 
 // StartCluster writes a cluster key, starts every member, and waits until
@@ -121,7 +123,30 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		c.Stop()
 		return nil, err
 	}
+	if err := c.claimRegions(waitCtx); err != nil {
+		c.Stop()
+		return nil, err
+	}
 	return c, nil
+}
+
+// claimRegions gives every member's region its slot of the code space
+// with `waymark regions add`, as an operator does for a region that no
+// founding voter is in; a region that has one keeps it.
+func (c *Cluster) claimRegions(ctx context.Context) error {
+	var regions []string
+	for _, m := range c.cfg.Members {
+		if !slices.Contains(regions, m.Region) {
+			regions = append(regions, m.Region)
+		}
+	}
+	via := c.Nodes()[0] // the seed voter
+	cmd := exec.CommandContext(ctx, c.cfg.Binary, append([]string{"regions", "add"}, regions...)...)
+	cmd.Env = append(os.Environ(), "WAYMARK_ADMIN_ADDR="+via.AdminAddr, "WAYMARK_TOKEN="+via.OperatorToken)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("cannot claim regions %v through %s: %w: %s", regions, via.Name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 func (c *Cluster) writeKey(ctx context.Context) error {
@@ -430,8 +455,27 @@ const internalStatusPath = "/internal/v1/status"
 // not necessarily in Pebble yet), this is the index a local redirect sees.
 func (c *Cluster) Replica(ctx context.Context, n *ClusterNode) (ReplicaStatus, error) {
 	var st ReplicaStatus
-	err := c.getJSON(ctx, n.BaseURL+internalStatusPath, c.InternalToken, &st)
+	peer, err := c.peer(n)
+	if err != nil {
+		return st, err
+	}
+	err = getJSONWith(ctx, peer, PeerURL(n.BaseURL)+internalStatusPath, c.InternalToken, &st)
 	return st, err
+}
+
+// peer is the mutual-TLS client for internal endpoints, as the first node
+// asked about (every node's certificate is of the same derived CA).
+func (c *Cluster) peer(n *ClusterNode) (*http.Client, error) {
+	c.peerMu.Lock()
+	defer c.peerMu.Unlock()
+	if c.peerClient == nil {
+		pc, err := PeerClient(n.DataDir, 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		c.peerClient = pc
+	}
+	return c.peerClient, nil
 }
 
 // Leader asks the nodes, in order, who leads, until one knows; ctx bounds
@@ -459,12 +503,16 @@ func (c *Cluster) Leader(ctx context.Context) (*ClusterNode, error) {
 }
 
 func (c *Cluster) getJSON(ctx context.Context, url, token string, v any) error {
+	return getJSONWith(ctx, c.client, url, token, v)
+}
+
+func getJSONWith(ctx context.Context, client *http.Client, url, token string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("cannot build request for %s: %w", url, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := c.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("cannot get %s: %w", url, err)
 	}

@@ -13,9 +13,21 @@ if [ -s "$DIR/pids" ]; then
 fi
 [ -s "$DIR/cluster-key" ] || "$BIN" keygen > "$DIR/cluster-key"
 chmod 600 "$DIR/cluster-key"
+# Node-to-node TLS: one CA, one certificate per node (names from the
+# config files). On a real deployment the CA key stays off the nodes.
+TLS=$DIR/tls
+[ -s "$TLS/waymark-agent-ca.pem" ] || "$BIN" tls ca create -dir "$TLS" >/dev/null
 for cfg in cluster-configs/three-region/*.json; do
   name=$(basename "$cfg" .json)
-  "$BIN" node --config "$cfg" --cluster-key-file "$DIR/cluster-key" > "$DIR/$name.log" 2>&1 &
+  role=$(sed -n 's/.*"role": *"\([^"]*\)".*/\1/p' "$cfg")
+  [ -s "$TLS/$name-node.pem" ] || "$BIN" tls cert create --node "$name" --role "$role" -dir "$TLS" \
+    --ca "$TLS/waymark-agent-ca.pem" --ca-key "$TLS/waymark-agent-ca-key.pem" >/dev/null
+done
+for cfg in cluster-configs/three-region/*.json; do
+  name=$(basename "$cfg" .json)
+  "$BIN" node --config "$cfg" --cluster-key-file "$DIR/cluster-key" \
+    --tls-cert "$TLS/$name-node.pem" --tls-key "$TLS/$name-node-key.pem" --tls-ca "$TLS/waymark-agent-ca.pem" \
+    > "$DIR/$name.log" 2>&1 &
   echo "$! $name" >> "$DIR/pids"
 done
 # Wait (bounded) until every node answers /readyz.

@@ -258,9 +258,11 @@ func checkRollups(t *testing.T, base, key, code, siteID string, clicks, pageview
 	}
 }
 
-// TestE2EDiskCap fills a tiny unshipped-bytes cap: redirects keep
-// answering and the drops are counted.
-func TestE2EDiskCap(t *testing.T) {
+// TestE2EDiskCapDropsInStats fills a tiny unshipped-bytes cap on a node
+// without an aggregator: redirects keep answering and the drops are
+// counted. Restarted with an aggregator, every redirect is either a click
+// in the stats or counted in their dropped_events.
+func TestE2EDiskCapDropsInStats(t *testing.T) {
 	dir := t.TempDir()
 	p := startNode(t, dir, "--dev", "--role", "voter,edge", "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
 		"--ingest-max-pending-bytes", "4096")
@@ -269,12 +271,45 @@ func TestE2EDiskCap(t *testing.T) {
 	var key string
 	waitFor(t, "dev key", 30*time.Second, func() bool { key = readKeyMaybe(filepath.Join(dir, "dev-api-key")); return key != "" })
 	code := do(t, "POST", base+"/v1/links", key, `{"url":"https://dest.example/"}`).json(t)["code"].(string)
-	for i := 0; i < 400; i++ {
-		if r := do(t, "GET", base+"/"+code, "", ""); r.status != 302 {
+	const n = 300
+	for i := range n {
+		if r := do(t, "GET", base+"/"+code, "", "", "User-Agent", firefox); r.status != 302 {
 			t.Fatalf("redirect %d with a full disk cap: got %d; want 302", i, r.status)
 		}
 	}
-	waitFor(t, "disk_cap drops counted", 10*time.Second, func() bool {
-		return metric(t, base, `waymark_ingest_dropped_total{reason="disk_cap"}`) > 0
+	dropped := func() float64 {
+		var sum float64
+		for _, r := range []string{"disk_cap", "queue_full", "io_error"} {
+			sum += metric(t, base, `waymark_ingest_dropped_total{reason="`+r+`"}`)
+		}
+		return sum
+	}
+	waitFor(t, "every click written or dropped", 10*time.Second, func() bool {
+		return metric(t, base, "waymark_ingest_written_events_total")+dropped() == n
 	})
+	drops := int(dropped())
+	if drops == 0 {
+		t.Fatal("no clicks dropped at a 4 KiB cap; the test needs some")
+	}
+	p.stop(t)
+
+	// The same node with its aggregator: the held segments ship.
+	p = startNode(t, dir, "--dev", "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
+	base = "http://" + p.http
+	now := time.Now().UTC()
+	rng := "from=" + now.AddDate(0, 0, -1).Format(time.DateOnly) + "&to=" + now.AddDate(0, 0, 1).Format(time.DateOnly) + "&tz=UTC"
+	var clicks, inStats int
+	waitFor(t, "every redirect in the stats, as a click or a drop", 60*time.Second, func() bool {
+		r := do(t, "GET", base+"/v1/links/"+code+"/stats?granularity=day&"+rng, key, "")
+		if r.status != 200 {
+			return false
+		}
+		m := r.json(t)
+		clicks = int(m["totals"].(map[string]any)["clicks"].(float64))
+		inStats = int(m["dropped_events"].(float64))
+		return clicks+inStats == n
+	})
+	if inStats != drops {
+		t.Fatalf("stats: %d clicks and dropped_events %d; want the %d the edge counted as dropped", clicks, inStats, drops)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -57,8 +59,10 @@ type faultCluster struct {
 	net      *faultNet
 	voters   []string
 	edges    []string
-	internal string // the internal-endpoint token, derived like node.internalToken
-	apiKey   string // the owner's API key
+	internal string       // the internal-endpoint token, derived like node.internalToken
+	peer     *http.Client // HTTPS with a node's certificate, for the internal endpoints
+	scheme   string       // of the internal endpoints: https when nodes talk TLS
+	apiKey   string       // the owner's API key
 
 	mu     sync.Mutex
 	procs  map[string]*proc
@@ -123,6 +127,7 @@ func startFaultCluster(t *testing.T, voters, edges int, extra ...string) *faultC
 		start(name, faultRegions[(i+1)%3], "edge", join)
 		fc.edges = append(fc.edges, name)
 	}
+	fc.peer, fc.scheme = faultPeerClient(t, fc.procs["v1"].dataDir)
 	waitFor(t, "every node ready and one leader", 90*time.Second, func() bool {
 		for _, n := range fc.all() {
 			if !ready(t, fc.proc(n)) {
@@ -206,9 +211,9 @@ func (fc *faultCluster) status(name string) (nodeStatus, bool) {
 // storeApplied is the index the node's store has applied (the internal
 // status endpoint reads it from Pebble, not raft's dispatch counter).
 func (fc *faultCluster) storeApplied(name string) (uint64, bool) {
-	req, _ := http.NewRequest("GET", "http://"+fc.proc(name).http+"/internal/v1/status", nil)
+	req, _ := http.NewRequest("GET", fc.scheme+"://"+fc.proc(name).http+"/internal/v1/status", nil)
 	req.Header.Set("Authorization", "Bearer "+fc.internal)
-	resp, err := statusClient.Do(req)
+	resp, err := fc.peer.Do(req)
 	if err != nil {
 		return 0, false
 	}
@@ -220,6 +225,33 @@ func (fc *faultCluster) storeApplied(name string) (uint64, bool) {
 		return 0, false
 	}
 	return st.Applied, true
+}
+
+// faultPeerClient calls the internal endpoints as a node does: over TLS with
+// the node certificate the cluster key derived in dataDir/tls, when there
+// is one (nodes talk TLS to each other), else plain HTTP.
+func faultPeerClient(t *testing.T, dataDir string) (*http.Client, string) {
+	dir := filepath.Join(dataDir, "tls")
+	var caPEM []byte
+	var err error
+	waitFor(t, "the node's derived certificates (or their absence)", 10*time.Second, func() bool {
+		caPEM, err = os.ReadFile(filepath.Join(dir, "waymark-agent-ca.pem"))
+		return err == nil || os.IsNotExist(err)
+	})
+	if os.IsNotExist(err) {
+		return statusClient, "http"
+	}
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "node.pem"), filepath.Join(dir, "node-key.pem"))
+	if err != nil {
+		t.Fatalf("node certificate in %s: %v", dir, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("no CA certificate in %s", dir)
+	}
+	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8, TLSClientConfig: &tls.Config{
+		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: "node.waymark",
+	}}}, "https"
 }
 
 // leader is the voter that says it leads, or "".
@@ -723,20 +755,10 @@ func TestE2EFaultPartitions(t *testing.T) {
 // may answer 404 meanwhile (issue 10, point 3), nor any takedown it has
 // applied redirect again.
 //
-// Skipped until bugs outside this tier are fixed. On the branch's base it
-// fails because Store.Restore empties the live store (the edge's applied
-// index reads 0 and known codes answer 404 while it refills; issue 10
-// point 3). With the consensus branch merged it still fails on: the
-// applied index reading 0 for an instant during the IngestAndExcise swap;
-// the redirect cache invalidated only after the restore returns
-// (OnRestore), so entries cached from before are served while the store
-// already shows the snapshot; and the cache evicted only after a synced
-// commit returns (see "no redirect past an applied takedown").
-// WAYMARK_FAULT_KNOWN_BUGS=1 runs it.
+// Before main's restore fixes (consensus, hostile) this failed: the store
+// was emptied in place (applied index 0, known codes 404 while it
+// refilled), and later IngestAndExcise let a read miss the applied index.
 func TestE2EFaultSnapshotInstall(t *testing.T) {
-	if os.Getenv("WAYMARK_FAULT_KNOWN_BUGS") == "" {
-		t.Skip("KNOWN BUGS outside the fault tier: a snapshot install empties the store or reads applied index 0, and the redirect cache outlives the restore and synced commits; WAYMARK_FAULT_KNOWN_BUGS=1 runs it")
-	}
 	seed := faultSeed(t, "snapshot")
 	rng := rand.New(rand.NewSource(seed))
 	defer boundScenario(t, 4*time.Minute)()

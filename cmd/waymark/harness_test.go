@@ -54,8 +54,15 @@ type proc struct {
 // until its listeners are bound (read from its log, never guessed).
 func startNode(t *testing.T, dataDir string, args ...string) *proc {
 	t.Helper()
+	return startNodeWith(t, dataDir, exec.Command, args...)
+}
+
+// startNodeWith is startNode with the command built by command (e.g.
+// through a shell that lowers a limit first).
+func startNodeWith(t *testing.T, dataDir string, command func(bin string, args ...string) *exec.Cmd, args ...string) *proc {
+	t.Helper()
 	full := append([]string{"node", "--data-dir", dataDir, "--log-format", "json"}, args...)
-	p := &proc{t: t, cmd: exec.Command(binPath, full...), dataDir: dataDir, done: make(chan struct{})}
+	p := &proc{t: t, cmd: command(binPath, full...), dataDir: dataDir, done: make(chan struct{})}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

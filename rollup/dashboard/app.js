@@ -36,6 +36,7 @@
         totals: { clicks: num(t.clicks), unique_visitors: num(t.unique_visitors), bot_clicks: num(t.bot_clicks) },
         series: arr(j.series).map((p) => ({ t: parseTime(obj(p).t), clicks: num(p.clicks), unique_visitors: num(p.unique_visitors) })),
         estimated: arr(j.estimated).map(String),
+        dropped: num(j.dropped_events),
       };
     },
     siteAggregate: (j) => ({
@@ -44,6 +45,7 @@
         views_per_visit: num(j.views_per_visit), bounce_rate: num(j.bounce_rate), visit_duration: num(j.visit_duration),
       },
       estimated: arr(j.estimated).map(String),
+      dropped: num(j.dropped_events),
     }),
     siteTimeseries: (j) => ({
       series: arr(j.series).map((p) => ({ t: parseTime(obj(p).t), visitors: num(p.visitors), pageviews: num(p.pageviews) })),
@@ -354,12 +356,14 @@
     if (!s.ok) {
       if (s.status === 401) return forgetKey(`The key is no longer accepted: ${s.detail}`);
       renderTotalsError(kind, s);
+      renderUndercount(0);
       renderChartMessage(s.status === 404 ? 'Nothing to show' : 'The numbers could not be loaded', s.detail);
       showBanner(reportError(s));
       $('totals').dataset.state = 'error';
       return undefined;
     }
     renderTotals(kind, s.totals, s.estimated);
+    renderUndercount(s.dropped);
     state.chart = { kind, series: s.series, estimated: s.estimated, granularity: RANGES[state.range].granularity };
     drawChart(state.chart);
     $('totals').dataset.state = 'ready';
@@ -388,7 +392,7 @@
     const t = READ.siteTimeseries(ts.data);
     // Visitors are HyperLogLog estimates whether or not the answer says so.
     const estimated = [...new Set([...a.estimated, ...t.estimated, 'visitors'])];
-    return { ok: true, source, totals: a.totals, series: t.series, estimated };
+    return { ok: true, source, totals: a.totals, series: t.series, estimated, dropped: a.dropped };
   }
 
   async function loadBreakdown(gen, index, dim) {
@@ -862,6 +866,16 @@
   }
 
   function hideBanner() { $('banner').hidden = true; }
+
+  // The edges dropped some events of this range before writing them (a
+  // full queue or disk): say so, never show the short numbers silently.
+  function renderUndercount(dropped) {
+    const note = $('undercount');
+    note.hidden = !(dropped > 0);
+    note.textContent = dropped > 0
+      ? `${fmtExact(dropped)} ${dropped === 1 ? 'event' : 'events'} in this range could not be recorded (the edge was overloaded or its disk full); the numbers below are short by up to that much.`
+      : '';
+  }
 
   // ---- The chart: inline SVG, straight segments, one point per entry ----
   const SVGNS = 'http://www.w3.org/2000/svg';

@@ -63,6 +63,11 @@ type Result struct {
 	// metrics of the answer that are estimates (Waymark's addition; its
 	// rollups count unique visitors with HyperLogLog sketches).
 	Estimated []string
+	// DroppedEvents, when above 0, is written as meta.dropped_events: the
+	// site's events in the range that the edges dropped before writing
+	// them, so the numbers are short by up to that much (Waymark's
+	// addition; Plausible drops nothing it has accepted).
+	DroppedEvents int64
 
 	q *Query
 }
@@ -97,9 +102,15 @@ func (r *Result) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `],"meta":{`...)
 	// Keys sorted by name, present only when asked for.
 	sep := ""
+	if r.DroppedEvents > 0 {
+		dst = append(dst, `"dropped_events":`...)
+		dst = strconv.AppendInt(dst, r.DroppedEvents, 10)
+		sep = ","
+	}
 	if r.Estimated != nil {
 		// Waymark's own key: which metrics of the answer are estimates
 		// (an empty list when every number is exact).
+		dst = append(dst, sep...)
 		dst = append(dst, `"estimated_metrics":[`...)
 		for i, m := range r.Estimated {
 			if i > 0 {

@@ -140,10 +140,11 @@ func ingestNode(ctx context.Context, cfg config, node *harness.AggregatorNode, s
 	if err != nil {
 		return nil, err
 	}
-	shipper, err := harness.NewSegmentShipper(node.BaseURL, node.Token, "aggbench-edge")
+	shipper, err := harness.NewSegmentShipper(node.PeerURL, node.Token, "aggbench-edge")
 	if err != nil {
 		return nil, err
 	}
+	shipper.HTTP = node.Peer
 	defer shipper.Close()
 	fmt.Fprintf(out, "node: shipping %d events, %d per segment, %d segments per batch\n", total, cfg.SegmentEvents, cfg.SegmentsPerBatch)
 	cpu0, _ := harness.GroupCPU(node.Pid())

@@ -52,6 +52,9 @@ func TestRunAgainstRealNode(t *testing.T) {
 	if rep.Stored != rep.Written || rep.StatsClicks != rep.Written || rep.SettleTimedOut {
 		t.Errorf("stored %d, in stats %d, written %d (timed out %v); want every written click stored and in the stats", rep.Stored, rep.StatsClicks, rep.Written, rep.SettleTimedOut)
 	}
+	if rep.StatsDropped != rep.tallied() {
+		t.Errorf("the stats say %d clicks were dropped; the node tallied %d", rep.StatsDropped, rep.tallied())
+	}
 	if d := int64(rep.Offered) - int64(rep.Answered); d < 0 || d > int64(rep.Conns) {
 		t.Errorf("node took %d clicks, wrk counted %d; want them apart by at most the %d in flight", rep.Offered, rep.Answered, rep.Conns)
 	}

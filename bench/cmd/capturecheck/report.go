@@ -41,6 +41,10 @@ type Report struct {
 	SettleTimedOut bool    `json:"settle_timed_out"`
 	Stored         uint64  `json:"stored"`       // new raw events in the aggregator
 	StatsClicks    uint64  `json:"stats_clicks"` // new clicks in the links' stats, bots included
+	// StatsDropped is the new dropped_events of the links' stats: the
+	// drops the answers own up to. It must equal the drops that are
+	// tallied (every reason but closed), or an undercount is silent.
+	StatsDropped uint64 `json:"stats_dropped"`
 
 	MaxDropShare     float64 `json:"max_drop_share"`
 	MaxSettleSeconds float64 `json:"max_settle_seconds"`
@@ -73,8 +77,13 @@ func (r *Report) account(before, after snapshot, answered uint64) {
 func (r *Report) finish(cfg config) {
 	r.LoadAverageEnd = harness.LoadAverage()
 	r.Pass = r.Errors == 0 && r.DropShare <= cfg.MaxDropShare && !r.SettleTimedOut &&
-		r.SettleSeconds <= cfg.MaxSettle.Seconds() && r.Stored == r.Written && r.StatsClicks == r.Written
+		r.SettleSeconds <= cfg.MaxSettle.Seconds() && r.Stored == r.Written && r.StatsClicks == r.Written &&
+		r.StatsDropped == r.tallied()
 }
+
+// tallied is the drops the edge records for the stats: all but those
+// after the writer stopped.
+func (r *Report) tallied() uint64 { return r.Dropped - r.DroppedByReason["closed"] }
 
 func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "\n%s of redirects from %d visitors: %.0f req/s, p50 %s, p99 %s, node CPU %.0f%% busy, %d errors\n",
@@ -90,6 +99,7 @@ func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "| **dropped** | **%d (%.3f%%)** |\n", r.Dropped, 100*r.DropShare)
 	fmt.Fprintf(w, "| stored by the aggregator | %d |\n", r.Stored)
 	fmt.Fprintf(w, "| in the links' stats | %d |\n", r.StatsClicks)
+	fmt.Fprintf(w, "| dropped, as the links' stats say (`dropped_events`) | %d of %d |\n", r.StatsDropped, r.tallied())
 	settled := fmt.Sprintf("%.1f s", r.SettleSeconds)
 	if r.SettleTimedOut {
 		settled = fmt.Sprintf("not within %.0f s", r.SettleSeconds)
@@ -99,7 +109,7 @@ func (r *Report) print(w io.Writer) {
 	if !r.Pass {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "\ntargets: dropped <= %.1f%%, settled <= %.0f s, stats = written: %s (load average %s at the start, %s at the end)\n",
+	fmt.Fprintf(w, "\ntargets: dropped <= %.1f%%, settled <= %.0f s, stats = written, drops in the stats: %s (load average %s at the start, %s at the end)\n",
 		100*r.MaxDropShare, r.MaxSettleSeconds, verdict, r.LoadAverageStart, r.LoadAverageEnd)
 	if d := int64(r.Offered) - int64(r.Answered); d < 0 || d > int64(r.Conns) {
 		fmt.Fprintf(w, "note: the node took %d clicks, the load generator counted %d answers: more apart than the %d requests in flight\n", r.Offered, r.Answered, r.Conns)

@@ -130,7 +130,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("cannot see the node settle before the load: %w", err)
 	}
-	statsBefore, err := statsClicks(ctx, api, codes)
+	statsBefore, droppedBefore, err := statsClicks(ctx, api, codes)
 	if err != nil {
 		return err
 	}
@@ -168,11 +168,20 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		rep.SettleTimedOut = true
 		fmt.Fprintf(out, "not every written click counted after %v: %v\n", cfg.SettleTimeout, err)
 	}
-	statsAfter, err := statsClicks(ctx, api, codes)
-	if err != nil {
-		return err
+	// Drop tallies ship with the segment open after the burst: poll until
+	// the answers own up to every tallied drop, or give up after 15 s.
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		statsAfter, droppedAfter, err := statsClicks(ctx, api, codes)
+		if err != nil {
+			return err
+		}
+		rep.StatsClicks = statsAfter - statsBefore
+		rep.StatsDropped = droppedAfter - droppedBefore
+		if rep.StatsDropped >= rep.tallied() || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(pollEvery)
 	}
-	rep.StatsClicks = statsAfter - statsBefore
 	rep.finish(cfg)
 	rep.print(out)
 	if cfg.Out != "" {
@@ -261,20 +270,22 @@ type linkStats struct {
 		Clicks    uint64 `json:"clicks"`
 		BotClicks uint64 `json:"bot_clicks"`
 	} `json:"totals"`
+	DroppedEvents uint64 `json:"dropped_events"`
 }
 
 // statsClicks adds up what the owner's stats show for every link over the
-// default range (the last 7 days up to now), bots included.
-func statsClicks(ctx context.Context, api *harness.APIClient, codes []string) (uint64, error) {
-	var sum uint64
+// default range (the last 7 days up to now), bots included, and the
+// clicks they say were dropped.
+func statsClicks(ctx context.Context, api *harness.APIClient, codes []string) (clicks, dropped uint64, err error) {
 	for _, c := range codes {
 		var st linkStats
 		if err := api.GetJSON(ctx, "/v1/links/"+c+"/stats", &st); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		sum += st.Totals.Clicks + st.Totals.BotClicks
+		clicks += st.Totals.Clicks + st.Totals.BotClicks
+		dropped += st.DroppedEvents
 	}
-	return sum, nil
+	return clicks, dropped, nil
 }
 
 func cpuLabel(cpus string) string {

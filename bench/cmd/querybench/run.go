@@ -130,10 +130,11 @@ func load(ctx context.Context, cfg config, hot harness.HotConfig, node *harness.
 	}
 	total := gen.Total()
 	tr := newTruth(hot.Start, hot.Days)
-	shipper, err := harness.NewSegmentShipper(node.BaseURL, node.Token, "querybench-edge")
+	shipper, err := harness.NewSegmentShipper(node.PeerURL, node.Token, "querybench-edge")
 	if err != nil {
 		return nil, err
 	}
+	shipper.HTTP = node.Peer
 	defer shipper.Close()
 	before, err := harness.ScrapeMetrics(ctx, node.API.HTTP, node.BaseURL)
 	if err != nil {
