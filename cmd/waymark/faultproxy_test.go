@@ -309,7 +309,7 @@ func (f *faultNet) heal() {
 }
 
 // sawAll reports whether every one of names has been dialled through its
-// front by another node named in the connection's first RPC.
+// front by another node (found by the socket's owner).
 func (f *faultNet) sawAll(names []string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
