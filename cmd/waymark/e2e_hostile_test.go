@@ -191,9 +191,10 @@ func TestE2EHostileRequests(t *testing.T) {
 	resp, body = rawExchange(t, p.http, "GET /abcdefg HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n")
 	expectProblem(t, "malformed request", resp.StatusCode, resp.Header.Get("Content-Type"), body, 400, "invalid-request", "Invalid request")
 
-	// Internal endpoints without the cluster token.
+	// Internal endpoints from a client that is not a node (plain HTTP,
+	// no certificate of the cluster CA, no token).
 	r := do(t, "GET", "http://"+p.http+"/internal/v1/status", "", "")
-	expectProblem(t, "internal status without a token", r.status, r.header.Get("Content-Type"), r.body, 401, "unauthorized", "Unauthorized")
+	expectProblem(t, "internal status from a stranger", r.status, r.header.Get("Content-Type"), r.body, 403, "forbidden", "Forbidden")
 
 	// The operator API.
 	admin := "http://" + p.admin
