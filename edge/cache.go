@@ -118,7 +118,10 @@ type cacheShard struct {
 	hand   int
 	limit  int
 	gen    atomic.Uint64
-	_      [32]byte // keep neighbouring shard locks off one cache line
+	// changing counts codes of this shard whose change is being committed
+	// (beginChange to endChange); while it is above 0 nothing is added.
+	changing int32
+	_        [28]byte // keep neighbouring shard locks off one cache line
 }
 
 func newCache(maxEntries int, set *metrics.Set) *cache {
@@ -339,7 +342,7 @@ func (c *cache) add(gen uint64, e *entry) {
 	sh := c.shardOfString(e.code)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.gen.Load() != gen {
+	if sh.gen.Load() != gen || sh.changing > 0 {
 		return
 	}
 	if old := sh.lookupLocked(e.code); old != nil {
@@ -401,6 +404,26 @@ func (c *cache) invalidate(code string) {
 	}
 	sh.mu.Unlock()
 	c.invalidated.Inc()
+}
+
+// beginChange drops code's entry and stops the shard taking new entries
+// until endChange: the store is about to show code's new state, and a load
+// that read the old one must not be cached and served after it.
+func (c *cache) beginChange(code string) {
+	sh := c.shardOfString(code)
+	sh.mu.Lock()
+	sh.changing++
+	sh.mu.Unlock()
+	c.invalidate(code)
+}
+
+// endChange drops code's entry once more and lets the shard fill again.
+func (c *cache) endChange(code string) {
+	c.invalidate(code)
+	sh := c.shardOfString(code)
+	sh.mu.Lock()
+	sh.changing--
+	sh.mu.Unlock()
 }
 
 // invalidateAll empties the cache and fences off every load in flight.

@@ -84,6 +84,29 @@ func TestCacheInvalidateFencesInFlightLoad(t *testing.T) {
 	}
 }
 
+// While a change to a code commits, the store may already show it: a load
+// that read the store during the commit, after the fence went up, must
+// not be cached either (it may have read the old state).
+func TestCacheChangeFencesLoadsDuringCommit(t *testing.T) {
+	c := newCache(1024, metrics.NewSet())
+	code := "abc1234"
+	c.add(c.generation([]byte(code)), &entry{code: code, status: 302})
+	c.beginChange(code)
+	if e := c.get([]byte(code)); e != nil {
+		t.Fatalf("during the commit the old entry is served: %+v", e)
+	}
+	// A load that starts after the fence went up, before the commit shows.
+	c.add(c.generation([]byte(code)), &entry{code: code, status: 302})
+	if e := c.get([]byte(code)); e != nil {
+		t.Fatalf("a load during the commit was cached: %+v", e)
+	}
+	c.endChange(code)
+	c.add(c.generation([]byte(code)), &entry{code: code, status: 410})
+	if e := c.get([]byte(code)); e == nil || e.status != 410 {
+		t.Fatalf("after the commit: got %+v; want the new entry cached", e)
+	}
+}
+
 func TestCacheReplaceAndReuseFreedSlots(t *testing.T) {
 	c := newCache(cacheShards, metrics.NewSet()) // one slot per shard
 	codes := codesInOneShard(c, 2)

@@ -207,6 +207,23 @@ func (s *Server) Invalidate(code string) {
 	s.gate.linkMiss.forget(code)
 }
 
+// BeginChange fences code off in the cache while a change to it commits:
+// its entry goes and no lookup is cached until EndChange.
+func (s *Server) BeginChange(code string) {
+	if s.cache != nil {
+		s.cache.beginChange(code)
+	}
+}
+
+// EndChange ends BeginChange's fence and drops code's entry, like
+// Invalidate.
+func (s *Server) EndChange(code string) {
+	if s.cache != nil {
+		s.cache.endChange(code)
+	}
+	s.gate.linkMiss.forget(code)
+}
+
 // InvalidateAll drops every cached answer. The node calls it after a
 // snapshot restore replaces the store underneath the cache.
 func (s *Server) InvalidateAll() {

@@ -232,9 +232,14 @@ func (n *Node) openRaft() error {
 		LogGuard:          n.disk.writable,
 		Logger:            n.log,
 		Metrics:           n.metrics,
+		OnChanging: func(code string) {
+			if srv := n.edge.Load(); srv != nil {
+				srv.BeginChange(code)
+			}
+		},
 		OnChange: func(code string) {
 			if srv := n.edge.Load(); srv != nil {
-				srv.Invalidate(code)
+				srv.EndChange(code)
 			}
 		},
 		OnSite: n.sites.Put,

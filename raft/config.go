@@ -76,6 +76,11 @@ type Config struct {
 	// after the batch is committed and before the writes are acknowledged.
 	// It runs on raft's FSM goroutine and must be quick.
 	OnChange func(code string)
+	// OnChanging is called with the same codes before the batch commits:
+	// a synced commit is visible to readers before its fsync returns, so
+	// caches must stop serving and filling those codes from then until
+	// OnChange (called whether or not the commit succeeded).
+	OnChanging func(code string)
 	// OnSite is called for every site a batch created or edited (settings,
 	// goals), like OnChange; an edited site comes with its new record.
 	OnSite func(store.Site)
@@ -141,6 +146,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Metrics == nil {
 		c.Metrics = metrics.NewSet()
+	}
+	if c.OnChanging == nil {
+		c.OnChanging = func(string) {}
 	}
 	if c.OnChange == nil {
 		c.OnChange = func(string) {}

@@ -27,13 +27,15 @@ type applyResult struct {
 // fsm applies committed log entries to the store. Raft calls ApplyBatch,
 // Snapshot and Restore from one goroutine; Persist runs beside applies.
 type fsm struct {
-	st        *store.Store
-	log       *slog.Logger
-	m         *nodeMetrics
-	onChange  func(code string)
-	onSite    func(store.Site)
-	onRestore func()
-	applied   *appliedWatch // signalled after every committed batch; nil in some tests
+	st       *store.Store
+	log      *slog.Logger
+	m        *nodeMetrics
+	onChange func(code string)
+	// onChanging marks codes whose change is being committed (OnChanging).
+	onChanging func(code string)
+	onSite     func(store.Site)
+	onRestore  func()
+	applied    *appliedWatch // signalled after every committed batch; nil in some tests
 
 	// halted is set when the store failed under a batch. The batch was not
 	// committed, so the store stays consistent with its applied index, but
@@ -60,6 +62,7 @@ func newFSM(st *store.Store, cfg Config, m *nodeMetrics) *fsm {
 		log:         cfg.Logger,
 		m:           m,
 		onChange:    cfg.OnChange,
+		onChanging:  cfg.OnChanging,
 		onSite:      cfg.OnSite,
 		onRestore:   cfg.OnRestore,
 		onHalt:      func() {},
@@ -119,13 +122,21 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 	if last == applied {
 		return resps
 	}
-	if err := b.Commit(last); err != nil {
-		return f.failAll(logs, resps, f.halt(err))
+	// Pebble shows a synced batch to readers before its fsync returns, so
+	// the cache stops serving and filling the changed codes first;
+	// otherwise a redirect could serve the old link from the cache while
+	// the store, and its applied index, already hold the takedown.
+	for _, code := range a.changed {
+		f.onChanging(code)
 	}
+	err = b.Commit(last)
 	// Evict before the futures resolve, so an acknowledged edit or takedown
-	// is what the very next redirect sees.
+	// is what the very next redirect sees (and end the fence either way).
 	for _, code := range a.changed {
 		f.onChange(code)
+	}
+	if err != nil {
+		return f.failAll(logs, resps, f.halt(err))
 	}
 	for _, s := range a.sites {
 		f.onSite(s)

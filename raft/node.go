@@ -73,7 +73,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	n.mayInitSecret.Store(cfg.Bootstrap)
 	n.m = newNodeMetrics(cfg.Metrics)
 	n.fsm = newFSM(st, Config{
-		Logger: n.log, OnChange: cfg.OnChange, OnSite: cfg.OnSite, OnRestore: n.onRestore(cfg.OnRestore),
+		Logger: n.log, OnChange: cfg.OnChange, OnChanging: cfg.OnChanging, OnSite: cfg.OnSite, OnRestore: n.onRestore(cfg.OnRestore),
 	}, n.m)
 	n.fsm.onHalt = func() {
 		// The FSM may halt while NewRaft replays the log, before n.raft

@@ -261,11 +261,10 @@ func (h *history) snapshot() []porcupine.Operation {
 // known code lost, as an emptied store would lose it).
 //
 // Findings are split by whether the redirect was invoked after the write
-// was acknowledged. Today the FSM commits a batch, which makes it visible
-// to the applied index, and evicts the redirect cache only after
-// (raft/fsm.go ApplyBatch), so a cached answer can still be served in
-// between; verify reports the early ones and fails on them only with
-// WAYMARK_FAULT_KNOWN_BUGS=1.
+// was acknowledged; both fail. The early ones once showed that the FSM
+// evicted the redirect cache only after a synced commit returned, while
+// Pebble had already published the batch (fixed: raft.Config.OnChanging
+// fences the codes off in the cache before the commit).
 // replicaFindings are checkReplicas' findings by kind; *Early ones were
 // invoked before the write's acknowledgement.
 type replicaFindings struct {
@@ -352,7 +351,6 @@ func (h *history) verify(t *testing.T, scenario string, seed int64, logs map[str
 	h.mu.Unlock()
 	f := checkReplicas(ops)
 	regress := checkApplied(samples)
-	known := os.Getenv("WAYMARK_FAULT_KNOWN_BUGS") != ""
 
 	// keep writes the evidence once, for whichever check fails first.
 	var dir string
@@ -403,36 +401,15 @@ func (h *history) verify(t *testing.T, scenario string, seed int64, logs map[str
 		t.Error(msg.String())
 	})
 	t.Run("no known code lost on a node", func(t *testing.T) {
-		bad := append(f.lostAfter, regress...)
-		if known {
-			bad = append(bad, f.lostEarly...)
-		} else if len(f.lostEarly) > 0 {
-			t.Logf("%d 404s from the cache after the node had applied the create, before the create was acknowledged (commit, then evict); the first: %s", len(f.lostEarly), f.lostEarly[0])
-		}
+		bad := append(append(f.lostAfter, f.lostEarly...), regress...)
 		if len(bad) > 0 {
 			t.Error(header() + listFindings(bad))
 		}
 	})
 	t.Run("no redirect past an applied takedown", func(t *testing.T) {
-		bad := f.takedownAfter
-		if known {
-			bad = append(bad, f.takedownEarly...)
-		} else if len(f.takedownEarly) > 0 {
-			t.Logf("%d redirects from the cache after the node had applied the takedown, before it was acknowledged (commit, then evict); the first: %s", len(f.takedownEarly), f.takedownEarly[0])
+		if bad := append(f.takedownAfter, f.takedownEarly...); len(bad) > 0 {
+			t.Error(header() + listFindings(bad))
 		}
-		if len(bad) == 0 {
-			return
-		}
-		if !known {
-			// A known bug outside this tier (raft/fsm.go ApplyBatch and the
-			// edge cache): Pebble makes a batch visible before its sync
-			// returns, and the FSM evicts the redirect cache only after, so
-			// for as long as the fsync of a takedown's batch takes, the node's
-			// store says disabled while its cache still redirects.
-			t.Skip("KNOWN BUG, to fix in raft/fsm.go + edge/cache.go (the cache is evicted only after a synced commit returns; Pebble publishes the batch before the fsync): " +
-				header() + listFindings(bad) + "WAYMARK_FAULT_KNOWN_BUGS=1 makes this a failure")
-		}
-		t.Error(header() + listFindings(bad))
 	})
 }
 
