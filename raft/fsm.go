@@ -57,6 +57,9 @@ type fsm struct {
 var _ hraft.BatchingFSM = (*fsm)(nil)
 
 func newFSM(st *store.Store, cfg Config, m *nodeMetrics) *fsm {
+	if cfg.OnChanging == nil {
+		cfg.OnChanging = func(string) {}
+	}
 	return &fsm{
 		st:          st,
 		log:         cfg.Logger,
