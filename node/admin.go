@@ -89,7 +89,9 @@ func (a *adminServer) auth(next http.Handler) http.Handler {
 	})
 }
 
-func (a *adminServer) createOwner(w http.ResponseWriter, r *http.Request) {
+// decodeName reads a {"name": "..."} body, or answers 400 and returns
+// false.
+func decodeName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	var req struct {
 		Name string `json:"name"`
 	}
@@ -97,6 +99,15 @@ func (a *adminServer) createOwner(w http.ResponseWriter, r *http.Request) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		writeProblem(w, r, problem.InvalidRequest, `body must be {"name": "..."}`)
+		return "", false
+	}
+	return req.Name, true
+}
+
+func (a *adminServer) createOwner(w http.ResponseWriter, r *http.Request) {
+	var req struct{ Name string }
+	var ok bool
+	if req.Name, ok = decodeName(w, r); !ok {
 		return
 	}
 	o, key, err := a.n.CreateOwner(r.Context(), strings.TrimSpace(req.Name))

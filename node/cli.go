@@ -129,16 +129,7 @@ func (c *client) call(method, path string, body, out any) error {
 		return fmt.Errorf("cannot read answer from %s: %w", c.addr, err)
 	}
 	if resp.StatusCode >= 300 {
-		var p struct{ Detail string }
-		json.Unmarshal(b, &p)
-		if p.Detail == "" {
-			p.Detail = strings.TrimSpace(string(b))
-		}
-		code := ExitError
-		if resp.StatusCode == http.StatusUnauthorized {
-			code = ExitAuth
-		}
-		return &cliError{code, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, p.Detail)}
+		return answerError(method, path, resp, b)
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
@@ -504,4 +495,20 @@ func CmdRollupRebuild(args []string) error {
 		return err
 	}
 	return c.print(out, func(w *tabwriter.Writer) { fmt.Fprintf(w, "rebuilt %s .. %s in %v\n", *from, *to, out["took"]) })
+}
+
+// answerError turns an admin API answer that is not a success into a CLI
+// error carrying its problem detail (or its body), with the exit code of
+// its kind.
+func answerError(method, path string, resp *http.Response, body []byte) error {
+	var p struct{ Detail string }
+	json.Unmarshal(body, &p)
+	if p.Detail == "" {
+		p.Detail = strings.TrimSpace(string(body))
+	}
+	code := ExitError
+	if resp.StatusCode == http.StatusUnauthorized {
+		code = ExitAuth
+	}
+	return &cliError{code, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, p.Detail)}
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -98,16 +97,7 @@ func (c *client) snapshotRequest(method string, body io.Reader, size int64) (*ht
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		var p struct{ Detail string }
-		json.Unmarshal(b, &p)
-		if p.Detail == "" {
-			p.Detail = strings.TrimSpace(string(b))
-		}
-		code := ExitError
-		if resp.StatusCode == http.StatusUnauthorized {
-			code = ExitAuth
-		}
-		return nil, &cliError{code, fmt.Errorf("%s /v1/snapshot: %s: %s", method, resp.Status, p.Detail)}
+		return nil, answerError(method, "/v1/snapshot", resp, b)
 	}
 	return resp, nil
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -39,13 +38,9 @@ func (a *adminServer) listRegions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *adminServer) claimRegion(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Name string `json:"name"`
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeProblem(w, r, problem.InvalidRequest, `body must be {"name": "..."}`)
+	var req struct{ Name string }
+	var ok bool
+	if req.Name, ok = decodeName(w, r); !ok {
 		return
 	}
 	if err := store.CheckRegionName(req.Name); err != nil {
