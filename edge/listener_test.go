@@ -93,7 +93,11 @@ func TestListenerDeathFailsReadiness(t *testing.T) {
 		t.Fatalf("before: %s", detail)
 	}
 	close(bl.broken)
-	net.Dial("tcp", ln.Addr().String()) // wake the accept
+	// Wake the accept. An accept already waiting takes this connection and
+	// serves it, so it is closed before the server's shutdown waits for it.
+	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		defer c.Close()
+	}
 	select {
 	case err := <-done:
 		if !errors.Is(err, errListenerBroken) {
