@@ -13,8 +13,9 @@ import (
 // nodeMetrics are the waymark_raft_* series. GetOrCreate keeps a node that
 // is closed and reopened on the same set from panicking on duplicates.
 type nodeMetrics struct {
-	applyDuration *metrics.Histogram
-	applies       outcomes // every write this node made or served for a follower
+	pipelinesUnstuck *metrics.Counter // append pipelines the watchdog closed (pipeline.go)
+	applyDuration    *metrics.Histogram
+	applies          outcomes // every write this node made or served for a follower
 
 	forwardDuration  *metrics.Histogram
 	forwards         outcomes         // writes this node sent to the leader
@@ -57,6 +58,7 @@ func newNodeMetrics(s *metrics.Set) *nodeMetrics {
 		forwardedIn:              newOutcomes(s, p+"forwarded_in_total"),
 		forwardedCorrupt:         s.GetOrCreateCounter(p + `forwarded_in_total{result="corrupt"}`),
 		forwardApplyWaitTimeouts: s.GetOrCreateCounter(p + "forward_apply_wait_timeouts_total"),
+		pipelinesUnstuck:         s.GetOrCreateCounter(p + "pipelines_unstuck_total"),
 
 		state:        s.GetOrCreateGauge(p+"state", nil),
 		appliedIndex: s.GetOrCreateGauge(p+"applied_index", nil),

@@ -29,7 +29,7 @@ type Node struct {
 	m       *nodeMetrics
 	fsm     *fsm
 	raft    *hraft.Raft
-	trans   *hraft.NetworkTransport
+	trans   *pipelineTransport
 	bolt    *raftboltdb.BoltStore
 	snaps   hraft.SnapshotStore
 	started time.Time // when Open was called; stands in for "last contact" until a leader is heard
@@ -147,9 +147,14 @@ func (n *Node) start() error {
 		if err != nil {
 			return fmt.Errorf("cannot listen for raft on %q: %w", cfg.BindAddr, err)
 		}
-		n.trans = hraft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, hlog.Named("transport"))
-	} else if n.trans, err = hraft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, 10*time.Second, hlog.Named("transport")); err != nil {
-		return fmt.Errorf("cannot listen for raft on %q: %w", cfg.BindAddr, err)
+		n.trans = newPipelineTransport(hraft.NewNetworkTransportWithLogger(stream, 3, transportTimeout, hlog.Named("transport")),
+			transportTimeout, n.m.pipelinesUnstuck.Inc)
+	} else {
+		tcp, err := hraft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, 3, transportTimeout, hlog.Named("transport"))
+		if err != nil {
+			return fmt.Errorf("cannot listen for raft on %q: %w", cfg.BindAddr, err)
+		}
+		n.trans = newPipelineTransport(tcp, transportTimeout, n.m.pipelinesUnstuck.Inc)
 	}
 
 	rc := n.raftConfig(hlog)
@@ -300,6 +305,9 @@ func (n *Node) goSafe(fn func()) bool {
 	return true
 }
 
+// transportTimeout bounds each raft RPC's I/O.
+const transportTimeout = 10 * time.Second
+
 // Close stops raft and releases the transport and the raft log. It does
 // not close the store.
 func (n *Node) Close() error {
@@ -307,7 +315,25 @@ func (n *Node) Close() error {
 		n.cancel()
 		var errs []error
 		if n.raft != nil {
-			if err := n.raft.Shutdown().Error(); err != nil {
+			f := n.raft.Shutdown()
+			done := make(chan struct{})
+			go func() {
+				// Shutdown waits for the replication goroutines; one stuck
+				// in an append pipeline (pipeline.go) is freed by closing it.
+				t := time.NewTicker(100 * time.Millisecond)
+				defer t.Stop()
+				for {
+					select {
+					case <-done:
+						return
+					case <-t.C:
+						n.trans.closePipelines()
+					}
+				}
+			}()
+			err := f.Error()
+			close(done)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("cannot shut down raft: %w", err))
 			}
 		}
