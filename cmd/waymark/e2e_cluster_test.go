@@ -33,6 +33,23 @@ func newCluster(t *testing.T) *cluster {
 }
 
 // start launches a node; join is a gossip address or "".
+// voterAndEdge starts a one-voter cluster's voter v1 (region us) and an
+// edge e1 in edgeRegion, waits until both are ready, and creates the
+// owner named owner through the CLI, returning its API key.
+func (c *cluster) voterAndEdge(edgeRegion, owner string) (v1, e1 *proc, key string) {
+	t := c.t
+	t.Helper()
+	v1 = c.start("v1", "us", "voter", "", "--bootstrap-expect", "1")
+	e1 = c.start("e1", edgeRegion, "edge", v1.gossip)
+	waitFor(t, "v1 and e1 ready", 60*time.Second, func() bool { return ready(t, v1) && ready(t, e1) })
+	out, _, code := runCLI(t, c.env("v1"), "owners", "create", owner)
+	key = strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(key, "wm_") {
+		t.Fatalf("owners create %s: exit %d %q", owner, code, key)
+	}
+	return v1, e1, key
+}
+
 func (c *cluster) start(name, region, role, join string, extra ...string) *proc {
 	c.t.Helper()
 	args := []string{"--name", name, "--region", region, "--role", role, "--cluster-key-file", c.keyFile,

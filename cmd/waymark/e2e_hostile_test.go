@@ -46,14 +46,7 @@ func leaderLookups(t *testing.T, leader *proc) float64 {
 // "Hostile traffic"), and real codes keep redirecting.
 func TestE2ELeaderLookupsBounded(t *testing.T) {
 	c := newCluster(t)
-	v1 := c.start("v1", "us", "voter", "", "--bootstrap-expect", "1")
-	e1 := c.start("e1", "us", "edge", v1.gossip)
-	waitFor(t, "both nodes ready", 60*time.Second, func() bool { return ready(t, v1) && ready(t, e1) })
-	key, _, code := runCLI(t, c.env("v1"), "owners", "create", "alice")
-	key = strings.TrimSpace(key)
-	if code != 0 || !strings.HasPrefix(key, "wm_") {
-		t.Fatalf("owners create: exit %d %q", code, key)
-	}
+	v1, e1, key := c.voterAndEdge("us", "alice")
 	r := do(t, "POST", "http://"+v1.http+"/v1/links", key, `{"url":"https://dest.example/real","alias":"real-link"}`)
 	if r.status != 201 {
 		t.Fatalf("create: got %d %s", r.status, r.body)

@@ -13,14 +13,7 @@ import (
 // Flags work before and after the positional argument.
 func TestE2ERegionsClaimedExplicitly(t *testing.T) {
 	c := newCluster(t)
-	v1 := c.start("v1", "us", "voter", "", "--bootstrap-expect", "1")
-	e1 := c.start("e1", "eu", "edge", v1.gossip)
-	waitFor(t, "both nodes ready", 60*time.Second, func() bool { return ready(t, v1) && ready(t, e1) })
-	key, _, code := runCLI(t, c.env("v1"), "owners", "create", "alice")
-	key = strings.TrimSpace(key)
-	if code != 0 {
-		t.Fatalf("owners create: exit %d", code)
-	}
+	_, e1, key := c.voterAndEdge("eu", "alice")
 
 	regions := func(via string) []map[string]any {
 		out, errOut, code := runCLI(t, c.env(via), "regions", "list", "-format", "json")

@@ -80,14 +80,7 @@ func TestE2ESnapshotRoundTrip(t *testing.T) {
 	// A fresh cluster: another cluster key, a voter and an edge, and an
 	// owner of its own.
 	c := newCluster(t)
-	v1 := c.start("v1", "us", "voter", "", "--bootstrap-expect", "1")
-	e1 := c.start("e1", "us", "edge", v1.gossip)
-	waitFor(t, "v1 and e1 ready", 60*time.Second, func() bool { return ready(t, v1) && ready(t, e1) })
-	bob, _, code := runCLI(t, c.env("v1"), "owners", "create", "bob")
-	bob = strings.TrimSpace(bob)
-	if code != 0 {
-		t.Fatalf("owners create bob: exit %d", code)
-	}
+	v1, e1, bob := c.voterAndEdge("us", "bob")
 	if r := do(t, "GET", "http://"+v1.http+"/v1/links", alice, ""); r.status != 401 {
 		t.Fatalf("alice's key on the fresh cluster before the restore: %d; want 401", r.status)
 	}
