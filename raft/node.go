@@ -31,6 +31,7 @@ type Node struct {
 	raft    *hraft.Raft
 	trans   *pipelineTransport
 	bolt    *raftboltdb.BoltStore
+	logs    hraft.LogStore // the cached log store raft reads; Ready looks up entry types in it
 	snaps   hraft.SnapshotStore
 	started time.Time // when Open was called; stands in for "last contact" until a leader is heard
 
@@ -197,6 +198,7 @@ func (n *Node) start() error {
 	if err != nil {
 		return fmt.Errorf("cannot create raft log cache: %w", err)
 	}
+	n.logs = logs
 	n.raft, err = hraft.NewRaft(rc, n.fsm, logs, bolt, snaps, n.trans)
 	if err != nil {
 		return fmt.Errorf("cannot start raft: %w", err)

@@ -116,6 +116,12 @@ func (n *Node) Ready() (ok bool, detail string) {
 		if commit == 0 || applied < commit {
 			return false, fmt.Sprintf("applying raft log: %d of %d", applied, commit)
 		}
+		// raft counts an entry applied once it is handed to the FSM's
+		// queue; the store may still be behind (a restarted node answered
+		// 404 for a link created after its last snapshot).
+		if stored, _ := n.applied.load(); stored < n.lastFSMIndex(commit) {
+			return false, fmt.Sprintf("applying raft log: store at %d of %d", stored, commit)
+		}
 		n.caughtUp.Store(true)
 	}
 	if _, err := n.Permuter(); err != nil {
@@ -142,4 +148,26 @@ func (n *Node) WaitReady(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// lastFSMIndex is the index of the last entry at or below commit that
+// raft hands to the FSM. No-op and barrier entries never reach it, so the
+// store's applied index stops short of a commit index that ends in one.
+// An entry missing from the log (compacted into a snapshot) ends the walk:
+// the store got everything up to there from the snapshot.
+func (n *Node) lastFSMIndex(commit uint64) uint64 {
+	first, err := n.logs.FirstIndex()
+	if err != nil {
+		return commit
+	}
+	var l hraft.Log
+	for i := commit; i >= first && i > 0; i-- {
+		if err := n.logs.GetLog(i, &l); err != nil {
+			return 0
+		}
+		if l.Type == hraft.LogCommand || l.Type == hraft.LogConfiguration {
+			return i
+		}
+	}
+	return 0
 }
