@@ -34,6 +34,9 @@ const (
 	cmdClaimRegion       cmdType = 8
 	cmdExpireIdempotency cmdType = 9
 	cmdSetClusterID      cmdType = 10
+	// Issue 11 (abuse): owner suspension and the purge of deleted links.
+	cmdSetOwnerSuspended cmdType = 15
+	cmdPurgeDeletedLinks cmdType = 16
 )
 
 // flagSkippable lets a node that does not know the command skip it.
@@ -70,6 +73,8 @@ var commandTable = map[cmdType]commandSpec{
 	cmdClaimRegion:       {name: "claim_region", version: 1, decode: decodeClaimRegion},
 	cmdExpireIdempotency: {name: "expire_idempotency", version: 1, decode: decodeExpireIdempotency},
 	cmdSetClusterID:      {name: "set_cluster_id", version: 1, decode: decodeSetClusterID},
+	cmdSetOwnerSuspended: {name: "set_owner_suspended", version: 1, decode: decodeSetOwnerSuspended},
+	cmdPurgeDeletedLinks: {name: "purge_deleted_links", version: 1, decode: decodePurgeDeletedLinks},
 }
 
 // header is the fixed start of every command.

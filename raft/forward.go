@@ -57,6 +57,9 @@ var forwardable = map[cmdType]bool{
 	cmdAllocBlock:  true,
 	cmdUpdateSite:  true,
 	cmdClaimRegion: true,
+	// Issue 11: an operator may suspend an owner through any node; the
+	// purge is the leader's own.
+	cmdSetOwnerSuspended: true,
 }
 
 // forward sends cmd to the leader this node knows of. Forwarding happens

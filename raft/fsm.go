@@ -34,7 +34,10 @@ type fsm struct {
 	// onChanging marks codes whose change is being committed (OnChanging).
 	onChanging func(code string)
 	onSite     func(store.Site)
-	onRestore  func()
+	// onSuspended keeps the in-memory set of suspended owners
+	// (Config.OnOwnerSuspended).
+	onSuspended func(owner string, suspended bool)
+	onRestore   func()
 	applied    *appliedWatch // signalled after every committed batch; nil in some tests
 
 	// halted is set when the store failed under a batch. The batch was not
@@ -60,6 +63,9 @@ func newFSM(st *store.Store, cfg Config, m *nodeMetrics) *fsm {
 	if cfg.OnChanging == nil {
 		cfg.OnChanging = func(string) {}
 	}
+	if cfg.OnOwnerSuspended == nil {
+		cfg.OnOwnerSuspended = func(string, bool) {}
+	}
 	return &fsm{
 		st:          st,
 		log:         cfg.Logger,
@@ -67,6 +73,7 @@ func newFSM(st *store.Store, cfg Config, m *nodeMetrics) *fsm {
 		onChange:    cfg.OnChange,
 		onChanging:  cfg.OnChanging,
 		onSite:      cfg.OnSite,
+		onSuspended: cfg.OnOwnerSuspended,
 		onRestore:   cfg.OnRestore,
 		onHalt:      func() {},
 		onClusterID: func(string) {},
@@ -132,6 +139,13 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 	for _, code := range a.changed {
 		f.onChanging(code)
 	}
+	// A suspension takes hold before the commit, for the same reason; a
+	// lifted one only once it is committed.
+	for _, s := range a.suspensions {
+		if s.suspended {
+			f.onSuspended(s.id, true)
+		}
+	}
 	err = b.Commit(last)
 	// Evict before the futures resolve, so an acknowledged edit or takedown
 	// is what the very next redirect sees (and end the fence either way).
@@ -144,6 +158,10 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 	for _, s := range a.sites {
 		f.onSite(s)
 	}
+	for _, s := range a.suspensions { // in log order: the last change wins
+		f.onSuspended(s.id, s.suspended)
+	}
+	f.m.linksPurged.Add(a.purged)
 	if a.clusterID != "" {
 		f.onClusterID(a.clusterID)
 	}
