@@ -38,7 +38,7 @@ type fsm struct {
 	// (Config.OnOwnerSuspended).
 	onSuspended func(owner string, suspended bool)
 	onRestore   func()
-	applied    *appliedWatch // signalled after every committed batch; nil in some tests
+	applied     *appliedWatch // signalled after every committed batch; nil in some tests
 
 	// halted is set when the store failed under a batch. The batch was not
 	// committed, so the store stays consistent with its applied index, but
