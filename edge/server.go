@@ -45,10 +45,13 @@ type Server struct {
 
 	auth    *authCache
 	limiter *limiter[store.KeyHash]
-	gate    *remoteGate
-	limits  bodyLimits
-	m       *serverMetrics
-	srv     *fasthttp.Server
+	creates createLimits // createlimits.go
+	// suspended holds the owners whose links and keys are stopped.
+	suspended *OwnerSet
+	gate      *remoteGate
+	limits    bodyLimits
+	m         *serverMetrics
+	srv       *fasthttp.Server
 
 	lnState listenerState
 
@@ -103,6 +106,8 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 	if cfg.WriteRate > 0 {
 		s.limiter = newLimiter[store.KeyHash](cfg.WriteRate, 2*cfg.WriteRate, cfg.Now)
 	}
+	s.creates = newCreateLimits(cfg)
+	s.suspended = cfg.SuspendedOwners
 	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
 	s.routes = map[string]fasthttp.RequestHandler{
 		"/healthz": s.serveHealth,
