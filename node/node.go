@@ -44,6 +44,9 @@ type Node struct {
 	raft   *raft.Node
 	edge   atomic.Pointer[edge.Server]
 	admin  *adminServer
+	// suspended is the in-memory set of suspended owners, loaded from the
+	// store before raft replays anything and kept by the FSM (owners_abuse.go).
+	suspended *edge.OwnerSet
 
 	gossip  *Gossip
 	peers   *peerClient
@@ -214,6 +217,9 @@ func (n *Node) openIngest() error {
 }
 
 func (n *Node) openRaft() error {
+	if err := n.loadSuspended(); err != nil {
+		return err
+	}
 	var err error
 	n.raft, err = raft.Open(raft.Config{
 		NodeID:            n.cfg.Name,
@@ -242,8 +248,11 @@ func (n *Node) openRaft() error {
 				srv.EndChange(code)
 			}
 		},
-		OnSite: n.sites.Put,
+		OnSite:           n.sites.Put,
+		OnOwnerSuspended: n.suspended.Set,
+		PurgeAfter:       purgeAfter(n.cfg.PurgeAfter),
 		OnRestore: func() {
+			n.reloadSuspended()
 			if srv := n.edge.Load(); srv != nil {
 				srv.InvalidateAll()
 			}
@@ -274,16 +283,22 @@ func (n *Node) openEdge(publicURL string) error {
 		APIFallback:   n.apiFallback(n.statsHandler()),
 		OnRedirect:    n.onRedirect(),
 		WriteRate:     n.cfg.WriteRate,
-		Remote:        n.remoteLink,
-		MaybeFresh:    n.maybeFresh,
-		RemoteOwner:   n.remoteOwner,
-		BodyLimits:    n.bodyLimits(),
-		MaxConns:      n.cfg.MaxConns,
-		MaxConnsPerIP: n.cfg.MaxConnsPerIP,
-		WrapConn:      sniffWrapper(n.peerTLS.serverConfig()),
-		Logger:        n.log,
-		Metrics:       n.metrics,
-		Now:           time.Now,
+		// Issue 11: create limits and owner suspension (owners_abuse.go).
+		CreateRateIP:     createRate(n.cfg.CreateRateIP),
+		CreateRateKey:    createRate(n.cfg.CreateRateKey),
+		CreateRateDomain: createRate(n.cfg.CreateRateDomain),
+		TrustedProxies:   n.cfg.TrustedProxies,
+		SuspendedOwners:  n.suspended,
+		Remote:           n.remoteLink,
+		MaybeFresh:       n.maybeFresh,
+		RemoteOwner:      n.remoteOwner,
+		BodyLimits:       n.bodyLimits(),
+		MaxConns:         n.cfg.MaxConns,
+		MaxConnsPerIP:    n.cfg.MaxConnsPerIP,
+		WrapConn:         sniffWrapper(n.peerTLS.serverConfig()),
+		Logger:           n.log,
+		Metrics:          n.metrics,
+		Now:              time.Now,
 	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
 		return err

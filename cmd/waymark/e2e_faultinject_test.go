@@ -88,7 +88,7 @@ func startFaultCluster(t *testing.T, voters, edges int, extra ...string) *faultC
 	m.Write([]byte("waymark/internal-v1"))
 	fc.internal = hex.EncodeToString(m.Sum(nil))
 
-	common := append([]string{"--write-rate", "100000", "--apply-timeout", "2s", "--dead-grace", "30m", "--capture-clicks=false"}, extra...)
+	common := append([]string{"--write-rate", "100000", "--create-rate-ip", "0", "--create-rate-key", "0", "--create-rate-domain", "0", "--apply-timeout", "2s", "--dead-grace", "30m", "--capture-clicks=false"}, extra...)
 	start := func(name, region, role, join string, extra ...string) {
 		bind := freePort(t)
 		adv := fc.net.add(name, bind)
