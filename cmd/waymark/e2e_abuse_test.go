@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,6 +103,7 @@ func TestE2EAbuse(t *testing.T) {
 			if code != 0 || !strings.Contains(out, "suspended owner "+aliceID) || !strings.Contains(out, "phishing campaign") {
 				t.Fatalf("round %d: owners suspend through %s: exit %d\n%s%s", round, node, code, out, errOut)
 			}
+			t.Logf("round %d: owners suspend through %s returned after %v", round, node, time.Since(t0).Round(time.Millisecond))
 			onTimes = append(onTimes, timeEveryNode(t, all, t0, "suspension", suspended)...)
 
 			t0 = time.Now()
@@ -121,9 +123,49 @@ func TestE2EAbuse(t *testing.T) {
 		if out, errOut, code := runCLI(t, c.env("v1"), "owners", "suspend", "nobody", "--reason", "x"); code != 1 || !strings.Contains(errOut, "404") {
 			t.Errorf("owners suspend of an unknown owner: exit %d %s%s; want 1 and a 404", code, out, errOut)
 		}
+		admin := func(n, path, body string) int {
+			tok := readKey(t, filepath.Join(c.nodes[n].dataDir, "operator-token"))
+			return do(t, "POST", "http://"+c.nodes[n].admin+path, tok, body).status
+		}
+		if got := admin("v1", "/v1/owners/"+aliceID+"/suspend", `{"reason":"  "}`); got != 400 {
+			t.Errorf("admin suspend with a blank reason: %d; want 400", got)
+		}
+		if got := admin("v1", "/v1/owners/"+aliceID+"/suspend", `{"reason":"x","extra":1}`); got != 400 {
+			t.Errorf("admin suspend with an unknown field: %d; want 400", got)
+		}
 		if !lifted("v1") {
 			t.Error("alice's links stopped after refused commands")
 		}
+
+		// A restarted node loads the suspension from its store before it
+		// serves; a snapshot restore brings the set back with the store.
+		if _, errOut, code := runCLI(t, c.env("v1"), "owners", "suspend", aliceID, "--reason", "phishing campaign"); code != 0 {
+			t.Fatalf("owners suspend: exit %d %s", code, errOut)
+		}
+		timeEveryNode(t, all, time.Now(), "suspension before the restart", suspended)
+		backup := filepath.Join(t.TempDir(), "suspended.snap")
+		if _, errOut, code := runCLI(t, c.env("v1"), "snapshot", "save", backup); code != 0 {
+			t.Fatalf("snapshot save: exit %d %s", code, errOut)
+		}
+		c.nodes["e1"].stop(t)
+		c.restart("e1")
+		waitFor(t, "e1 ready after the restart", 60*time.Second, func() bool { return ready(t, c.nodes["e1"]) })
+		if !suspended("e1") {
+			t.Fatal("e1 redirects a suspended owner's links after a restart")
+		}
+		if _, errOut, code := runCLI(t, c.env("e1"), "owners", "unsuspend", aliceID); code != 0 {
+			t.Fatalf("owners unsuspend: exit %d %s", code, errOut)
+		}
+		timeEveryNode(t, all, time.Now(), "unsuspension before the restore", lifted)
+		leader := c.leader("v1")
+		if _, errOut, code := runCLI(t, c.env(leader), "snapshot", "restore", backup); code != 0 {
+			t.Fatalf("snapshot restore on %s: exit %d %s", leader, code, errOut)
+		}
+		timeEveryNode(t, all, time.Now(), "suspension restored from the snapshot", suspended)
+		if _, errOut, code := runCLI(t, c.env("v2"), "owners", "unsuspend", aliceID); code != 0 {
+			t.Fatalf("owners unsuspend: exit %d %s", code, errOut)
+		}
+		timeEveryNode(t, all, time.Now(), "unsuspension after the restore", lifted)
 	})
 
 	t.Run("create rate limit", func(t *testing.T) {
