@@ -40,17 +40,6 @@ type Config struct {
 	PermanentMaxAge time.Duration // Cache-Control for 301/308 (public); default 1 year
 	BlockedHosts    []string      // destination-blocked (host or any subdomain)
 	WriteRate       float64       // per-API-key writes/s (token bucket, burst twice the rate); default 100, negative disables
-	// Create limits (createlimits.go): POST /v1/links per client address,
-	// per registrable domain of the destination and per API key, in
-	// creates/s with a burst of createBurstSeconds of them; each defaults
-	// as documented there, negative disables it.
-	CreateRateIP, CreateRateDomain, CreateRateKey float64
-	// TrustedProxies are the peers whose X-Forwarded-For names the client
-	// for the per-address create limit; nil believes no one.
-	TrustedProxies []netip.Prefix
-	// SuspendedOwners is the node's set of suspended owners (their links
-	// answer 410, their keys 401); nil is an empty set of the server's own.
-	SuspendedOwners *OwnerSet
 	ApplyTimeout    time.Duration // context deadline for writes; default 5s
 	Ready           func() (bool, string)
 	WriteMetrics    func(w io.Writer)                           // for /metrics; nil writes this server's Metrics set
@@ -89,6 +78,18 @@ type Config struct {
 	Logger   *slog.Logger
 	Metrics  *metrics.Set
 	Now      func() time.Time
+
+	// Create limits (createlimits.go): POST /v1/links per client address,
+	// per registrable domain of the destination and per API key, in
+	// creates/s with a burst of createBurstSeconds of them; each defaults
+	// as documented there, negative disables it.
+	CreateRateIP, CreateRateDomain, CreateRateKey float64
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// for the per-address create limit; nil believes no one.
+	TrustedProxies []netip.Prefix
+	// SuspendedOwners is the node's set of suspended owners (their links
+	// answer 410, their keys 401); nil is an empty set of the server's own.
+	SuspendedOwners *OwnerSet
 }
 
 const (

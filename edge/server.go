@@ -45,13 +45,15 @@ type Server struct {
 
 	auth    *authCache
 	limiter *limiter[store.KeyHash]
-	creates createLimits // createlimits.go
-	// suspended holds the owners whose links and keys are stopped.
+	gate    *remoteGate
+	limits  bodyLimits
+	m       *serverMetrics
+	srv     *fasthttp.Server
+
+	// Issue 11: create limits (createlimits.go) and the owners whose
+	// links and keys are stopped (suspended.go).
+	creates   createLimits
 	suspended *OwnerSet
-	gate      *remoteGate
-	limits    bodyLimits
-	m         *serverMetrics
-	srv       *fasthttp.Server
 
 	lnState listenerState
 

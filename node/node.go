@@ -248,9 +248,7 @@ func (n *Node) openRaft() error {
 				srv.EndChange(code)
 			}
 		},
-		OnSite:           n.sites.Put,
-		OnOwnerSuspended: n.suspended.Set,
-		PurgeAfter:       purgeAfter(n.cfg.PurgeAfter),
+		OnSite: n.sites.Put,
 		OnRestore: func() {
 			n.reloadSuspended()
 			if srv := n.edge.Load(); srv != nil {
@@ -262,6 +260,10 @@ func (n *Node) openRaft() error {
 				n.log.Error("cannot reload sites after a snapshot restore; the event endpoint may use stale ones", "err", err)
 			}
 		},
+
+		// Issue 11: the suspended-owner set and the purge (owners_abuse.go).
+		OnOwnerSuspended: n.suspended.Set,
+		PurgeAfter:       purgeAfter(n.cfg.PurgeAfter),
 	}, n.store)
 	if err != nil {
 		return err
@@ -283,22 +285,23 @@ func (n *Node) openEdge(publicURL string) error {
 		APIFallback:   n.apiFallback(n.statsHandler()),
 		OnRedirect:    n.onRedirect(),
 		WriteRate:     n.cfg.WriteRate,
+		Remote:        n.remoteLink,
+		MaybeFresh:    n.maybeFresh,
+		RemoteOwner:   n.remoteOwner,
+		BodyLimits:    n.bodyLimits(),
+		MaxConns:      n.cfg.MaxConns,
+		MaxConnsPerIP: n.cfg.MaxConnsPerIP,
+		WrapConn:      sniffWrapper(n.peerTLS.serverConfig()),
+		Logger:        n.log,
+		Metrics:       n.metrics,
+		Now:           time.Now,
+
 		// Issue 11: create limits and owner suspension (owners_abuse.go).
 		CreateRateIP:     createRate(n.cfg.CreateRateIP),
 		CreateRateKey:    createRate(n.cfg.CreateRateKey),
 		CreateRateDomain: createRate(n.cfg.CreateRateDomain),
 		TrustedProxies:   n.cfg.TrustedProxies,
 		SuspendedOwners:  n.suspended,
-		Remote:           n.remoteLink,
-		MaybeFresh:       n.maybeFresh,
-		RemoteOwner:      n.remoteOwner,
-		BodyLimits:       n.bodyLimits(),
-		MaxConns:         n.cfg.MaxConns,
-		MaxConnsPerIP:    n.cfg.MaxConnsPerIP,
-		WrapConn:         sniffWrapper(n.peerTLS.serverConfig()),
-		Logger:           n.log,
-		Metrics:          n.metrics,
-		Now:              time.Now,
 	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
 		return err

@@ -34,11 +34,8 @@ type fsm struct {
 	// onChanging marks codes whose change is being committed (OnChanging).
 	onChanging func(code string)
 	onSite     func(store.Site)
-	// onSuspended keeps the in-memory set of suspended owners
-	// (Config.OnOwnerSuspended).
-	onSuspended func(owner string, suspended bool)
-	onRestore   func()
-	applied     *appliedWatch // signalled after every committed batch; nil in some tests
+	onRestore  func()
+	applied    *appliedWatch // signalled after every committed batch; nil in some tests
 
 	// halted is set when the store failed under a batch. The batch was not
 	// committed, so the store stays consistent with its applied index, but
@@ -55,6 +52,9 @@ type fsm struct {
 	// restoring is set while Restore swaps a snapshot in: the node reports
 	// not ready, though readers keep seeing the old state until the swap.
 	restoring atomic.Bool
+	// onSuspended keeps the in-memory set of suspended owners
+	// (Config.OnOwnerSuspended).
+	onSuspended func(owner string, suspended bool)
 }
 
 var _ hraft.BatchingFSM = (*fsm)(nil)
