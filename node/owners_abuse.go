@@ -33,6 +33,8 @@ func (n *Node) loadSuspended() error {
 	}
 	if n.suspended == nil {
 		n.suspended = edge.NewOwnerSet()
+		set := n.suspended
+		n.metrics.GetOrCreateGauge("waymark_owners_suspended", func() float64 { return float64(set.Len()) })
 	}
 	n.suspended.Replace(ids)
 	if len(ids) > 0 {
