@@ -57,10 +57,20 @@ func TestOwnerSuspensionReplicates(t *testing.T) {
 			follower = m
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	// Through a follower: the command is forwarded to the leader.
-	o, err := follower.node().SetOwnerSuspended(ctx, "own_ada", true, 1234, "phishing")
+	// suspend writes through the follower (forwarded to the leader),
+	// again while leadership moves (ErrNoLeader: nothing was written).
+	suspend := func(owner string, suspended bool, at int64, reason string) (store.Owner, error) {
+		var o store.Owner
+		var err error
+		waitFor(t, "a leader to take the write", func() (bool, string) {
+			o, err = follower.node().SetOwnerSuspended(ctx, owner, suspended, at, reason)
+			return !errors.Is(err, store.ErrNoLeader), fmt.Sprint(err)
+		})
+		return o, err
+	}
+	o, err := suspend("own_ada", true, 1234, "phishing")
 	if err != nil || !o.Suspended || o.SuspendedAt != 1234 || o.SuspendReason != "phishing" {
 		t.Fatalf("suspend through %s = %+v, %v; want suspended at 1234 for phishing", follower.id, o, err)
 	}
@@ -70,11 +80,11 @@ func TestOwnerSuspensionReplicates(t *testing.T) {
 			return err == nil && o.Suspended && sets.has(m.id, "own_ada"), fmt.Sprintf("store %+v (%v), set %v", o, err, sets.has(m.id, "own_ada"))
 		})
 	}
-	if _, err := follower.node().SetOwnerSuspended(ctx, "nobody", true, 1, "x"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := suspend("nobody", true, 1, "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("suspend an unknown owner: %v; want ErrNotFound", err)
 	}
 
-	o, err = follower.node().SetOwnerSuspended(ctx, "own_ada", false, 2000, "ignored")
+	o, err = suspend("own_ada", false, 2000, "ignored")
 	if err != nil || o.Suspended || o.SuspendReason != "" {
 		t.Fatalf("unsuspend = %+v, %v; want not suspended, no reason", o, err)
 	}
@@ -128,6 +138,9 @@ func TestPurgeDeletedLinksSweep(t *testing.T) {
 	}
 	c.onLeader("create over a purged code", func(n *Node) error {
 		_, _, err := n.CreateLink(ctx, testLink("gone1"), nil)
+		if errors.Is(err, store.ErrNoLeader) {
+			return err // leadership moved: try again
+		}
 		if !errors.Is(err, store.ErrCodeTaken) {
 			t.Errorf("create gone1 again: %v; want ErrCodeTaken", err)
 		}
@@ -135,6 +148,9 @@ func TestPurgeDeletedLinksSweep(t *testing.T) {
 	})
 	c.onLeader("reactivate a purged link", func(n *Node) error {
 		_, err := n.UpdateLink(ctx, &store.LinkPatch{Code: "gone1", Owner: "o1", SetStatus: true, Status: store.StatusActive})
+		if errors.Is(err, store.ErrNoLeader) {
+			return err
+		}
 		if !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("reactivate gone1: %v; want ErrNotFound", err)
 		}

@@ -153,6 +153,9 @@ func TestE2EAbuse(t *testing.T) {
 		if !suspended("e1") {
 			t.Fatal("e1 redirects a suspended owner's links after a restart")
 		}
+		if m := do(t, "GET", base("e1")+"/metrics", "", ""); !strings.Contains(string(m.body), "\nwaymark_owners_suspended 1\n") {
+			t.Error("e1 after the restart: waymark_owners_suspended is not 1")
+		}
 		if _, errOut, code := runCLI(t, c.env("e1"), "owners", "unsuspend", aliceID); code != 0 {
 			t.Fatalf("owners unsuspend: exit %d %s", code, errOut)
 		}
