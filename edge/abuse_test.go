@@ -206,3 +206,26 @@ func TestRegistrableDomain(t *testing.T) {
 		}
 	}
 }
+
+// Readers never see a torn set while writers change it (run with -race).
+func TestOwnerSetConcurrent(t *testing.T) {
+	s := NewOwnerSet()
+	s.Set("always", true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 2000 {
+			s.Set(fmt.Sprint("o", i%7), i%2 == 0)
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if !s.Has("always") {
+			t.Fatal("a reader lost an owner no writer touched")
+		}
+	}
+}
