@@ -2,10 +2,13 @@ package edge
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/waymark/waymark/store"
 )
@@ -139,12 +142,48 @@ func TestCreateRateLimitPerAddress(t *testing.T) {
 	}
 }
 
-// Without a trusted proxy, X-Forwarded-For is the client's own claim and
-// changes nothing.
+// Without a trusted proxy, X-Forwarded-For is the client's own claim:
+// the client is the loopback peer, which no address limit applies to.
+// Believed, the same header would be limited at the second create.
 func TestCreateRateLimitIgnoresUntrustedForwardedFor(t *testing.T) {
 	e := newEnv(t, func(c *Config) { noCreateLimits(c); c.CreateRateIP = 0.1 }) // burst 1
-	e.createLink(keyAlice, `{"url":"https://a.example/"}`, "X-Forwarded-For", "203.0.113.1")
-	retryAfter(e, e.do("POST", "/v1/links", keyAlice, `{"url":"https://a.example/"}`, "X-Forwarded-For", "203.0.113.2"), "10")
+	for range 3 {
+		e.createLink(keyAlice, `{"url":"https://a.example/"}`, "X-Forwarded-For", "203.0.113.1")
+	}
+}
+
+func TestCreateLimitClient(t *testing.T) {
+	c := &createLimits{trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
+	key := func(a string) clientKey { return clientKey(netip.MustParseAddr(a).As16()) }
+	for _, tc := range []struct {
+		peer, xff string
+		want      clientKey
+		limited   bool
+	}{
+		{"198.51.100.7", "", key("198.51.100.7"), true},
+		{"198.51.100.7", "203.0.113.1", key("198.51.100.7"), true},               // an untrusted peer's header is ignored
+		{"10.1.2.3", "203.0.113.1", key("203.0.113.1"), true},                    // one trusted proxy
+		{"10.1.2.3", "6.6.6.6, 203.0.113.1, 10.9.9.9", key("203.0.113.1"), true}, // right-most untrusted; the rest is the client's claim
+		{"10.1.2.3", "garbage, 203.0.113.1", key("203.0.113.1"), true},
+		{"10.1.2.3", "203.0.113.1, garbage", key("10.1.2.3"), true}, // a bad entry ends the walk at the proxy
+		{"10.1.2.3", "", key("10.1.2.3"), true},
+		{"2001:db8:1:2:aaaa::1", "", key("2001:db8:1:2::"), true}, // IPv6 by /64
+		{"::ffff:198.51.100.7", "", key("198.51.100.7"), true},
+		{"127.0.0.1", "", clientKey{}, false},
+		{"::1", "127.0.0.1", clientKey{}, false}, // a trusted local proxy relaying a local client
+		{"::1", "198.51.100.9", key("198.51.100.9"), true},
+	} {
+		var ctx fasthttp.RequestCtx
+		var req fasthttp.Request
+		if tc.xff != "" {
+			req.Header.Set("X-Forwarded-For", tc.xff)
+		}
+		ctx.Init(&req, &net.TCPAddr{IP: net.ParseIP(tc.peer), Port: 1}, nil)
+		got, limited := c.clientOf(&ctx)
+		if got != tc.want || limited != tc.limited {
+			t.Errorf("peer %s, X-Forwarded-For %q: got %v limited %v; want %v limited %v", tc.peer, tc.xff, netip.AddrFrom16(got), limited, netip.AddrFrom16(tc.want), tc.limited)
+		}
+	}
 }
 
 func TestCreateRateLimitPerDomain(t *testing.T) {

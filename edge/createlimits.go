@@ -19,8 +19,8 @@ import (
 //
 //   - per client address, for every create request, before the API key
 //     is even checked (IPv6 clients by their /64, the block one host
-//     usually has); behind Config.TrustedProxies the address comes from
-//     X-Forwarded-For;
+//     usually has; loopback clients not at all); behind
+//     Config.TrustedProxies the address comes from X-Forwarded-For;
 //   - per API key, once the key is known;
 //   - per registrable domain of the destination (eTLD+1 from the public
 //     suffix list: a.example.co.uk and b.example.co.uk share
@@ -88,9 +88,11 @@ func newCreateLimiter[K comparable](rate float64, now func() time.Time) *limiter
 func (s *Server) createLinkLimited(ctx *fasthttp.RequestCtx) {
 	c := &s.creates
 	if c.ip != nil {
-		if ok, wait := c.ip.allow(c.clientOf(ctx)); !ok {
-			refuseCreate(ctx, c.refusedIP, "too many new links from this address", wait)
-			return
+		if client, limited := c.clientOf(ctx); limited {
+			if ok, wait := c.ip.allow(client); !ok {
+				refuseCreate(ctx, c.refusedIP, "too many new links from this address", wait)
+				return
+			}
 		}
 	}
 	owner, key, ok := s.authenticate(ctx)
@@ -156,8 +158,11 @@ func registrableDomain(host string) string {
 
 // clientOf is the client address for the create limit: the peer, or
 // behind a trusted proxy the right-most untrusted X-Forwarded-For entry;
-// IPv6 addresses by their /64.
-func (c *createLimits) clientOf(ctx *fasthttp.RequestCtx) clientKey {
+// IPv6 addresses by their /64. A loopback client is not limited (false):
+// it is a tool on the node's own host, or a local proxy whose clients
+// --trusted-proxies tells apart (then each has its own bucket); without
+// that, one bucket for all of them would throttle everyone together.
+func (c *createLimits) clientOf(ctx *fasthttp.RequestCtx) (clientKey, bool) {
 	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
 	client := peer.Unmap()
 	if c.isTrusted(client) {
@@ -165,11 +170,14 @@ func (c *createLimits) clientOf(ctx *fasthttp.RequestCtx) clientKey {
 			client = c.fromXFF(string(xff), client)
 		}
 	}
+	if client.IsLoopback() {
+		return clientKey{}, false
+	}
 	if client.Is6() {
 		p, _ := client.Prefix(64)
 		client = p.Addr()
 	}
-	return clientKey(client.As16())
+	return clientKey(client.As16()), true
 }
 
 func (c *createLimits) isTrusted(a netip.Addr) bool {
