@@ -97,6 +97,10 @@ func noCreateLimits(c *Config) {
 
 func TestCreateRateLimitPerKey(t *testing.T) {
 	e := newEnv(t, func(c *Config) { noCreateLimits(c); c.CreateRateKey = 0.25 }) // burst 2.5
+	// A failure of the service (no leader) gives its token back, or the
+	// second create below would be refused.
+	e.w.failNext(store.ErrNoLeader)
+	e.expect(e.do("POST", "/v1/links", keyAlice, `{"url":"https://k3.example/"}`), 503, probUnavailable)
 	for i := range 2 {
 		e.createLink(keyAlice, fmt.Sprintf(`{"url":"https://k%d.example/"}`, i))
 	}
@@ -108,8 +112,13 @@ func TestCreateRateLimitPerKey(t *testing.T) {
 	retryAfter(e, e.do("POST", "/v1/links", keyAlice, `{"url":"https://k3.example/"}`), "1")
 	e.clock.Advance(100 * time.Millisecond)
 	e.createLink(keyAlice, `{"url":"https://k3.example/"}`)
-	if got := counterValue(e.set, `waymark_api_create_rate_limited_total{limit="key"}`); got != 2 {
-		t.Errorf("key refusals: got %d; want 2", got)
+	// A client's own mistake keeps its token: 4 s refill one, a refused
+	// alias spends it, and the next create waits 1 / 0.25 = 4 s.
+	e.clock.Advance(4 * time.Second)
+	e.expect(e.do("POST", "/v1/links", keyAlice, `{"url":"https://k4.example/","alias":"x"}`), 400, probInvalidRequest)
+	retryAfter(e, e.do("POST", "/v1/links", keyAlice, `{"url":"https://k5.example/"}`), "4")
+	if got := counterValue(e.set, `waymark_api_create_rate_limited_total{limit="key"}`); got != 3 {
+		t.Errorf("key refusals: got %d; want 3", got)
 	}
 }
 
@@ -120,6 +129,8 @@ func TestCreateRateLimitPerAddress(t *testing.T) {
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	})
 	from := func(addr string) []string { return []string{"X-Forwarded-For", "198.51.100.1, " + addr} }
+	e.w.failNext(store.ErrNoLeader) // the service's failure: the token comes back
+	e.expect(e.do("POST", "/v1/links", keyAlice, `{"url":"https://ip.example/"}`, from("203.0.113.7")...), 503, probUnavailable)
 	for i := range 5 {
 		e.createLink(keyAlice, fmt.Sprintf(`{"url":"https://ip%d.example/"}`, i), from("203.0.113.7")...)
 	}

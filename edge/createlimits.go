@@ -22,6 +22,9 @@ import (
 //     usually has; loopback clients not at all); behind
 //     Config.TrustedProxies the address comes from X-Forwarded-For;
 //   - per API key, once the key is known;
+//
+// (a create the service fails, 5xx, gives both tokens back: retries
+// through an election must not lock a client out afterwards)
 //   - per registrable domain of the destination (eTLD+1 from the public
 //     suffix list: a.example.co.uk and b.example.co.uk share
 //     example.co.uk; an IP literal is its own domain, IPv6 by /64), only
@@ -87,12 +90,12 @@ func newCreateLimiter[K comparable](rate float64, now func() time.Time) *limiter
 // the domain's token).
 func (s *Server) createLinkLimited(ctx *fasthttp.RequestCtx) {
 	c := &s.creates
-	if c.ip != nil {
-		if client, limited := c.clientOf(ctx); limited {
-			if ok, wait := c.ip.allow(client); !ok {
-				refuseCreate(ctx, c.refusedIP, "too many new links from this address", wait)
-				return
-			}
+	client, byAddr := c.clientOf(ctx)
+	byAddr = byAddr && c.ip != nil
+	if byAddr {
+		if ok, wait := c.ip.allow(client); !ok {
+			refuseCreate(ctx, c.refusedIP, "too many new links from this address", wait)
+			return
 		}
 	}
 	owner, key, ok := s.authenticate(ctx)
@@ -106,6 +109,18 @@ func (s *Server) createLinkLimited(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	s.createLink(ctx, owner)
+	// The service failing (no leader, full disk, an unknown outcome) is
+	// not the client's doing: it gets its tokens back, so retries through
+	// an election do not lock it out afterwards. Its own mistakes (4xx)
+	// stay spent.
+	if ctx.Response.StatusCode() >= 500 {
+		if byAddr {
+			c.ip.refund(client)
+		}
+		if c.key != nil {
+			c.key.refund(key)
+		}
+	}
 }
 
 // takeCreateDomain takes the destination domain's token for a create that
