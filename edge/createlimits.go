@@ -21,10 +21,10 @@ import (
 //     is even checked (IPv6 clients by their /64, the block one host
 //     usually has; loopback clients not at all); behind
 //     Config.TrustedProxies the address comes from X-Forwarded-For;
-//   - per API key, once the key is known;
-//
-// (a create the service fails, 5xx, gives both tokens back: retries
-// through an election must not lock a client out afterwards)
+//   - per API key, once the key is known (a create the service then
+//     fails, 5xx, gives the address's and the key's tokens back: retries
+//     through an election must not lock a client out afterwards; its own
+//     mistakes, 4xx, stay spent);
 //   - per registrable domain of the destination (eTLD+1 from the public
 //     suffix list: a.example.co.uk and b.example.co.uk share
 //     example.co.uk; an IP literal is its own domain, IPv6 by /64), only
