@@ -44,6 +44,8 @@ type entry struct {
 	maxAge int64  // redirects: seconds, before clamping to the expiry
 	body   []byte // pages: the HTML
 	slot   int32  // index in the shard's ring; guarded by the shard lock
+
+	blockSeen atomic.Uint32 // blocklist verdict for location: generation<<1 | blocked (blocklist.go)
 }
 
 // Entries with their bytes in the same allocation, right behind the entry:

@@ -37,7 +37,8 @@ type Config struct {
 	CacheEntries    int           // redirect cache size; 0 means 1<<20, negative disables the cache
 	PrivateMaxAge   time.Duration // Cache-Control for 302/307; default 60s
 	PermanentMaxAge time.Duration // Cache-Control for 301/308 (public); default 1 year
-	BlockedHosts    []string      // destination-blocked (host or any subdomain)
+	BlockedHosts    []string      // deprecated (--blocked-hosts): refused at create and edit on this node only; the replicated blocklist is in the store
+	OwnAddrs        []string      // listen addresses (host:port) of this node, refused as destinations like the public URL's host
 	WriteRate       float64       // per-API-key writes/s (token bucket, burst twice the rate); default 100, negative disables
 	ApplyTimeout    time.Duration // context deadline for writes; default 5s
 	Ready           func() (bool, string)

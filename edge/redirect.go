@@ -49,6 +49,12 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 			kind = kindGone
 		}
 	}
+	if (kind == kindRedirect || kind == kindReview) && s.destBlocked(e) {
+		// The destination was blocklisted after the link was made.
+		s.m.blocklisted.Inc()
+		writePage(ctx, fasthttp.StatusGone, pageBlockedDest)
+		return
+	}
 	switch kind {
 	case kindRedirect:
 		writeRedirect(ctx, e, now)
@@ -152,6 +158,7 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 	case store.StatusReview:
 		e.kind, e.status = kindReview, fasthttp.StatusOK
 		e.body = reviewPage(hostOf(l.URL), l.URL)
+		e.location = []byte(l.URL) // for the blocklist check only
 	default: // disabled, click-limited, or a status this build does not know
 		e.kind, e.status = kindGone, fasthttp.StatusGone
 	}

@@ -166,7 +166,7 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.Int64Var(&c.BlockCacheBytes, "block-cache-bytes", 128<<20, "Pebble block cache size")
 	fs.DurationVar(&c.PrivateMaxAge, "redirect-max-age", 60*time.Second, "Cache-Control max-age of 302/307 redirects")
 	fs.DurationVar(&c.ApplyTimeout, "apply-timeout", 5*time.Second, "deadline of every replicated write")
-	fs.StringVar(&blocked, "blocked-hosts", "", "comma-separated destination hosts refused as destination-blocked")
+	fs.StringVar(&blocked, "blocked-hosts", "", "deprecated: use `waymark blocklist add`, which every node applies; comma-separated destination hosts this node alone refuses at create and edit")
 	fs.StringVar(&c.AggregatorURL, "aggregator-url", "", "where segments ship (default with --dev: this node)")
 	fs.StringVar(&proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is believed (--dev: loopback)")
 	fs.StringVar(&c.CountryHeader, "country-header", "CF-IPCountry", "trusted header carrying the visitor's country")

@@ -34,6 +34,8 @@ const (
 	cmdClaimRegion       cmdType = 8
 	cmdExpireIdempotency cmdType = 9
 	cmdSetClusterID      cmdType = 10
+	// Issue 11: the replicated blocklist.
+	cmdBlocklistUpdate cmdType = 14
 )
 
 // flagSkippable lets a node that does not know the command skip it.
@@ -70,6 +72,7 @@ var commandTable = map[cmdType]commandSpec{
 	cmdClaimRegion:       {name: "claim_region", version: 1, decode: decodeClaimRegion},
 	cmdExpireIdempotency: {name: "expire_idempotency", version: 1, decode: decodeExpireIdempotency},
 	cmdSetClusterID:      {name: "set_cluster_id", version: 1, decode: decodeSetClusterID},
+	cmdBlocklistUpdate:   {name: "blocklist_update", version: 1, decode: decodeBlocklistUpdate},
 }
 
 // header is the fixed start of every command.

@@ -33,6 +33,11 @@ func sampleCommands() []command {
 		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", Owner: "o1", AddGoal: &store.Goal{ID: "g1", PagePath: "/blog/**", DisplayName: "Visit /blog/**"}}},
 		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", Owner: "o1", DeleteGoal: "g1",
 			AddGoal: &store.Goal{ID: "g2", EventName: "Signup", DisplayName: "New customers"}}},
+		&blocklistUpdateCmd{Changes: []store.BlockChange{
+			{Entry: store.BlockEntry{Value: "evil.example", Kind: store.BlockKindBlock, Reason: "phishing", AddedAt: 1764590000000}},
+			{Entry: store.BlockEntry{Value: "10.0.0.0/8", Kind: store.BlockKindShortener}},
+			{Remove: true, Entry: store.BlockEntry{Value: "2001:db8::bad"}},
+		}},
 	}
 }
 

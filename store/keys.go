@@ -21,6 +21,7 @@ const (
 	tabIdempotencyByTime = 'Q'
 	tabRegion            = 'R' // R region name -> slot(1)
 	tabSite              = 'S' // S site id -> site record
+	tabBlocklist         = 'B' // B canonical entry (name, address or prefix) -> blocklist record
 )
 
 var (
