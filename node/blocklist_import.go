@@ -129,8 +129,8 @@ func domainsLine(line string) ([]string, error) {
 // "csv_recent"): '#' comment lines (the header is one of them), then
 // quoted fields id, dateadded, url, url_status, last_online, threat,
 // tags, urlhaus_link, reporter. The URL's host is the entry; the threat
-// becomes the reason. A row without a URL in the third field is looked
-// through for the first http(s) field.
+// becomes the reason. A row without an http(s) URL in the third field is
+// skipped.
 func parseURLhaus(r io.Reader) ([]importEntry, []importSkip, error) {
 	br := bufio.NewReader(r)
 	cr := csv.NewReader(br)
@@ -163,21 +163,13 @@ func parseURLhaus(r io.Reader) ([]importEntry, []importSkip, error) {
 			skips = append(skips, importSkip{line, "field too long"})
 			continue
 		}
-		raw := ""
-		if len(rec) > 2 && isHTTPURL(rec[2]) {
-			raw = rec[2]
-		} else {
-			for _, f := range rec {
-				if isHTTPURL(f) {
-					raw = f
-					break
-				}
-			}
-		}
-		if raw == "" {
-			skips = append(skips, importSkip{line, "row has no http or https URL"})
+		// Only the url field: others hold URLs too (urlhaus_link names
+		// abuse.ch itself), so looking elsewhere would block the wrong host.
+		if len(rec) < 3 || !isHTTPURL(rec[2]) {
+			skips = append(skips, importSkip{line, "third field is not an http or https URL"})
 			continue
 		}
+		raw := rec[2]
 		host, err := urlHost(raw)
 		if err != nil {
 			skips = append(skips, importSkip{line, err.Error()})
