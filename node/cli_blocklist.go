@@ -127,7 +127,7 @@ func CmdBlocklistImport(args []string) error {
 	var format, reason, kind *string
 	var batch *int
 	fs, mk, err := parseCommandFlags("blocklist import", args, "[flags] FILE (- for stdin)", 1, 1, func(fs *flag.FlagSet) {
-		format = fs.String("format", "", "file format: hosts (\"0.0.0.0 evil.example\"), urlhaus (abuse.ch URLhaus CSV) or domains (one per line)")
+		format = fs.String("format", "", "file format: hosts (\"0.0.0.0 evil.example\"), urlhaus (abuse.ch URLhaus CSV) or domains (one per line); the summary is printed as text")
 		reason = fs.String("reason", "", "reason recorded on every entry (default: the file name, or the URLhaus threat)")
 		kind = fs.String("kind", "block", "block or shortener")
 		batch = fs.Int("batch", importBatch, fmt.Sprintf("entries per log entry (1 to %d)", raft.MaxBlocklistChanges))
