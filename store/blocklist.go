@@ -317,22 +317,37 @@ func (m matchSet) clone() matchSet {
 	return matchSet{names: maps.Clone(m.names), addrs: maps.Clone(m.addrs), prefixes: maps.Clone(m.prefixes)}
 }
 
+// classify tells a canonical value's form without a failed parse (which
+// would allocate its error): a prefix has a '/', an address a ':' or a
+// numeric last label, anything else is a name.
+func classify(v string) (p netip.Prefix, a netip.Addr) {
+	switch {
+	case strings.IndexByte(v, '/') >= 0:
+		p, _ = netip.ParsePrefix(v)
+	case strings.IndexByte(v, ':') >= 0 || EndsInNumber(v):
+		a, _ = netip.ParseAddr(v)
+	}
+	return p, a
+}
+
 func (m *matchSet) add(e BlockEntry) {
-	if p, err := netip.ParsePrefix(e.Value); err == nil {
+	switch p, a := classify(e.Value); {
+	case p.IsValid():
 		m.prefixes[p] = e
-	} else if a, err := netip.ParseAddr(e.Value); err == nil {
+	case a.IsValid():
 		m.addrs[a] = e
-	} else {
+	default:
 		m.names[e.Value] = e
 	}
 }
 
 func (m *matchSet) remove(value string) {
-	if p, err := netip.ParsePrefix(value); err == nil {
+	switch p, a := classify(value); {
+	case p.IsValid():
 		delete(m.prefixes, p)
-	} else if a, err := netip.ParseAddr(value); err == nil {
+	case a.IsValid():
 		delete(m.addrs, a)
-	} else {
+	default:
 		delete(m.names, value)
 	}
 }
@@ -364,14 +379,16 @@ func (bl *Blocklist) put(e BlockEntry) {
 
 // lookupValue finds the entry with exactly this value, in either set.
 func (bl *Blocklist) lookupValue(v string) (BlockEntry, bool) {
+	p, a := classify(v)
 	for _, m := range []*matchSet{&bl.block, &bl.short} {
 		var e BlockEntry
 		var ok bool
-		if p, err := netip.ParsePrefix(v); err == nil {
+		switch {
+		case p.IsValid():
 			e, ok = m.prefixes[p]
-		} else if a, err := netip.ParseAddr(v); err == nil {
+		case a.IsValid():
 			e, ok = m.addrs[a]
-		} else {
+		default:
 			e, ok = m.names[v]
 		}
 		if ok {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -309,4 +310,26 @@ func FuzzDecodeBlockRecord(f *testing.F) {
 			t.Fatalf("decoded %+v re-encodes to %x; input %x", e, got, b)
 		}
 	})
+}
+
+// BenchmarkBlocklistRebuild is the commit-time cost of one import batch
+// of 1000 entries on a snapshot that holds n.
+func BenchmarkBlocklistRebuild(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			var entries []BlockEntry
+			for i := range n {
+				entries = append(entries, BlockEntry{Value: "feed-" + strconv.Itoa(i) + ".example", Kind: BlockKindBlock, AddedAt: 1})
+			}
+			bl := NewBlocklist(entries, 1)
+			changes := make([]BlockChange, 1000)
+			for i := range changes {
+				changes[i] = BlockChange{Entry: BlockEntry{Value: "new-" + strconv.Itoa(i) + ".example", Kind: BlockKindBlock, AddedAt: 1}}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				bl.with(changes, 2)
+			}
+		})
+	}
 }
