@@ -285,3 +285,53 @@ func bigBlocklist(n int) []store.BlockChange {
 	}
 	return out
 }
+
+// TestRedirectBlockCheckConcurrent: redirects on many goroutines while the
+// blocklist flips (run with -race); every answer is the redirect or the
+// blocked page, and the last state wins once the flips stop.
+func TestRedirectBlockCheckConcurrent(t *testing.T) {
+	srv, w := benchServer(t, Config{})
+	h := srv.Handler()
+	done := make(chan struct{})
+	errs := make(chan string, 4)
+	for range 4 {
+		go func() {
+			ctx := requestCtx("GET", "/abc1234")
+			for {
+				select {
+				case <-done:
+					errs <- ""
+					return
+				default:
+				}
+				ctx.Response.Reset()
+				h(ctx)
+				if s := ctx.Response.StatusCode(); s != 302 && s != 410 {
+					errs <- fmt.Sprintf("status %d", s)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 50 {
+		if i%2 == 0 {
+			w.blocklist(t, blockEntry("example.com"))
+		} else {
+			w.blocklist(t, unblockEntry("example.com"))
+		}
+	}
+	close(done)
+	for range 4 {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
+	}
+	ctx := requestCtx("GET", "/abc1234")
+	if !serveOnce(h, ctx, 302) { // the last flip removed the entry
+		t.Fatalf("after the flips: %d; want 302", ctx.Response.StatusCode())
+	}
+	w.blocklist(t, blockEntry("example.com"))
+	if !serveOnce(h, ctx, 410) {
+		t.Fatalf("blocked: %d; want 410", ctx.Response.StatusCode())
+	}
+}

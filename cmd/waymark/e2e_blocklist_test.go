@@ -188,6 +188,27 @@ func TestE2EBlocklist(t *testing.T) {
 			len(s.d), s.what, s.d[len(s.d)/2], s.d[(len(s.d)*99+99)/100-1], s.d[len(s.d)-1])
 	}
 
+	// Bad input is refused and changes nothing.
+	if _, _, code := runCLI(t, c.env("v1"), "blocklist", "add", "http://x.example/"); code != 2 {
+		t.Errorf("blocklist add of a URL: exit %d; want 2", code)
+	}
+	if _, _, code := runCLI(t, c.env("v1"), "blocklist", "import", file, "--format", "csv"); code != 2 {
+		t.Errorf("blocklist import --format csv: exit %d; want 2", code)
+	}
+	env := c.env("v2")
+	token := strings.TrimPrefix(env[1], "WAYMARK_TOKEN=")
+	admin := "http://" + c.nodes["v2"].admin + "/v1/blocklist"
+	for _, body := range []string{`{"add":[{"entry":"ok.example","kind":"nope"}]}`, `{"add":[{"entry":"a b"}]}`, `{}`, `{"remove":"x"}`,
+		`{"add":[{"entry":"ok.example","reason":"line
+break"}]}`} {
+		if r := do(t, "POST", admin, token, body); r.status != 400 || !strings.Contains(r.header.Get("Content-Type"), "problem+json") {
+			t.Errorf("POST %s: %d %s; want a 400 problem", body, r.status, r.body)
+		}
+	}
+	if r := do(t, "GET", admin+"?limit=2", token, ""); r.status != 200 || !strings.Contains(string(r.body), `"next"`) || !strings.Contains(string(r.body), `"total": 10011`) {
+		t.Errorf("GET ?limit=2: %d %s; want a page with next and total 10011", r.status, r.body)
+	}
+
 	// Removing the entry brings the link back everywhere.
 	if _, errOut, code := runCLI(t, c.env("e1"), "blocklist", "remove", "*.feed-17.example"); code != 0 {
 		t.Fatalf("blocklist remove: exit %d %s", code, errOut)
