@@ -3,6 +3,8 @@ package raft
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/waymark/waymark/store"
@@ -80,4 +82,28 @@ func TestBlocklistReplicates(t *testing.T) {
 	if _, err := leader.node().UpdateBlocklist(ctx, nil); err == nil {
 		t.Error("an empty update was accepted")
 	}
+}
+
+// TestBlocklistUpdateWorstCaseFitsForwarding: the largest entry a writer
+// can make (2000 changes of the longest name and reason, with the widest
+// time) stays under the 1 MiB a forwarded command may take.
+func TestBlocklistUpdateWorstCaseFitsForwarding(t *testing.T) {
+	label := strings.Repeat("a", 63)
+	name := label + "." + label + "." + label + "." + strings.Repeat("b", 61) // 253 bytes
+	if v, err := store.ParseBlockEntry(name); err != nil || v != name || len(name) != 253 {
+		t.Fatalf("test name: %q %v (%d bytes)", v, err, len(name))
+	}
+	changes := make([]store.BlockChange, MaxBlocklistChanges)
+	for i := range changes {
+		changes[i] = store.BlockChange{Entry: store.BlockEntry{Value: name, Kind: store.BlockKindShortener,
+			Reason: strings.Repeat("r", store.MaxBlockReasonLen), AddedAt: math.MinInt64}}
+	}
+	data := appendBlocklistUpdate(nil, changes)
+	if len(data) >= 1<<20 {
+		t.Fatalf("worst-case entry is %d bytes; the forwarding limit is %d", len(data), 1<<20)
+	}
+	if _, _, err := decodeCommand(data); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("worst case: %d bytes", len(data))
 }
