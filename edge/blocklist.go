@@ -169,7 +169,7 @@ func (s *Server) selfReason(d destination) string {
 		if _, ok := s.ownAddrs[h.Addr]; ok {
 			return "an address of this service (" + h.Addr.String() + ")"
 		}
-		return ""
+		return s.clusterReason(h)
 	}
 	if h.Name == "localhost" || strings.HasSuffix(h.Name, ".localhost") {
 		return "localhost"
@@ -179,6 +179,25 @@ func (s *Server) selfReason(d destination) string {
 	}
 	if _, ok := s.ownNames[h.Name]; ok {
 		return "a listen address of this service (" + h.Name + ")"
+	}
+	return s.clusterReason(h)
+}
+
+// clusterReason reports a host that is another node of the cluster: a
+// link there would loop through that node.
+func (s *Server) clusterReason(h store.Host) string {
+	if s.cfg.ClusterAddrs == nil {
+		return ""
+	}
+	for _, a := range s.cfg.ClusterAddrs() {
+		host, _, err := net.SplitHostPort(a)
+		if err != nil {
+			continue
+		}
+		nh, err := store.ParseHost(host)
+		if err == nil && nh == h && !(nh.IsAddr() && nh.Addr.IsUnspecified()) {
+			return "the address of another node of this service (" + h.String() + ")"
+		}
 	}
 	return ""
 }

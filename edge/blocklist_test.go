@@ -129,7 +129,9 @@ func TestSelfLinksRefused(t *testing.T) {
 func TestSelfLinksOwnAddrs(t *testing.T) {
 	st := openStore(t)
 	w := newTestWriter(t, st)
-	srv, err := New(Config{PublicURL: "https://wm.example", OwnAddrs: []string{"192.0.2.10:8080", "[2001:db8::10]:8081"}, Logger: discardLogger()}, st, w)
+	srv, err := New(Config{PublicURL: "https://wm.example", OwnAddrs: []string{"192.0.2.10:8080", "[2001:db8::10]:8081"},
+		ClusterAddrs: func() []string { return []string{"198.51.100.20:8080", "edge2.wm.internal:8080", "0.0.0.0:8081"} },
+		Logger:       discardLogger()}, st, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +149,10 @@ func TestSelfLinksOwnAddrs(t *testing.T) {
 		{"http://[2001:DB8:0::10]/", true},
 		{"http://192.0.2.11/", false},
 		{"http://[2001:db8::11]/", false},
+		{"http://[::ffff:198.51.100.20]:9/", true}, // another node, any port
+		{"http://3325256724/", true},               // 198*2^24 + 51*2^16 + 100*2^8 + 20
+		{"https://EDGE2.wm.internal./x", true},
+		{"http://198.51.100.21/", false},
 	} {
 		d, err := parseDestination(tt.url)
 		if err != nil {

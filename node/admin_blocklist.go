@@ -159,3 +159,17 @@ func (n *Node) ownAddrs() []string {
 	}
 	return addrs
 }
+
+// clusterAddrs lists the public and admin addresses gossip knows for the
+// other nodes, for the same check: a link to another node loops through it.
+func (n *Node) clusterAddrs() []string {
+	g := n.gossip
+	if g == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range g.Members() {
+		out = append(out, m.HTTPAddr, m.AdminAddr)
+	}
+	return out
+}

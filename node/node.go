@@ -272,6 +272,7 @@ func (n *Node) openEdge(publicURL string) error {
 		PrivateMaxAge: n.cfg.PrivateMaxAge,
 		BlockedHosts:  n.cfg.BlockedHosts,
 		OwnAddrs:      n.ownAddrs(),
+		ClusterAddrs:  n.clusterAddrs,
 		ApplyTimeout:  n.cfg.ApplyTimeout,
 		Ready:         n.ready,
 		WriteMetrics:  n.writeMetrics,
