@@ -161,6 +161,19 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 	}
 }
 
+// createRetrying creates a link, retrying while the cluster answers 503
+// (an election under way: a loaded machine can miss heartbeats right after
+// a restart) under one Idempotency-Key, so a retry never makes a second link.
+func createRetrying(t *testing.T, url, key, body, idemKey string) response {
+	t.Helper()
+	var r response
+	waitFor(t, "a create to be accepted", 30*time.Second, func() bool {
+		r = do(t, "POST", url, key, body, "Idempotency-Key", idemKey)
+		return r.status != http.StatusServiceUnavailable
+	})
+	return r
+}
+
 // noRedirect is an HTTP client that reports redirects instead of following.
 var noRedirect = &http.Client{
 	Timeout:       10 * time.Second,
