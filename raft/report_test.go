@@ -86,3 +86,29 @@ func TestReportResultsCrossTheWire(t *testing.T) {
 		t.Fatalf("decoded error %v, %v; want ErrReportResolved", res.Err, err)
 	}
 }
+
+// The leader takes both report commands forwarded from another node, and
+// the answer carries the case back.
+func TestReportCommandsAreForwardable(t *testing.T) {
+	tn := newTestNode(t, nil)
+	ctx := testCtx(t)
+	if _, _, err := tn.n.CreateLink(ctx, testLink("fwdrep1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	ans, err := tn.n.ApplyForwarded(ctx, appendFileReport(nil, &store.ReportFiling{Code: "fwdrep1", Reasons: store.ReasonSpam, Count: 2, FirstAt: 1, LastAt: 2}))
+	if err != nil {
+		t.Fatalf("forwarded file_report: %v", err)
+	}
+	res, err := decodeResult(ans)
+	if err != nil || res.Err != nil || res.Report == nil || res.Report.ID != res.Index || res.Report.Count != 2 {
+		t.Fatalf("forwarded file_report answer: %+v, %v", res, err)
+	}
+	ans, err = tn.n.ApplyForwarded(ctx, appendResolveReport(nil, &store.ReportResolution{ID: res.Report.ID, Action: store.ActionReview, At: 3}))
+	if err != nil {
+		t.Fatalf("forwarded resolve_report: %v", err)
+	}
+	res, err = decodeResult(ans)
+	if err != nil || res.Err != nil || res.Report == nil || res.Report.Action != store.ActionReview || res.Link.Status != store.StatusReview {
+		t.Fatalf("forwarded resolve_report answer: %+v, %v", res, err)
+	}
+}
