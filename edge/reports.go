@@ -28,13 +28,15 @@ import (
 //   - per client IP: a token bucket (ReportConfig.PerIPRate, PerIPBurst);
 //     every request takes a token, valid or not, so probing for codes is
 //     limited too (429 rate-limited with Retry-After);
-//   - per node: one bucket for all log writes of reports (GlobalRate), so
-//     many addresses together still write at most that many entries/s;
+//   - per node: one bucket for all log writes of reports (GlobalRate), the
+//     coalesced ones included, so many addresses together still write at
+//     most that many entries/s;
 //   - per code: after a report of a code is written, further reports of it
 //     within Coalesce are folded in memory and written as ONE file_report
 //     entry (count, reasons, first/last time, first details) when the
-//     window ends. In the store they fold into the code's single open
-//     case, whose size is capped (store.MaxReportDetails).
+//     window ends (or the server shuts down). In the store they fold into
+//     the code's single open case, whose size is capped
+//     (store.MaxReportDetails).
 //
 // An unknown code answers 404 without touching the log when this replica
 // has never seen it and it cannot be a fresh code still in flight.
@@ -43,7 +45,7 @@ import (
 type ReportConfig struct {
 	PerIPRate  float64       // reports/s per client IP; default 1/60 (one a minute)
 	PerIPBurst float64       // default 5
-	GlobalRate float64       // report log writes/s of this node; default 20 (burst twice)
+	GlobalRate float64       // report log writes/s of this node; default 20 (burst twice, at least 1)
 	Coalesce   time.Duration // window folding repeated reports of a code; default 10s
 	MaxPending int           // codes held in the window at once; default 10000
 }
@@ -53,6 +55,8 @@ const (
 	maxReportBody     = 4 << 10 // bytes
 	maxReportDetails  = 1000    // characters (and store.MaxReportDetailLen bytes)
 	reportFlushPeriod = time.Second
+	// reportShutdownFlush bounds writing the open windows at shutdown.
+	reportShutdownFlush = 2 * time.Second
 )
 
 var reportFields = []string{"url", "reason", "details"}
@@ -227,7 +231,7 @@ func newReportDesk(s *Server, w Writer) *reportDesk {
 		s: s, cfg: cfg, filer: filer,
 		origin:    newPublicOrigin(s.publicBase),
 		perIP:     newLimiter[clientKey](cfg.PerIPRate, cfg.PerIPBurst, s.now),
-		writes:    newLimiter[struct{}](cfg.GlobalRate, 2*cfg.GlobalRate, s.now),
+		writes:    newLimiter[struct{}](cfg.GlobalRate, max(1, 2*cfg.GlobalRate), s.now),
 		pending:   make(map[string]*pendingReport),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -339,6 +343,27 @@ func (d *reportDesk) fold(f *store.ReportFiling, now time.Time) (uint64, bool) {
 	return p.id, true
 }
 
+// refold puts a filing the flusher could not write yet back in its window.
+func (d *reportDesk) refold(f *store.ReportFiling) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.pending[f.Code]
+	if p == nil {
+		d.dropped.Add(int(f.Count))
+		return
+	}
+	if p.f.Count == 0 {
+		p.f = *f
+		return
+	}
+	p.f.Count += f.Count
+	p.f.Reasons |= f.Reasons
+	p.f.FirstAt = min(p.f.FirstAt, f.FirstAt)
+	p.f.LastAt = max(p.f.LastAt, f.LastAt)
+	details := append(append([]string(nil), f.Details...), p.f.Details...)
+	p.f.Details = details[:min(len(details), store.MaxReportDetails)]
+}
+
 // opened starts the window of a code just written (if there is room).
 func (d *reportDesk) opened(code string, id uint64, now time.Time) {
 	d.mu.Lock()
@@ -363,14 +388,14 @@ func (d *reportDesk) flushLoop() {
 		case <-d.stop:
 			return
 		case <-t.C:
-			d.flush(d.s.now())
+			d.flush(context.Background(), d.s.now())
 		}
 	}
 }
 
 // flush writes every ended window that folded reports and keeps it open
 // for another period; an ended window with nothing folded is closed.
-func (d *reportDesk) flush(now time.Time) {
+func (d *reportDesk) flush(parent context.Context, now time.Time) {
 	var due []store.ReportFiling
 	d.mu.Lock()
 	for code, p := range d.pending {
@@ -388,7 +413,11 @@ func (d *reportDesk) flush(now time.Time) {
 	d.mu.Unlock()
 	for i := range due {
 		f := &due[i]
-		ctx, cancel := context.WithTimeout(context.Background(), d.s.cfg.ApplyTimeout)
+		if ok, _ := d.writes.allow(struct{}{}); !ok {
+			d.refold(f) // the node's write budget is spent: next pass
+			continue
+		}
+		ctx, cancel := context.WithTimeout(parent, d.s.cfg.ApplyTimeout)
 		rep, err := d.filer.FileReport(ctx, f)
 		cancel()
 		if err != nil {
@@ -410,8 +439,8 @@ func (d *reportDesk) flush(now time.Time) {
 	}
 }
 
-// close stops the flusher; reports folded in an open window are not
-// written (at most Coalesce worth of counts per code).
+// close stops the flusher and writes what open windows folded, so a
+// clean shutdown loses no counts (a crash loses at most one window's).
 func (d *reportDesk) close() {
 	d.mu.Lock()
 	started := d.started
@@ -425,5 +454,10 @@ func (d *reportDesk) close() {
 	}
 	if started {
 		<-d.done
+		// Bounded as a whole: a node that cannot reach its leader while
+		// stopping drops the counts rather than hold the shutdown.
+		ctx, cancel := context.WithTimeout(context.Background(), reportShutdownFlush)
+		d.flush(ctx, d.s.now().Add(d.cfg.Coalesce))
+		cancel()
 	}
 }

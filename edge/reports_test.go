@@ -77,7 +77,7 @@ func TestReportsCoalesceRepeatedReportsOfACodeIntoOneLogEntry(t *testing.T) {
 		t.Fatalf("case before the window ends: %+v, %v, %v", rep, found, err)
 	}
 	e.clock.Advance(2 * time.Second) // 11 s after the first: past the 10 s window
-	e.srv.reports.flush(e.clock.Now())
+	e.srv.reports.flush(context.Background(), e.clock.Now())
 	if got := e.w.appliedIndex(); got != before+2 {
 		t.Fatalf("after the window: %d entries; want 2 (one for the nine folded reports)", got-before)
 	}
@@ -91,7 +91,7 @@ func TestReportsCoalesceRepeatedReportsOfACodeIntoOneLogEntry(t *testing.T) {
 	}
 	// A window with nothing folded closes; the next report writes again.
 	e.clock.Advance(11 * time.Second)
-	e.srv.reports.flush(e.clock.Now())
+	e.srv.reports.flush(context.Background(), e.clock.Now())
 	if got := e.w.appliedIndex(); got != before+2 {
 		t.Fatalf("empty window wrote an entry")
 	}
@@ -230,4 +230,44 @@ func FuzzDecodeReport(f *testing.F) {
 			t.Fatalf("accepted report the store refuses: %v", err)
 		}
 	})
+}
+
+func TestReportsFoldedInAnOpenWindowAreWrittenAtShutdown(t *testing.T) {
+	e := newEnv(t, nil)
+	e.w.putLink(t, store.Link{Code: "abc1234", URL: "https://example.com/x", Owner: "alice"})
+	e.fileReport(`{"url": "abc1234", "reason": "spam"}`)
+	e.fileReport(`{"url": "abc1234", "reason": "illegal", "details": "late"}`)
+	e.srv.reports.close() // as Shutdown does; the cleanup's Shutdown closes again
+	rep, _, err := e.st.OpenReport("abc1234")
+	if err != nil || rep.Count != 2 || rep.Reasons != store.ReasonSpam|store.ReasonIllegal || len(rep.Details) != 1 {
+		t.Fatalf("case after close: %+v, %v; want both reports", rep, err)
+	}
+}
+
+func TestReportsFlushWaitsForTheNodeWriteBudget(t *testing.T) {
+	// 0.01 writes/s, burst 1: the first report spends the only token.
+	e := newEnv(t, func(c *Config) { c.Reports.GlobalRate = 0.01; c.Reports.PerIPBurst = 100 })
+	e.w.putLink(t, store.Link{Code: "abc1234", URL: "https://example.com/x", Owner: "alice"})
+	e.w.putLink(t, store.Link{Code: "def5678", URL: "https://example.com/y", Owner: "alice"})
+	e.fileReport(`{"url": "abc1234", "reason": "spam"}`)
+	e.fileReport(`{"url": "abc1234", "reason": "malware"}`) // folded
+	// Another code needs a write now, and the budget is spent: 429, with
+	// the wait for one token at 0.01/s: 100 s.
+	r := e.do("POST", "/v1/reports", "", `{"url": "def5678", "reason": "spam"}`)
+	e.expect(r, 429, "rate-limited")
+	if got := r.get("Retry-After"); got != "100" {
+		t.Fatalf("Retry-After %q; want 100", got)
+	}
+	before := e.w.appliedIndex()
+	e.clock.Advance(11 * time.Second) // window over, 0.11 tokens: no write yet
+	e.srv.reports.flush(context.Background(), e.clock.Now())
+	if e.w.appliedIndex() != before {
+		t.Fatal("flush wrote past the node's write budget")
+	}
+	e.clock.Advance(89 * time.Second) // 100 s after the first write: one token
+	e.srv.reports.flush(context.Background(), e.clock.Now())
+	rep, _, _ := e.st.OpenReport("abc1234")
+	if e.w.appliedIndex() != before+1 || rep.Count != 2 || rep.Reasons != store.ReasonSpam|store.ReasonMalware {
+		t.Fatalf("after the budget refilled: %d entries, case %+v; want 1 entry and both reports", e.w.appliedIndex()-before, rep)
+	}
 }
