@@ -50,6 +50,9 @@ func (s *Server) dispatchAPI(ctx *fasthttp.RequestCtx) string {
 		}
 		methodNotAllowed(ctx, "GET, PATCH, DELETE")
 		return "link"
+	case path == reportsPath:
+		s.reports.serve(ctx)
+		return "reports.file"
 	}
 	if route, ok := s.dispatchSites(ctx, path, method); ok {
 		return route

@@ -74,9 +74,11 @@ type Config struct {
 	// server's own deadline handling (the node serves mutual TLS to other
 	// nodes on this port through it).
 	WrapConn func(net.Conn) net.Conn
-	Logger   *slog.Logger
-	Metrics  *metrics.Set
-	Now      func() time.Time
+	// Reports bounds POST /v1/reports (reports.go).
+	Reports ReportConfig
+	Logger  *slog.Logger
+	Metrics *metrics.Set
+	Now     func() time.Time
 }
 
 const (

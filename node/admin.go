@@ -48,6 +48,8 @@ func (n *Node) openAdmin() error {
 	mux.HandleFunc("PUT /v1/snapshot", a.snapshotRestore)
 	mux.HandleFunc("GET /v1/regions", a.listRegions)
 	mux.HandleFunc("POST /v1/regions", a.claimRegion)
+	mux.HandleFunc("GET /v1/reports", a.listReports)
+	mux.HandleFunc("POST /v1/reports/{id}/resolve", a.resolveReport)
 	// Go's profiler, behind the operator token like everything here: a
 	// CPU profile of a node under load is how its costs are found
 	// (`curl -H "Authorization: Bearer $(cat DATA_DIR/operator-token)"

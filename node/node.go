@@ -274,6 +274,7 @@ func (n *Node) openEdge(publicURL string) error {
 		APIFallback:   n.apiFallback(n.statsHandler()),
 		OnRedirect:    n.onRedirect(),
 		WriteRate:     n.cfg.WriteRate,
+		Reports:       edge.ReportConfig{PerIPBurst: float64(n.cfg.ReportBurst)},
 		Remote:        n.remoteLink,
 		MaybeFresh:    n.maybeFresh,
 		RemoteOwner:   n.remoteOwner,

@@ -34,6 +34,9 @@ const (
 	cmdClaimRegion       cmdType = 8
 	cmdExpireIdempotency cmdType = 9
 	cmdSetClusterID      cmdType = 10
+	// Issue 11: public abuse reports (reportcmd.go).
+	cmdFileReport    cmdType = 12
+	cmdResolveReport cmdType = 13
 )
 
 // flagSkippable lets a node that does not know the command skip it.
@@ -70,6 +73,8 @@ var commandTable = map[cmdType]commandSpec{
 	cmdClaimRegion:       {name: "claim_region", version: 1, decode: decodeClaimRegion},
 	cmdExpireIdempotency: {name: "expire_idempotency", version: 1, decode: decodeExpireIdempotency},
 	cmdSetClusterID:      {name: "set_cluster_id", version: 1, decode: decodeSetClusterID},
+	cmdFileReport:        {name: "file_report", version: 1, decode: decodeFileReport},
+	cmdResolveReport:     {name: "resolve_report", version: 1, decode: decodeResolveReport},
 }
 
 // header is the fixed start of every command.

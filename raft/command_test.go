@@ -33,6 +33,11 @@ func sampleCommands() []command {
 		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", Owner: "o1", AddGoal: &store.Goal{ID: "g1", PagePath: "/blog/**", DisplayName: "Visit /blog/**"}}},
 		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", Owner: "o1", DeleteGoal: "g1",
 			AddGoal: &store.Goal{ID: "g2", EventName: "Signup", DisplayName: "New customers"}}},
+		&fileReportCmd{Filing: store.ReportFiling{Code: "abc1234", Reasons: store.ReasonPhishing, Count: 1, FirstAt: 5, LastAt: 5}},
+		&fileReportCmd{Filing: store.ReportFiling{Code: "abc1234", Reasons: store.ReasonSpam | store.ReasonOther, Count: 40, FirstAt: -5, LastAt: 9000,
+			Details: []string{"fake bank login", "x"}}},
+		&resolveReportCmd{Res: store.ReportResolution{ID: 7, Action: store.ActionBlock, Reason: "phishing kit", Actor: "ops", At: 99}},
+		&resolveReportCmd{Res: store.ReportResolution{ID: 8, Action: store.ActionDismiss}},
 	}
 }
 
@@ -114,6 +119,14 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"site owner with NUL", appendCommand(nil, &createSiteCmd{Site: store.Site{ID: "s", Domain: "d", Owner: "o\x00"}}), store.ErrCorrupt},
 		{"empty cluster id", appendCommand(nil, &setClusterIDCmd{}), store.ErrCorrupt},
 		{"cluster id with upper case", appendCommand(nil, &setClusterIDCmd{ID: "ABC"}), store.ErrCorrupt},
+		{"report without reason", appendCommand(nil, &fileReportCmd{Filing: store.ReportFiling{Code: "a", Count: 1}}), store.ErrCorrupt},
+		{"report with unknown reason", appendCommand(nil, &fileReportCmd{Filing: store.ReportFiling{Code: "a", Reasons: 1 << 7, Count: 1}}), store.ErrCorrupt},
+		{"report count zero", appendCommand(nil, &fileReportCmd{Filing: store.ReportFiling{Code: "a", Reasons: store.ReasonSpam}}), store.ErrCorrupt},
+		{"report with six details", appendCommand(nil, &fileReportCmd{Filing: store.ReportFiling{Code: "a", Reasons: store.ReasonSpam, Count: 1,
+			Details: []string{"1", "2", "3", "4", "5", "6"}}}), store.ErrCorrupt},
+		{"resolve without action", appendCommand(nil, &resolveReportCmd{Res: store.ReportResolution{ID: 1}}), store.ErrCorrupt},
+		{"resolve unknown action", appendCommand(nil, &resolveReportCmd{Res: store.ReportResolution{ID: 1, Action: 9}}), store.ErrCorrupt},
+		{"resolve case zero", appendCommand(nil, &resolveReportCmd{Res: store.ReportResolution{Action: store.ActionBlock}}), store.ErrCorrupt},
 		{"unknown type", []byte{200, 1, 0}, errUnknownCommand},
 		{"newer version", []byte{byte(cmdCreateLink), 2, 0}, errUnknownCommand},
 		{"version zero", []byte{byte(cmdCreateLink), 0, 0}, errUnknownCommand},

@@ -57,6 +57,9 @@ var forwardable = map[cmdType]bool{
 	cmdAllocBlock:  true,
 	cmdUpdateSite:  true,
 	cmdClaimRegion: true,
+	// Reports: an edge files them, any node's admin API resolves them.
+	cmdFileReport:    true,
+	cmdResolveReport: true,
 }
 
 // forward sends cmd to the leader this node knows of. Forwarding happens

@@ -18,6 +18,7 @@ import (
 //	block    ...      Start, End (uvarints), if flagged
 //	existing ...      appendIdempotency, if flagged
 //	site     ...      appendSiteFields, if flagged (UpdateSite)
+//	report   ...      store.AppendReport as bytes, if flagged (bit 4; reports)
 //
 // The error is sent as a stable code so that errors.Is(err, store.ErrX)
 // holds on the forwarding node exactly as it would on the leader.
@@ -28,7 +29,8 @@ const (
 	resultHasBlock
 	resultHasExisting
 	resultHasSite
-	resultKnownFlags = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite
+	resultHasReport
+	resultKnownFlags = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite | resultHasReport
 )
 
 // errCode names a sentinel error on the wire; never renumbered or reused.
@@ -51,6 +53,7 @@ const (
 	errCodeTooManyGoals      errCode = 13
 	errCodeInvalidSiteEdit   errCode = 14
 	errCodeRegionUnclaimed   errCode = 15
+	errCodeReportResolved    errCode = 16
 )
 
 // wireErrors maps codes to sentinels. Order matters when encoding: an
@@ -73,6 +76,7 @@ var wireErrors = []struct {
 	{errCodeGoalExists, store.ErrGoalExists},
 	{errCodeTooManyGoals, store.ErrTooManyGoals},
 	{errCodeInvalidSiteEdit, store.ErrInvalidSiteEdit},
+	{errCodeReportResolved, store.ErrReportResolved},
 	{errCodeCorrupt, store.ErrCorrupt},
 }
 
@@ -126,6 +130,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if res.Site != nil {
 		flags |= resultHasSite
 	}
+	if res.Report != nil {
+		flags |= resultHasReport
+	}
 	dst = append(dst, resultVersion, flags)
 	dst = appendUvarint(dst, res.Index)
 	code := codeOf(res.Err)
@@ -146,6 +153,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	}
 	if flags&resultHasSite != 0 {
 		dst = appendSiteFields(dst, res.Site)
+	}
+	if flags&resultHasReport != 0 {
+		dst = appendReportResult(dst, res.Report)
 	}
 	return dst
 }
@@ -183,6 +193,9 @@ func decodeResult(b []byte) (*applyResult, error) {
 	if flags&resultHasSite != 0 {
 		res.Site = &store.Site{}
 		r.siteFields(res.Site)
+	}
+	if flags&resultHasReport != 0 {
+		res.Report = r.reportResult()
 	}
 	if !r.Done() {
 		return nil, fmt.Errorf("cannot decode forwarded result: %w", store.ErrCorrupt)

@@ -21,6 +21,8 @@ const (
 	tabIdempotencyByTime = 'Q'
 	tabRegion            = 'R' // R region name -> slot(1)
 	tabSite              = 'S' // S site id -> site record
+	tabReport            = 'T' // T id(be64) -> report case record
+	tabReportByCode      = 'U' // U code -> id(be64) of the code's open report case
 )
 
 var (

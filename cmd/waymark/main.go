@@ -27,6 +27,8 @@ var commands = []struct {
 	{"raft transfer-leader", "hand leadership to another voter (any if no ID)", node.CmdTransferLeader},
 	{"regions list", "list the claimed region slots of the ID space", node.CmdRegionsList},
 	{"regions add", "claim a region slot, so nodes of that --region can generate codes", node.CmdRegionsAdd},
+	{"reports list", "list public abuse reports (--status open|resolved|all)", node.CmdReportsList},
+	{"reports resolve", "resolve a report: --action block|legal|review|dismiss [--reason TEXT]", node.CmdReportsResolve},
 	{"events count", "print the number of raw events the aggregator holds", node.CmdEventsCount},
 	{"events tail", "show the newest raw events", node.CmdEventsTail},
 	{"rollup rebuild", "recompute rollups from raw events for a range of days", node.CmdRollupRebuild},
