@@ -12,6 +12,8 @@ import (
 func sampleResults() []*applyResult {
 	link := *testLink("abc1234")
 	link.Index = 42
+	edited := link
+	edited.ReviewUntil = 86_400_000
 	return []*applyResult{
 		{Index: 7},
 		{Index: 8, Link: link},
@@ -33,6 +35,8 @@ func sampleResults() []*applyResult {
 		{Index: 21, Err: fmt.Errorf("cannot update site %q: %w", "s1", store.ErrGoalExists)},
 		{Index: 22, Err: fmt.Errorf("cannot update site %q: %w", "s1", store.ErrTooManyGoals)},
 		{Index: 23, Err: fmt.Errorf("cannot update site %q: %w", "s1", store.ErrInvalidSiteEdit)},
+		{Index: 30, Link: edited},
+		{Index: 31, Err: fmt.Errorf("cannot update link %q: %w", "x", store.ErrStatusChanged)},
 	}
 }
 
