@@ -42,11 +42,12 @@ type entry struct {
 
 	code   string
 	maxAge int64  // redirects: seconds, before clamping to the expiry
-	body   []byte // pages: the HTML; redirects in review: the interstitial
-	// reviewUntil (Unix ms) shows a redirect's interstitial instead until
-	// then: its destination was edited (bait and switch); 0: none.
+	body   []byte // pages: the HTML
+	slot   int32  // index in the shard's ring; guarded by the shard lock
+
+	// reviewUntil (Unix ms): a redirect whose destination was edited shows
+	// body, the review interstitial, until then (bait and switch); 0: none.
 	reviewUntil int64
-	slot        int32 // index in the shard's ring; guarded by the shard lock
 }
 
 // Entries with their bytes in the same allocation, right behind the entry:

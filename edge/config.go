@@ -33,25 +33,23 @@ type Writer interface {
 // Config is what the node hands the edge server. Zero values take the
 // defaults documented on each field.
 type Config struct {
-	PublicURL     string        // base of short_url, e.g. "http://127.0.0.1:8080"; its host:port is refused as a destination
-	CacheEntries  int           // redirect cache size; 0 means 1<<20, negative disables the cache
-	PrivateMaxAge time.Duration // Cache-Control for 302/307; default 60s
-	// PermanentMaxAge caps Cache-Control of 301/308 (public); default 1 h.
-	// Browsers keep a permanent redirect for as long as they are told and
-	// never ask again, so a takedown reaches them only after it.
-	PermanentMaxAge time.Duration
+	PublicURL       string        // base of short_url, e.g. "http://127.0.0.1:8080"; its host:port is refused as a destination
+	CacheEntries    int           // redirect cache size; 0 means 1<<20, negative disables the cache
+	PrivateMaxAge   time.Duration // Cache-Control for 302/307; default 60s
+	PermanentMaxAge time.Duration // Cache-Control for 301/308 (public); default 1 h, so a takedown reaches browsers that cached one
+	BlockedHosts    []string      // destination-blocked (host or any subdomain)
+	WriteRate       float64       // per-API-key writes/s (token bucket, burst twice the rate); default 100, negative disables
+	ApplyTimeout    time.Duration // context deadline for writes; default 5s
+	Ready           func() (bool, string)
+	WriteMetrics    func(w io.Writer)                           // for /metrics; nil writes this server's Metrics set
+	Routes          map[string]fasthttp.RequestHandler          // extra exact paths checked before the code route; may be nil
+	APIFallback     fasthttp.RequestHandler                     // /v1/ paths edge does not serve (e.g. stats); nil answers 404
+	OnRedirect      func(ctx *fasthttp.RequestCtx, code []byte) // after a 3xx (click capture), never for HEAD; must not block; may be nil
+
 	// EditReview is how long an edit that changes a destination shows the
 	// review interstitial before redirecting (bait and switch); default
 	// 24 h, negative disables.
-	EditReview   time.Duration
-	BlockedHosts []string      // destination-blocked (host or any subdomain)
-	WriteRate    float64       // per-API-key writes/s (token bucket, burst twice the rate); default 100, negative disables
-	ApplyTimeout time.Duration // context deadline for writes; default 5s
-	Ready        func() (bool, string)
-	WriteMetrics func(w io.Writer)                           // for /metrics; nil writes this server's Metrics set
-	Routes       map[string]fasthttp.RequestHandler          // extra exact paths checked before the code route; may be nil
-	APIFallback  fasthttp.RequestHandler                     // /v1/ paths edge does not serve (e.g. stats); nil answers 404
-	OnRedirect   func(ctx *fasthttp.RequestCtx, code []byte) // after a 3xx (click capture); must not block; may be nil
+	EditReview time.Duration
 
 	// Read-your-writes across regions: a local miss on a code that
 	// MaybeFresh says could have been created but not yet applied here asks

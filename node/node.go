@@ -263,29 +263,31 @@ func (n *Node) openRaft() error {
 
 func (n *Node) openEdge(publicURL string) error {
 	srv, err := edge.New(edge.Config{
-		PublicURL:       publicURL,
-		CacheEntries:    n.cfg.CacheEntries,
-		PrivateMaxAge:   n.cfg.PrivateMaxAge,
-		PermanentMaxAge: n.cfg.PermanentMaxAge, // 0 takes the edge's default, 1 h
+		PublicURL:     publicURL,
+		CacheEntries:  n.cfg.CacheEntries,
+		PrivateMaxAge: n.cfg.PrivateMaxAge,
+		BlockedHosts:  n.cfg.BlockedHosts,
+		ApplyTimeout:  n.cfg.ApplyTimeout,
+		Ready:         n.ready,
+		WriteMetrics:  n.writeMetrics,
+		Routes:        n.publicRoutes(),
+		APIFallback:   n.apiFallback(n.statsHandler()),
+		OnRedirect:    n.onRedirect(),
+		WriteRate:     n.cfg.WriteRate,
+		Remote:        n.remoteLink,
+		MaybeFresh:    n.maybeFresh,
+		RemoteOwner:   n.remoteOwner,
+		BodyLimits:    n.bodyLimits(),
+		MaxConns:      n.cfg.MaxConns,
+		MaxConnsPerIP: n.cfg.MaxConnsPerIP,
+		WrapConn:      sniffWrapper(n.peerTLS.serverConfig()),
+		Logger:        n.log,
+		Metrics:       n.metrics,
+		Now:           time.Now,
+
+		// Issue 11: 0 takes the edge's default (1 h); --edit-review 0 is off.
+		PermanentMaxAge: n.cfg.PermanentMaxAge,
 		EditReview:      editReview(n.cfg.EditReview),
-		BlockedHosts:    n.cfg.BlockedHosts,
-		ApplyTimeout:    n.cfg.ApplyTimeout,
-		Ready:           n.ready,
-		WriteMetrics:    n.writeMetrics,
-		Routes:          n.publicRoutes(),
-		APIFallback:     n.apiFallback(n.statsHandler()),
-		OnRedirect:      n.onRedirect(),
-		WriteRate:       n.cfg.WriteRate,
-		Remote:          n.remoteLink,
-		MaybeFresh:      n.maybeFresh,
-		RemoteOwner:     n.remoteOwner,
-		BodyLimits:      n.bodyLimits(),
-		MaxConns:        n.cfg.MaxConns,
-		MaxConnsPerIP:   n.cfg.MaxConnsPerIP,
-		WrapConn:        sniffWrapper(n.peerTLS.serverConfig()),
-		Logger:          n.log,
-		Metrics:         n.metrics,
-		Now:             time.Now,
 	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
 		return err
