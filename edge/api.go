@@ -54,6 +54,14 @@ func (s *Server) dispatchAPI(ctx *fasthttp.RequestCtx) string {
 		s.reports.serve(ctx)
 		return "reports.file"
 	}
+	if code, ok := historyCode(path); ok {
+		if method != fasthttp.MethodGet {
+			methodNotAllowed(ctx, "GET")
+			return "links.history"
+		}
+		s.withOwner(ctx, false, func(ctx *fasthttp.RequestCtx, o store.Owner) { s.linkHistory(ctx, o, code) })
+		return "links.history"
+	}
 	if route, ok := s.dispatchSites(ctx, path, method); ok {
 		return route
 	}

@@ -67,6 +67,8 @@ type Config struct {
 	CacheEntries    int
 	BlockCacheBytes int64
 	PrivateMaxAge   time.Duration
+	PermanentMaxAge time.Duration
+	EditReview      time.Duration // 0 disables the bait-and-switch window
 	ApplyTimeout    time.Duration
 	BlockedHosts    []string
 	AggregatorURL   string
@@ -166,6 +168,8 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.IntVar(&c.CacheEntries, "cache-entries", 1<<20, "redirect cache size in entries")
 	fs.Int64Var(&c.BlockCacheBytes, "block-cache-bytes", 128<<20, "Pebble block cache size")
 	fs.DurationVar(&c.PrivateMaxAge, "redirect-max-age", 60*time.Second, "Cache-Control max-age of 302/307 redirects")
+	fs.DurationVar(&c.PermanentMaxAge, "permanent-max-age", time.Hour, "Cache-Control max-age of 301/308 redirects: browsers never re-ask within it, so a takedown reaches them only after it")
+	fs.DurationVar(&c.EditReview, "edit-review", 24*time.Hour, "how long an edit that changes a link's destination shows the review interstitial first (0 disables)")
 	fs.DurationVar(&c.ApplyTimeout, "apply-timeout", 5*time.Second, "deadline of every replicated write")
 	fs.StringVar(&blocked, "blocked-hosts", "", "comma-separated destination hosts refused as destination-blocked")
 	fs.StringVar(&c.AggregatorURL, "aggregator-url", "", "where segments ship (default with --dev: this node)")

@@ -285,6 +285,10 @@ func (n *Node) openEdge(publicURL string) error {
 		Logger:        n.log,
 		Metrics:       n.metrics,
 		Now:           time.Now,
+
+		// Issue 11: 0 takes the edge's default (1 h); --edit-review 0 is off.
+		PermanentMaxAge: n.cfg.PermanentMaxAge,
+		EditReview:      editReview(n.cfg.EditReview),
 	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
 		return err

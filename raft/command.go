@@ -64,7 +64,7 @@ type commandSpec struct {
 // itself. It is read-only after init.
 var commandTable = map[cmdType]commandSpec{
 	cmdCreateLink:        {name: "create_link", version: 1, decode: decodeCreateLink},
-	cmdUpdateLink:        {name: "update_link", version: 1, decode: decodeUpdateLink},
+	cmdUpdateLink:        {name: "update_link", version: 2, decode: decodeUpdateLink},
 	cmdCreateOwner:       {name: "create_owner", version: 1, decode: decodeCreateOwner},
 	cmdCreateSite:        {name: "create_site", version: 1, decode: decodeCreateSite},
 	cmdAllocBlock:        {name: "alloc_block", version: 2, decode: decodeAllocBlock},
@@ -180,7 +180,9 @@ func decodeCreateLink(_ byte, p []byte) (command, error) {
 	return c, nil
 }
 
-// updateLinkCmd edits a link.
+// updateLinkCmd edits a link. Version 2 appends the audit fields (actor,
+// action, reason), the condition (OnlyFrom) and the review window to
+// version 1's payload; version 1 entries decode with them unset.
 type updateLinkCmd struct {
 	Patch store.LinkPatch
 }
@@ -232,10 +234,10 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 	if p.SetStatus {
 		dst = append(dst, byte(p.Status))
 	}
-	return dst
+	return appendPatchAudit(dst, p)
 }
 
-func decodeUpdateLink(_ byte, b []byte) (command, error) {
+func decodeUpdateLink(version byte, b []byte) (command, error) {
 	r := newReader(b)
 	c := &updateLinkCmd{}
 	p := &c.Patch
@@ -257,6 +259,9 @@ func decodeUpdateLink(_ byte, b []byte) (command, error) {
 	}
 	if p.SetStatus = mask&patchStatus != 0; p.SetStatus {
 		p.Status = store.Status(r.Byte())
+	}
+	if version >= 2 {
+		r.patchAudit(p)
 	}
 	if !r.Done() || p.Code == "" || !validStatus(p.Status) {
 		return nil, corrupt("update_link")

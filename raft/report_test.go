@@ -37,11 +37,11 @@ func TestReportFileAndResolveThroughTheLog(t *testing.T) {
 		t.Fatal("report without a reason was accepted")
 	}
 	changes := tn.ev.changeCount("rep0001")
-	res, err := tn.n.ResolveReport(ctx, &store.ReportResolution{ID: first.ID, Action: store.ActionBlock, Reason: "kit", At: 40})
+	res, err := tn.n.ResolveReport(ctx, &store.ReportResolution{ID: first.ID, Action: store.ReportBlock, Reason: "kit", At: 40})
 	if err != nil {
 		t.Fatalf("resolve: %v", err)
 	}
-	if res.Action != store.ActionBlock || res.ResolvedReason != "kit" || res.ResolvedAt != 40 {
+	if res.Action != store.ReportBlock || res.ResolvedReason != "kit" || res.ResolvedAt != 40 {
 		t.Fatalf("resolved case: %+v", res)
 	}
 	if got := tn.ev.changeCount("rep0001"); got != changes+1 {
@@ -59,13 +59,13 @@ func TestReportFileAndResolveThroughTheLog(t *testing.T) {
 	if r.Open() {
 		t.Fatal("case still open after resolve")
 	}
-	if _, err := tn.n.ResolveReport(ctx, &store.ReportResolution{ID: first.ID, Action: store.ActionDismiss}); !errors.Is(err, store.ErrReportResolved) {
+	if _, err := tn.n.ResolveReport(ctx, &store.ReportResolution{ID: first.ID, Action: store.ReportDismiss}); !errors.Is(err, store.ErrReportResolved) {
 		t.Errorf("second resolve: %v; want ErrReportResolved", err)
 	}
 
 	tn.restart()
 	got, found, err := tn.st.Report(first.ID)
-	if err != nil || !found || got.Count != 4 || got.Action != store.ActionBlock {
+	if err != nil || !found || got.Count != 4 || got.Action != store.ReportBlock {
 		t.Fatalf("case after restart: %+v, %v, %v", got, found, err)
 	}
 	if got := tn.ev.changeCount("rep0001"); got != 0 {
@@ -103,12 +103,12 @@ func TestReportCommandsAreForwardable(t *testing.T) {
 	if err != nil || res.Err != nil || res.Report == nil || res.Report.ID != res.Index || res.Report.Count != 2 {
 		t.Fatalf("forwarded file_report answer: %+v, %v", res, err)
 	}
-	ans, err = tn.n.ApplyForwarded(ctx, appendResolveReport(nil, &store.ReportResolution{ID: res.Report.ID, Action: store.ActionReview, At: 3}))
+	ans, err = tn.n.ApplyForwarded(ctx, appendResolveReport(nil, &store.ReportResolution{ID: res.Report.ID, Action: store.ReportReview, At: 3}))
 	if err != nil {
 		t.Fatalf("forwarded resolve_report: %v", err)
 	}
 	res, err = decodeResult(ans)
-	if err != nil || res.Err != nil || res.Report == nil || res.Report.Action != store.ActionReview || res.Link.Status != store.StatusReview {
+	if err != nil || res.Err != nil || res.Report == nil || res.Report.Action != store.ReportReview || res.Link.Status != store.StatusReview {
 		t.Fatalf("forwarded resolve_report answer: %+v, %v", res, err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 func sampleResults() []*applyResult {
 	link := *testLink("abc1234")
 	link.Index = 42
+	edited := link
+	edited.ReviewUntil = 86_400_000
 	return []*applyResult{
 		{Index: 7},
 		{Index: 8, Link: link},
@@ -34,8 +36,10 @@ func sampleResults() []*applyResult {
 		{Index: 22, Err: fmt.Errorf("cannot update site %q: %w", "s1", store.ErrTooManyGoals)},
 		{Index: 23, Err: fmt.Errorf("cannot update site %q: %w", "s1", store.ErrInvalidSiteEdit)},
 		{Index: 24, Report: &store.Report{ID: 24, Code: "abc1234", Count: 3, Reasons: store.ReasonSpam, FirstAt: 1, LastAt: 2, Details: []string{"d"}}},
-		{Index: 25, Link: link, Report: &store.Report{ID: 3, Code: "abc1234", Count: 1, Reasons: store.ReasonIllegal, Action: store.ActionLegal, ResolvedAt: 9, ResolvedReason: "court"}},
+		{Index: 25, Link: link, Report: &store.Report{ID: 3, Code: "abc1234", Count: 1, Reasons: store.ReasonIllegal, Action: store.ReportLegal, ResolvedAt: 9, ResolvedReason: "court"}},
 		{Index: 26, Err: fmt.Errorf("cannot resolve report 3: %w", store.ErrReportResolved)},
+		{Index: 30, Link: edited},
+		{Index: 31, Err: fmt.Errorf("cannot update link %q: %w", "x", store.ErrStatusChanged)},
 	}
 }
 

@@ -23,11 +23,13 @@ var ErrReportResolved = errors.New("report already resolved")
 
 // Bounds of a report case, checked by the command decoders and the store.
 const (
-	MaxReportDetails    = 5    // detail texts kept per case (the first ones)
-	MaxReportDetailLen  = 1000 // bytes of one detail text
-	MaxReportReasonLen  = 1000 // bytes of an operator's resolution reason
-	MaxReportActorLen   = 200  // bytes of the resolving actor's name
-	MaxReportCodeLen    = 64   // bytes of a reported code
+	MaxReportDetails   = 5    // detail texts kept per case (the first ones)
+	MaxReportDetailLen = 1000 // bytes of one detail text
+	// The resolution goes into the link's history too, as
+	// "report ID: reason" by the same actor, so both fit its bounds.
+	MaxReportReasonLen  = MaxReasonLen - 32 // bytes of an operator's resolution reason
+	MaxReportActorLen   = MaxActorLen       // bytes of the resolving actor's name
+	MaxReportCodeLen    = 64                // bytes of a reported code
 	reportRecordVersion = 1
 )
 
@@ -73,11 +75,11 @@ func (r ReportReasons) Names() []string {
 type ReportAction uint8
 
 const (
-	ActionNone    ReportAction = 0 // open case
-	ActionBlock   ReportAction = 1 // link blocked (410)
-	ActionLegal   ReportAction = 2 // link legally blocked (451)
-	ActionReview  ReportAction = 3 // link behind the review interstitial
-	ActionDismiss ReportAction = 4 // no change to the link
+	ReportNone    ReportAction = 0 // open case
+	ReportBlock   ReportAction = 1 // link blocked (410)
+	ReportLegal   ReportAction = 2 // link legally blocked (451)
+	ReportReview  ReportAction = 3 // link behind the review interstitial
+	ReportDismiss ReportAction = 4 // no change to the link
 	actionCount                = 5
 )
 
@@ -104,11 +106,11 @@ func ParseReportAction(name string) (ReportAction, bool) {
 // for dismiss, which leaves the link alone.
 func (a ReportAction) LinkStatus() (Status, bool) {
 	switch a {
-	case ActionBlock:
+	case ReportBlock:
 		return StatusBlocked, true
-	case ActionLegal:
+	case ReportLegal:
 		return StatusLegalBlock, true
-	case ActionReview:
+	case ReportReview:
 		return StatusReview, true
 	}
 	return 0, false
@@ -133,7 +135,7 @@ type Report struct {
 }
 
 // Open reports whether the case is still open.
-func (r *Report) Open() bool { return r.Action == ActionNone }
+func (r *Report) Open() bool { return r.Action == ReportNone }
 
 // ReportFiling is one or more reports of a code to fold into its open case
 // (an edge coalesces repeated reports of a code into one filing).
@@ -185,7 +187,7 @@ func (r *ReportResolution) Check() error {
 	switch {
 	case r.ID == 0:
 		return errors.New("report id is zero")
-	case r.Action == ActionNone || r.Action >= actionCount:
+	case r.Action == ReportNone || r.Action >= actionCount:
 		return fmt.Errorf("unknown report action %d", r.Action)
 	}
 	if err := checkReportText("resolution reason", r.Reason, MaxReportReasonLen); err != nil {
@@ -363,13 +365,28 @@ func (b *Batch) ResolveReport(res *ReportResolution, index uint64) (Report, *Lin
 	if !r.Open() {
 		return Report{}, nil, fmt.Errorf("cannot resolve report %d: %w (%s)", res.ID, ErrReportResolved, r.Action)
 	}
+	// The link's history records the resolution in this entry's batch:
+	// UpdateLink writes it with the status change; a dismissal, which
+	// changes nothing, gets a record of its own.
+	actor := res.Actor
+	if actor == "" {
+		actor = ActorOperator
+	}
+	action := "report_" + res.Action.String()
+	reason := fmt.Sprintf("report %d", r.ID)
+	if res.Reason != "" {
+		reason += ": " + res.Reason
+	}
 	var changed *Link
 	if status, ok := res.Action.LinkStatus(); ok {
-		l, err := b.UpdateLink(&LinkPatch{Code: r.Code, UpdatedAt: res.At, SetStatus: true, Status: status}, index)
+		l, err := b.UpdateLink(&LinkPatch{Code: r.Code, UpdatedAt: res.At, SetStatus: true, Status: status,
+			Actor: actor, Action: action, Reason: reason}, index)
 		if err != nil {
 			return Report{}, nil, fmt.Errorf("cannot resolve report %d: %w", res.ID, err)
 		}
 		changed = &l
+	} else if err := b.AddHistory(&HistoryEntry{Code: r.Code, Index: index, At: res.At, Actor: actor, Action: action, Reason: reason}); err != nil {
+		return Report{}, nil, fmt.Errorf("cannot resolve report %d: %w", res.ID, err)
 	}
 	r.Action, r.ResolvedAt, r.ResolvedBy, r.ResolvedReason = res.Action, res.At, res.Actor, res.Reason
 	if err := b.set(reportKey(r.ID), AppendReport(nil, &r)); err != nil {

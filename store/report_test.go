@@ -46,13 +46,13 @@ func TestReportsFoldIntoOneCasePerCodeUntilResolved(t *testing.T) {
 	var changed *Link
 	apply(t, s, 5, func(b *Batch) error {
 		var err error
-		res, changed, err = b.ResolveReport(&ReportResolution{ID: 2, Action: ActionBlock, Reason: "phishing kit", At: 6000}, 5)
+		res, changed, err = b.ResolveReport(&ReportResolution{ID: 2, Action: ReportBlock, Reason: "phishing kit", At: 6000}, 5)
 		return err
 	})
 	if changed == nil || changed.Status != StatusBlocked || changed.Index != 5 || changed.UpdatedAt != 6000 {
 		t.Fatalf("link after block: %+v", changed)
 	}
-	if res.Open() || res.Action != ActionBlock || res.ResolvedAt != 6000 || res.ResolvedReason != "phishing kit" || res.Count != 7 {
+	if res.Open() || res.Action != ReportBlock || res.ResolvedAt != 6000 || res.ResolvedReason != "phishing kit" || res.Count != 7 {
 		t.Fatalf("resolved case: %+v", res)
 	}
 	var stored Link
@@ -61,10 +61,10 @@ func TestReportsFoldIntoOneCasePerCodeUntilResolved(t *testing.T) {
 	}
 	// Resolving twice is refused and changes nothing.
 	b := s.NewBatch()
-	if _, _, err := b.ResolveReport(&ReportResolution{ID: 2, Action: ActionDismiss, At: 7000}, 6); !errors.Is(err, ErrReportResolved) {
+	if _, _, err := b.ResolveReport(&ReportResolution{ID: 2, Action: ReportDismiss, At: 7000}, 6); !errors.Is(err, ErrReportResolved) {
 		t.Errorf("second resolve: %v; want ErrReportResolved", err)
 	}
-	if _, _, err := b.ResolveReport(&ReportResolution{ID: 99, Action: ActionDismiss}, 6); !errors.Is(err, ErrNotFound) {
+	if _, _, err := b.ResolveReport(&ReportResolution{ID: 99, Action: ReportDismiss}, 6); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown case: %v; want ErrNotFound", err)
 	}
 	b.Close()
@@ -83,7 +83,7 @@ func TestReportsFoldIntoOneCasePerCodeUntilResolved(t *testing.T) {
 		t.Fatalf("open cases after reopen: %+v, %v", open, err)
 	}
 	all, err := s.Reports(true, true, 0)
-	if err != nil || len(all) != 2 || all[0].ID != 2 || all[0].Action != ActionBlock {
+	if err != nil || len(all) != 2 || all[0].ID != 2 || all[0].Action != ReportBlock {
 		t.Fatalf("all cases after reopen: %+v, %v", all, err)
 	}
 	if r, found, err := s.OpenReport("abc1234"); err != nil || !found || r.ID != 7 {
@@ -117,10 +117,10 @@ func TestResolveDismissLeavesLinkAndReviewSetsInterstitial(t *testing.T) {
 		action ReportAction
 		code   string
 		want   Status
-	}{{3, ActionDismiss, "aaa", StatusActive}, {4, ActionReview, "bbb", StatusReview}} {
+	}{{3, ReportDismiss, "aaa", StatusActive}, {4, ReportReview, "bbb", StatusReview}} {
 		apply(t, s, tc.id+10, func(b *Batch) error {
 			_, changed, err := b.ResolveReport(&ReportResolution{ID: tc.id, Action: tc.action}, tc.id+10)
-			if (changed == nil) != (tc.action == ActionDismiss) {
+			if (changed == nil) != (tc.action == ReportDismiss) {
 				t.Errorf("%s: changed link %+v", tc.action, changed)
 			}
 			return err
@@ -159,7 +159,7 @@ func TestReportFilingChecks(t *testing.T) {
 func FuzzDecodeReport(f *testing.F) {
 	f.Add(AppendReport(nil, &Report{ID: 1, Code: "abc", Count: 1, Reasons: ReasonSpam}))
 	f.Add(AppendReport(nil, &Report{ID: 9, Code: "abc", Count: 3, Reasons: ReasonSpam | ReasonMalware, FirstAt: -1, LastAt: 5,
-		Details: []string{"x", "y"}, Action: ActionLegal, ResolvedAt: 7, ResolvedBy: "op", ResolvedReason: "court order"}))
+		Details: []string{"x", "y"}, Action: ReportLegal, ResolvedAt: 7, ResolvedBy: "op", ResolvedReason: "court order"}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r Report
@@ -173,4 +173,41 @@ func FuzzDecodeReport(f *testing.F) {
 			t.Fatalf("one encoding: decode+encode gave %x; want %x", again, b)
 		}
 	})
+}
+
+// TestResolutionIsInTheLinkHistory: a resolution that blocks writes the
+// status change with the operator's reason; a dismissal, which changes
+// nothing, still leaves a record; both in the resolving entry.
+func TestResolutionIsInTheLinkHistory(t *testing.T) {
+	s := newTestStore(t)
+	for i, code := range []string{"aaa", "bbb"} {
+		l := sampleLink(code, "o1", uint64(i+1))
+		apply(t, s, uint64(i+1), func(b *Batch) error { return b.CreateLink(&l) })
+	}
+	fileReport(t, s, 3, ReportFiling{Code: "aaa", Reasons: ReasonPhishing, Count: 1})
+	fileReport(t, s, 4, ReportFiling{Code: "bbb", Reasons: ReasonSpam, Count: 1})
+	apply(t, s, 5, func(b *Batch) error {
+		_, _, err := b.ResolveReport(&ReportResolution{ID: 3, Action: ReportBlock, Reason: "kit", Actor: "ops", At: 50}, 5)
+		return err
+	})
+	apply(t, s, 6, func(b *Batch) error {
+		_, _, err := b.ResolveReport(&ReportResolution{ID: 4, Action: ReportDismiss, At: 60}, 6)
+		return err
+	})
+	for _, tc := range []struct {
+		code string
+		want HistoryEntry
+	}{
+		{"aaa", HistoryEntry{Code: "aaa", Index: 5, At: 50, Actor: "ops", Action: "report_block", Reason: "report 3: kit",
+			Changes: []FieldChange{{Field: "status", Old: "active", New: "blocked"}}}},
+		{"bbb", HistoryEntry{Code: "bbb", Index: 6, At: 60, Actor: ActorOperator, Action: "report_dismiss", Reason: "report 4"}},
+	} {
+		h, err := s.LinkHistory(tc.code, 0)
+		if err != nil || len(h) != 2 {
+			t.Fatalf("%s: history %+v, %v; want the create and the resolution", tc.code, h, err)
+		}
+		if got := h[1]; !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: resolution record\n got %+v\nwant %+v", tc.code, got, tc.want)
+		}
+	}
 }

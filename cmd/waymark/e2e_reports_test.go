@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -60,17 +59,8 @@ func expectReportProblem(t *testing.T, r response, status int, typ string) {
 	}
 }
 
-// blockedAnswer is the status of a blocked link. main answers it with 403;
-// issue 11 point 1 (branch takedown) makes it 410, and the lead sets this
-// to 410 when merging the two branches.
-const blockedAnswer = 403
-
-func percentile(ds []time.Duration, p float64) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := int(p*float64(len(s))+0.999999) - 1 // nearest rank
-	return s[max(0, min(i, len(s)-1))]
-}
+// blockedAnswer is the status of a blocked link's warning page.
+const blockedAnswer = 410
 
 // TestE2EReports: three voters and an edge. Reports are filed on the
 // edge's public port, listed and resolved with the CLI binary, the block

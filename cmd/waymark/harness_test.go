@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -247,4 +248,11 @@ func readKey(t *testing.T, path string) string {
 		t.Fatalf("cannot read %s: %v", path, err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	slices.Sort(s)
+	i := int(p*float64(len(s))+0.999999) - 1 // nearest rank
+	return s[max(0, min(i, len(s)-1))]
 }
