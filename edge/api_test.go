@@ -339,8 +339,13 @@ func TestPatchLink(t *testing.T) {
 		t.Fatalf("disabled: got %d; want 410", r.status)
 	}
 	e.expect(e.do("PATCH", path, keyAlice, `{"status":"active"}`), 200, "")
+	// The first PATCH changed the destination: its review window is open.
+	if r := e.do("GET", "/"+v.Code, "", ""); r.status != 200 || !strings.Contains(string(r.body), "Continue") {
+		t.Fatalf("re-enabled within the edit's review window: got %d; want 200 and the interstitial", r.status)
+	}
+	e.clock.Advance(24 * time.Hour)
 	if r := e.do("GET", "/"+v.Code, "", ""); r.status != 302 {
-		t.Fatalf("re-enabled: got %d; want 302", r.status)
+		t.Fatalf("re-enabled after the review window: got %d; want 302", r.status)
 	}
 
 	for _, tt := range []struct{ body, problem, detail string }{

@@ -22,6 +22,9 @@ type linkView struct {
 	Status     string  `json:"status"`
 	CreatedAt  string  `json:"created_at"`
 	UpdatedAt  string  `json:"updated_at"`
+	// ReviewUntil: an edit of the destination shows the review
+	// interstitial until then.
+	ReviewUntil *string `json:"review_until,omitempty"`
 }
 
 func (s *Server) linkView(l *store.Link, now time.Time) linkView {
@@ -44,6 +47,10 @@ func (s *Server) linkView(l *store.Link, now time.Time) linkView {
 	if l.ClickLimit != 0 {
 		n := l.ClickLimit
 		v.ClickLimit = &n
+	}
+	if l.InReview(now.UnixMilli()) {
+		t := formatMillis(l.ReviewUntil)
+		v.ReviewUntil = &t
 	}
 	return v
 }
@@ -318,6 +325,10 @@ func (s *Server) updateLink(ctx *fasthttp.RequestCtx, owner store.Owner, code st
 			return
 		}
 		p.SetURL, p.URL = true, d.url
+		if s.cfg.EditReview > 0 {
+			// Applied only if the destination really changes (in the FSM).
+			p.ReviewUntil = now.Add(s.cfg.EditReview).UnixMilli()
+		}
 	}
 	if req.setExpiry {
 		if !checkExpiry(ctx, req.expiresAt, now) {

@@ -50,6 +50,7 @@ type Server struct {
 	limiter *limiter[store.KeyHash]
 	gate    *remoteGate
 	limits  bodyLimits
+	reports *reportDesk // POST /v1/reports
 	m       *serverMetrics
 	srv     *fasthttp.Server
 
@@ -116,6 +117,7 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		s.limiter = newLimiter[store.KeyHash](cfg.WriteRate, 2*cfg.WriteRate, cfg.Now)
 	}
 	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
+	s.reports = newReportDesk(s, w)
 	s.routes = map[string]fasthttp.RequestHandler{
 		"/healthz": s.serveHealth,
 		"/readyz":  s.serveReady,
@@ -194,6 +196,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closed = true
 	s.lnMu.Unlock()
 	err := s.srv.ShutdownWithContext(ctx)
+	s.reports.close()
 	// fasthttp only closes listeners its Serve has registered; a Serve that
 	// started just before Shutdown may not have, so close them here too (a
 	// second Close of the same listener is harmless).

@@ -67,6 +67,8 @@ type Config struct {
 	CacheEntries    int
 	BlockCacheBytes int64
 	PrivateMaxAge   time.Duration
+	PermanentMaxAge time.Duration
+	EditReview      time.Duration // 0 disables the bait-and-switch window
 	ApplyTimeout    time.Duration
 	BlockedHosts    []string
 	AggregatorURL   string
@@ -76,6 +78,7 @@ type Config struct {
 	IngestIPRate    float64
 	IngestSiteRate  float64
 	WriteRate       float64
+	ReportBurst     int   // POST /v1/reports per client IP: burst, refilled at one a minute
 	MaxConns        int   // public connections in all...
 	MaxConnsPerIP   int   // ...and from one client address
 	MinFreeDisk     int64 // bytes; below it the node refuses writes (storage-full mode)
@@ -165,6 +168,8 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.IntVar(&c.CacheEntries, "cache-entries", 1<<20, "redirect cache size in entries")
 	fs.Int64Var(&c.BlockCacheBytes, "block-cache-bytes", 128<<20, "Pebble block cache size")
 	fs.DurationVar(&c.PrivateMaxAge, "redirect-max-age", 60*time.Second, "Cache-Control max-age of 302/307 redirects")
+	fs.DurationVar(&c.PermanentMaxAge, "permanent-max-age", time.Hour, "Cache-Control max-age of 301/308 redirects: browsers never re-ask within it, so a takedown reaches them only after it")
+	fs.DurationVar(&c.EditReview, "edit-review", 24*time.Hour, "how long an edit that changes a link's destination shows the review interstitial first (0 disables)")
 	fs.DurationVar(&c.ApplyTimeout, "apply-timeout", 5*time.Second, "deadline of every replicated write")
 	fs.StringVar(&blocked, "blocked-hosts", "", "deprecated: use `waymark blocklist add`, which every node applies; comma-separated destination hosts this node alone refuses at create and edit")
 	fs.StringVar(&c.AggregatorURL, "aggregator-url", "", "where segments ship (default with --dev: this node)")
@@ -172,6 +177,7 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.StringVar(&c.CountryHeader, "country-header", "CF-IPCountry", "trusted header carrying the visitor's country")
 	fs.StringVar(&c.GeoIPPath, "geoip-db", "", "MaxMind-format GeoIP database file: a country database gives visit:country, a city database (make geoip: data/geoip/city.mmdb) also visit:region and visit:city")
 	fs.Float64Var(&c.WriteRate, "write-rate", 100, "link API writes per second per API key (token bucket, burst 2x)")
+	fs.IntVar(&c.ReportBurst, "report-burst", 5, "public reports (POST /v1/reports) a client IP may send at once; one more a minute after that")
 	fs.IntVar(&c.MaxConns, "max-conns", 16384, "open public HTTP connections at most; past it new ones get 503")
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", 1024, "open public HTTP connections from one client address at most; past it new ones get 429")
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "bytes kept free in the data folder's file system: below it the node refuses writes with 503 and fails readiness on voters and aggregators, until space is freed")
@@ -326,6 +332,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WriteRate <= 0 {
 		return fmt.Errorf("%w: --write-rate must be positive", ErrBadConfig)
+	}
+	if c.ReportBurst <= 0 {
+		return fmt.Errorf("%w: --report-burst must be positive", ErrBadConfig)
 	}
 	if c.MinFreeDisk < 0 {
 		return fmt.Errorf("%w: --min-free-disk must not be negative", ErrBadConfig)

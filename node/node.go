@@ -280,6 +280,7 @@ func (n *Node) openEdge(publicURL string) error {
 		APIFallback:   n.apiFallback(n.statsHandler()),
 		OnRedirect:    n.onRedirect(),
 		WriteRate:     n.cfg.WriteRate,
+		Reports:       edge.ReportConfig{PerIPBurst: float64(n.cfg.ReportBurst)},
 		Remote:        n.remoteLink,
 		MaybeFresh:    n.maybeFresh,
 		RemoteOwner:   n.remoteOwner,
@@ -290,6 +291,10 @@ func (n *Node) openEdge(publicURL string) error {
 		Logger:        n.log,
 		Metrics:       n.metrics,
 		Now:           time.Now,
+
+		// Issue 11: 0 takes the edge's default (1 h); --edit-review 0 is off.
+		PermanentMaxAge: n.cfg.PermanentMaxAge,
+		EditReview:      editReview(n.cfg.EditReview),
 	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
 		return err

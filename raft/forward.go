@@ -59,6 +59,9 @@ var forwardable = map[cmdType]bool{
 	cmdClaimRegion: true,
 	// Operator commands from any node's admin API (issue 11).
 	cmdBlocklistUpdate: true,
+	// Reports: an edge files them, any node's admin API resolves them.
+	cmdFileReport:    true,
+	cmdResolveReport: true,
 }
 
 // forward sends cmd to the leader this node knows of. Forwarding happens

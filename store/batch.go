@@ -103,7 +103,11 @@ func (b *Batch) CreateLink(l *Link) error {
 	if err := b.set(ownerIndexKey(l.Owner, l.Index, l.Code), nil); err != nil {
 		return fmt.Errorf("cannot index link %q: %w", l.Code, err)
 	}
-	return b.PutLink(l)
+	if err := b.PutLink(l); err != nil {
+		return err
+	}
+	h := createHistory(l)
+	return b.AddHistory(&h)
 }
 
 // PutLink overwrites a link record.

@@ -291,7 +291,7 @@ func TestE2ECluster(t *testing.T) {
 	syscall.Kill(e2.cmd.Process.Pid, syscall.SIGSTOP)
 	var changed []string
 	for i := 0; i < 20; i++ {
-		r := do(t, "POST", e1+"/v1/links", key, fmt.Sprintf(`{"url":"https://paused.example/%d"}`, i))
+		r := createRetrying(t, e1+"/v1/links", key, fmt.Sprintf(`{"url":"https://paused.example/%d"}`, i), fmt.Sprintf("paused-%d", i))
 		if r.status != 201 {
 			t.Fatalf("create while e2 paused: got %d %s", r.status, r.body)
 		}
