@@ -26,17 +26,22 @@ var pageBlockedDest = page("Warning: this link has been blocked",
 	`<div class="warning"><p>This short link leads to a site on this service's blocklist (for example phishing or malware).</p>`+
 		`<p>Waymark has blocked it to protect you. There is no way to continue from this page.</p></div>`)
 
-// Verdict bits in entry.blockSeen: generation<<1 | blocked; 0 = not checked.
-const blockGenMask = 1<<31 - 1
-
 // destBlocked reports whether e's destination is on a block entry of the
-// current blocklist. It does not allocate.
+// current blocklist. It does not allocate. The fast path reads the verdict
+// cached in entry.blockSeen (generation<<1 | blocked; 0 = not checked;
+// generations are never 0); serveCode has it written out.
 func (s *Server) destBlocked(e *entry) bool {
-	bl := s.st.Blocklist()
-	gen := bl.Gen() & blockGenMask
-	if v := e.blockSeen.Load(); v != 0 && v>>1 == gen {
+	if v := e.blockSeen.Load(); v>>1 == s.st.BlocklistGen() {
 		return v&1 == 1
 	}
+	return s.destBlockedSlow(e)
+}
+
+// destBlockedSlow matches e against the current snapshot and caches the
+// verdict under the snapshot's own generation.
+func (s *Server) destBlockedSlow(e *entry) bool {
+	bl := s.st.Blocklist()
+	gen := bl.Gen()
 	blocked := locationBlocked(bl, e.location)
 	v := gen << 1
 	if blocked {

@@ -62,11 +62,19 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 			kind = kindReview
 		}
 	}
-	if (kind == kindRedirect || kind == kindReview) && s.destBlocked(e) {
-		// The destination was blocklisted after the link was made.
-		s.m.blocklisted.Inc()
-		writePage(ctx, fasthttp.StatusGone, pageBlockedDest)
-		return
+	if kind == kindRedirect || kind == kindReview {
+		// The destination may have been blocklisted after the link was
+		// made: destBlocked, with its fast path written out here.
+		v := e.blockSeen.Load()
+		blocked := v&1 == 1
+		if v>>1 != s.st.BlocklistGen() {
+			blocked = s.destBlockedSlow(e)
+		}
+		if blocked {
+			s.m.blocklisted.Inc()
+			writePage(ctx, fasthttp.StatusGone, pageBlockedDest)
+			return
+		}
 	}
 	switch kind {
 	case kindRedirect:

@@ -245,15 +245,38 @@ func (s *Store) loadBlocklist() error {
 	if err != nil {
 		return err
 	}
-	s.blocklist.Store(NewBlocklist(entries, s.blockGen.Add(1)))
+	s.publishBlocklist(NewBlocklist(entries, nextBlockGen(s.blockGen.Load())))
 	return nil
 }
 
 // applyBlockChanges swaps in a snapshot with changes applied to the
-// current one. Only the FSM goroutine commits, so there is one writer.
+// current one. Only the FSM goroutine commits (and Restore, which raft
+// never runs beside an apply), so there is one writer.
 func (s *Store) applyBlockChanges(changes []BlockChange) {
-	s.blocklist.Store(s.blocklist.Load().with(changes, s.blockGen.Add(1)))
+	s.publishBlocklist(s.blocklist.Load().with(changes, nextBlockGen(s.blockGen.Load())))
 }
+
+// publishBlocklist swaps bl in, then its generation: a reader that sees
+// the new generation finds the new snapshot.
+func (s *Store) publishBlocklist(bl *Blocklist) {
+	s.blocklist.Store(bl)
+	s.blockGen.Store(bl.gen)
+}
+
+// MaxBlocklistGen bounds generations: 1 to 2^31-1, then round again, so
+// a reader can pack one with a bit beside it in a uint32.
+const MaxBlocklistGen = 1<<31 - 1
+
+func nextBlockGen(g uint32) uint32 {
+	if g >= MaxBlocklistGen {
+		return 1
+	}
+	return g + 1
+}
+
+// BlocklistGen is the generation of the current snapshot (Blocklist().Gen()
+// without loading it): never 0, at most MaxBlocklistGen.
+func (s *Store) BlocklistGen() uint32 { return s.blockGen.Load() }
 
 //go:embed shorteners.txt
 var shortenersTxt string

@@ -38,7 +38,7 @@ type Store struct {
 	beforeCommit func() error
 
 	blocklist atomic.Pointer[Blocklist] // rebuilt at every commit that changes it
-	blockGen  atomic.Uint32
+	blockGen  atomic.Uint32             // the published snapshot's generation
 }
 
 // Open opens (or creates) the database in dir.
