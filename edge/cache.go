@@ -45,6 +45,7 @@ type entry struct {
 	body   []byte // pages: the HTML
 	slot   int32  // index in the shard's ring; guarded by the shard lock
 
+	blockSeen atomic.Uint32 // blocklist verdict for location: generation<<1 | blocked (blocklist.go)
 	// reviewUntil (Unix ms): a redirect whose destination was edited shows
 	// body, the review interstitial, until then (bait and switch); 0: none.
 	reviewUntil int64

@@ -33,13 +33,15 @@ type Writer interface {
 // Config is what the node hands the edge server. Zero values take the
 // defaults documented on each field.
 type Config struct {
-	PublicURL       string        // base of short_url, e.g. "http://127.0.0.1:8080"; its host:port is refused as a destination
-	CacheEntries    int           // redirect cache size; 0 means 1<<20, negative disables the cache
-	PrivateMaxAge   time.Duration // Cache-Control for 302/307; default 60s
-	PermanentMaxAge time.Duration // Cache-Control for 301/308 (public); default 1 h, so a takedown reaches browsers that cached one
-	BlockedHosts    []string      // destination-blocked (host or any subdomain)
-	WriteRate       float64       // per-API-key writes/s (token bucket, burst twice the rate); default 100, negative disables
-	ApplyTimeout    time.Duration // context deadline for writes; default 5s
+	PublicURL       string          // base of short_url, e.g. "http://127.0.0.1:8080"; its host:port is refused as a destination
+	CacheEntries    int             // redirect cache size; 0 means 1<<20, negative disables the cache
+	PrivateMaxAge   time.Duration   // Cache-Control for 302/307; default 60s
+	PermanentMaxAge time.Duration   // Cache-Control for 301/308 (public); default 1 h, so a takedown reaches browsers that cached one
+	BlockedHosts    []string        // deprecated (--blocked-hosts): refused at create and edit on this node only; the replicated blocklist is in the store
+	OwnAddrs        []string        // listen addresses (host:port) of this node, refused as destinations like the public URL's host
+	ClusterAddrs    func() []string // public and admin addresses (host:port) of the other nodes, refused too (a loop through another node); read at create and edit; may be nil
+	WriteRate       float64         // per-API-key writes/s (token bucket, burst twice the rate); default 100, negative disables
+	ApplyTimeout    time.Duration   // context deadline for writes; default 5s
 	Ready           func() (bool, string)
 	WriteMetrics    func(w io.Writer)                           // for /metrics; nil writes this server's Metrics set
 	Routes          map[string]fasthttp.RequestHandler          // extra exact paths checked before the code route; may be nil

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -64,25 +63,22 @@ func (s *Server) checkDestination(ctx *fasthttp.RequestCtx, raw string) (destina
 		writeProblem(ctx, probInvalidURL, err.Error())
 		return destination{}, false
 	}
-	if s.isOwnDestination(d) {
-		writeProblem(ctx, probInvalidURL, "url points at this short-link service itself; a short link to a short link is refused")
+	if why := s.selfReason(d); why != "" {
+		writeProblem(ctx, probInvalidURL, "url points at this short-link service itself ("+why+"); a short link to a short link is refused, so two links cannot redirect to each other")
 		return destination{}, false
 	}
-	if s.blocked.matches(d.host) {
-		writeProblem(ctx, probDestinationBlocked, fmt.Sprintf("links to %s are not allowed on this service", d.host))
-		return destination{}, false
+	for _, bl := range []*store.Blocklist{s.st.Blocklist(), s.blocked} {
+		if e, ok := bl.Match(d.canon); ok {
+			writeProblem(ctx, probDestinationBlocked, blockedDetail(d.canon.String(), e))
+			return destination{}, false
+		}
 	}
 	return d, true
 }
 
 // isOwnDestination reports whether d points back at this service, which
 // would make a short link to a short link (or a redirect loop).
-func (s *Server) isOwnDestination(d destination) bool {
-	if strings.TrimSuffix(d.host, ".") != s.ownHost {
-		return false
-	}
-	return s.ownOrigin == "" || d.hostPort() == s.ownOrigin
-}
+func (s *Server) isOwnDestination(d destination) bool { return s.selfReason(d) != "" }
 
 // checkExpiry refuses an expiry that has already passed.
 func checkExpiry(ctx *fasthttp.RequestCtx, ms int64, now time.Time) bool {

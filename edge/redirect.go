@@ -62,6 +62,20 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 			kind = kindReview
 		}
 	}
+	if kind == kindRedirect || kind == kindReview {
+		// The destination may have been blocklisted after the link was
+		// made: destBlocked, with its fast path written out here.
+		v := e.blockSeen.Load()
+		blocked := v&1 == 1
+		if v>>1 != s.st.BlocklistGen() {
+			blocked = s.destBlockedSlow(e)
+		}
+		if blocked {
+			s.m.blocklisted.Inc()
+			writePage(ctx, fasthttp.StatusGone, pageBlockedDest)
+			return
+		}
+	}
 	switch kind {
 	case kindRedirect:
 		writeRedirect(ctx, e, now)
@@ -173,6 +187,7 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 	case store.StatusReview:
 		e.kind, e.status = kindReview, fasthttp.StatusOK
 		e.body = reviewPage(hostOf(l.URL), l.URL)
+		e.location = []byte(l.URL) // for the blocklist check only
 	default: // disabled, click-limited, or a status this build does not know
 		e.kind, e.status = kindGone, fasthttp.StatusGone
 	}

@@ -48,6 +48,8 @@ func (n *Node) openAdmin() error {
 	mux.HandleFunc("PUT /v1/snapshot", a.snapshotRestore)
 	mux.HandleFunc("GET /v1/regions", a.listRegions)
 	mux.HandleFunc("POST /v1/regions", a.claimRegion)
+	mux.HandleFunc("GET /v1/blocklist", a.listBlocklist)
+	mux.HandleFunc("POST /v1/blocklist", a.updateBlocklist)
 	mux.HandleFunc("GET /v1/links/{code}", a.showLink)
 	mux.HandleFunc("GET /v1/links/{code}/history", a.linkHistory)
 	mux.HandleFunc("POST /v1/links/{code}/block", a.blockLink)

@@ -171,7 +171,7 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.DurationVar(&c.PermanentMaxAge, "permanent-max-age", time.Hour, "Cache-Control max-age of 301/308 redirects: browsers never re-ask within it, so a takedown reaches them only after it")
 	fs.DurationVar(&c.EditReview, "edit-review", 24*time.Hour, "how long an edit that changes a link's destination shows the review interstitial first (0 disables)")
 	fs.DurationVar(&c.ApplyTimeout, "apply-timeout", 5*time.Second, "deadline of every replicated write")
-	fs.StringVar(&blocked, "blocked-hosts", "", "comma-separated destination hosts refused as destination-blocked")
+	fs.StringVar(&blocked, "blocked-hosts", "", "deprecated: use `waymark blocklist add`, which every node applies; comma-separated destination hosts this node alone refuses at create and edit")
 	fs.StringVar(&c.AggregatorURL, "aggregator-url", "", "where segments ship (default with --dev: this node)")
 	fs.StringVar(&proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is believed (--dev: loopback)")
 	fs.StringVar(&c.CountryHeader, "country-header", "CF-IPCountry", "trusted header carrying the visitor's country")

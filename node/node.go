@@ -129,6 +129,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 		publicURL = "http://" + n.httpLn.Addr().String()
 	}
 
+	if len(cfg.BlockedHosts) > 0 {
+		log.Warn("--blocked-hosts is deprecated: it only applies to creates and edits on this node; use `waymark blocklist add` (or `blocklist import`), which every node applies, existing links included",
+			"hosts", len(cfg.BlockedHosts))
+	}
 	n.openDiskGuard(bgCtx)
 	if err := phase("store", n.openStore); err != nil {
 		return nil, err
@@ -267,6 +271,8 @@ func (n *Node) openEdge(publicURL string) error {
 		CacheEntries:  n.cfg.CacheEntries,
 		PrivateMaxAge: n.cfg.PrivateMaxAge,
 		BlockedHosts:  n.cfg.BlockedHosts,
+		OwnAddrs:      n.ownAddrs(),
+		ClusterAddrs:  n.clusterAddrs,
 		ApplyTimeout:  n.cfg.ApplyTimeout,
 		Ready:         n.ready,
 		WriteMetrics:  n.writeMetrics,

@@ -34,6 +34,8 @@ const (
 	cmdClaimRegion       cmdType = 8
 	cmdExpireIdempotency cmdType = 9
 	cmdSetClusterID      cmdType = 10
+	// Issue 11: the replicated blocklist.
+	cmdBlocklistUpdate cmdType = 14
 	// Issue 11: public abuse reports (reportcmd.go).
 	cmdFileReport    cmdType = 12
 	cmdResolveReport cmdType = 13
@@ -73,6 +75,7 @@ var commandTable = map[cmdType]commandSpec{
 	cmdClaimRegion:       {name: "claim_region", version: 1, decode: decodeClaimRegion},
 	cmdExpireIdempotency: {name: "expire_idempotency", version: 1, decode: decodeExpireIdempotency},
 	cmdSetClusterID:      {name: "set_cluster_id", version: 1, decode: decodeSetClusterID},
+	cmdBlocklistUpdate:   {name: "blocklist_update", version: 1, decode: decodeBlocklistUpdate},
 	cmdFileReport:        {name: "file_report", version: 1, decode: decodeFileReport},
 	cmdResolveReport:     {name: "resolve_report", version: 1, decode: decodeResolveReport},
 }

@@ -41,6 +41,11 @@ func sampleCommands() []command {
 			Details: []string{"fake bank login", "x"}}},
 		&resolveReportCmd{Res: store.ReportResolution{ID: 7, Action: store.ReportBlock, Reason: "phishing kit", Actor: "ops", At: 99}},
 		&resolveReportCmd{Res: store.ReportResolution{ID: 8, Action: store.ReportDismiss}},
+		&blocklistUpdateCmd{Changes: []store.BlockChange{
+			{Entry: store.BlockEntry{Value: "evil.example", Kind: store.BlockKindBlock, Reason: "phishing", AddedAt: 1764590000000}},
+			{Entry: store.BlockEntry{Value: "10.0.0.0/8", Kind: store.BlockKindShortener}},
+			{Remove: true, Entry: store.BlockEntry{Value: "2001:db8::bad"}},
+		}},
 	}
 }
 

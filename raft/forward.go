@@ -57,6 +57,8 @@ var forwardable = map[cmdType]bool{
 	cmdAllocBlock:  true,
 	cmdUpdateSite:  true,
 	cmdClaimRegion: true,
+	// Operator commands from any node's admin API (issue 11).
+	cmdBlocklistUpdate: true,
 	// Reports: an edge files them, any node's admin API resolves them.
 	cmdFileReport:    true,
 	cmdResolveReport: true,

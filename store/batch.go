@@ -15,11 +15,14 @@ type Batch struct {
 	b       *pebble.Batch
 	durable bool         // a link's status changed: Commit syncs
 	hook    func() error // Options.BeforeCommit
+
+	st           *Store
+	blockChanges []BlockChange // reach the blocklist snapshot at Commit
 }
 
 // NewBatch starts an atomic group of writes.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{b: s.db.NewIndexedBatch(), hook: s.beforeCommit}
+	return &Batch{b: s.db.NewIndexedBatch(), hook: s.beforeCommit, st: s}
 }
 
 // Close releases the batch without committing it (safe after Commit).
@@ -57,6 +60,10 @@ func (b *Batch) Commit(applied uint64) error {
 	}
 	if err := b.b.Commit(opts); err != nil {
 		return fmt.Errorf("cannot commit batch: %w", storageErr(err))
+	}
+	if len(b.blockChanges) > 0 {
+		b.st.applyBlockChanges(b.blockChanges)
+		b.blockChanges = nil
 	}
 	return nil
 }

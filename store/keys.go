@@ -22,6 +22,7 @@ const (
 	tabIdempotencyByTime = 'Q'
 	tabRegion            = 'R' // R region name -> slot(1)
 	tabSite              = 'S' // S site id -> site record
+	tabBlocklist         = 'B' // B canonical entry (name, address or prefix) -> blocklist record
 	tabReport            = 'T' // T id(be64) -> report case record
 	tabReportByCode      = 'U' // U code -> id(be64) of the code's open report case
 )

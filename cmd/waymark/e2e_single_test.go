@@ -109,7 +109,7 @@ func TestE2ESingleNode(t *testing.T) {
 			{"userinfo", "POST", "/v1/links", key, `{"url":"https://user@a.example/"}`, 400, "invalid-url"},
 			{"own domain", "POST", "/v1/links", key, fmt.Sprintf(`{"url":"http://%s/x"}`, p.http), 400, "invalid-url"},
 			{"too long", "POST", "/v1/links", key, fmt.Sprintf(`{"url":"https://a.example/%s"}`, strings.Repeat("a", 2100)), 400, "invalid-url"},
-			{"blocked", "POST", "/v1/links", key, `{"url":"https://www.evil.example/x"}`, 400, "destination-blocked"},
+			{"blocked", "POST", "/v1/links", key, `{"url":"https://www.evil.example/x"}`, 422, "destination-blocked"},
 			{"reserved alias", "POST", "/v1/links", key, `{"url":"https://a.example","alias":"Metrics"}`, 409, "alias-unavailable"},
 			{"taken alias", "POST", "/v1/links", key, `{"url":"https://a.example","alias":"my-Perm_1"}`, 409, "alias-unavailable"},
 			{"bad alias", "POST", "/v1/links", key, `{"url":"https://a.example","alias":"a/b"}`, 400, ""},
