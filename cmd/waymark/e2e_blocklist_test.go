@@ -24,30 +24,7 @@ func TestE2EBlocklist(t *testing.T) {
 		t.Skip("starts four processes")
 	}
 	c := newCluster(t)
-	v1 := c.start("v1", "us", "voter", "", "--bootstrap-expect", "3")
-	c.start("v2", "eu", "voter", v1.gossip, "--bootstrap-expect", "3")
-	c.start("v3", "ap", "voter", v1.gossip, "--bootstrap-expect", "3")
-	c.start("e1", "eu", "edge", v1.gossip)
-	all := []string{"v1", "v2", "v3", "e1"}
-	waitFor(t, "3 voters and 1 non-voter in raft", 60*time.Second, func() bool {
-		voters, non := 0, 0
-		for _, r := range c.peers("v1") {
-			if r.Suffrage == "voter" {
-				voters++
-			} else {
-				non++
-			}
-		}
-		return voters == 3 && non == 1
-	})
-	waitFor(t, "every node ready", 30*time.Second, func() bool {
-		for _, n := range all {
-			if !ready(t, c.nodes[n]) {
-				return false
-			}
-		}
-		return true
-	})
+	all := c.threeVotersAndEdge()
 	out, _, code := runCLI(t, c.env("v1"), "owners", "create", "alice")
 	key := strings.TrimSpace(out)
 	if code != 0 || !strings.HasPrefix(key, "wm_") {

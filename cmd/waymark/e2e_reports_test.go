@@ -68,30 +68,8 @@ const blockedAnswer = 410
 // restart of the edge. A voter's public port shows the per-IP limit.
 func TestE2EReports(t *testing.T) {
 	c := newCluster(t)
-	v1 := c.start("v1", "us", "voter", "", "--bootstrap-expect", "3")
-	c.start("v2", "eu", "voter", v1.gossip, "--bootstrap-expect", "3")
-	c.start("v3", "ap", "voter", v1.gossip, "--bootstrap-expect", "3")
-	c.start("e1", "eu", "edge", v1.gossip, "--report-burst", "100")
-	all := []string{"v1", "v2", "v3", "e1"}
-	waitFor(t, "3 voters and 1 non-voter in raft", 60*time.Second, func() bool {
-		voters, non := 0, 0
-		for _, r := range c.peers("v1") {
-			if r.Suffrage == "voter" {
-				voters++
-			} else {
-				non++
-			}
-		}
-		return voters == 3 && non == 1
-	})
-	waitFor(t, "every node ready", 60*time.Second, func() bool {
-		for _, n := range all {
-			if !ready(t, c.nodes[n]) {
-				return false
-			}
-		}
-		return true
-	})
+	all := c.threeVotersAndEdge("--report-burst", "100")
+	v1 := c.nodes["v1"]
 	out, _, code := runCLI(t, c.env("v2"), "owners", "create", "alice", "-format", "json")
 	var owner struct {
 		ID     string `json:"id"`

@@ -115,30 +115,9 @@ func pollNodes(nodes map[string]*proc, code string, want takedownState, t0 time.
 // HEAD requests are not clicks.
 func TestE2ETakedowns(t *testing.T) {
 	c := newCluster(t)
-	v1 := c.start("v1", "us", "voter,aggregator", "", "--bootstrap-expect", "3")
-	c.start("v2", "eu", "voter", v1.gossip, "--bootstrap-expect", "3")
-	c.start("v3", "ap", "voter", v1.gossip, "--bootstrap-expect", "3")
-	e1 := c.start("e1", "eu", "edge", v1.gossip, "--aggregator-url", "http://"+v1.http)
-	names := []string{"v1", "v2", "v3", "e1"}
-	waitFor(t, "3 voters and 1 non-voter in raft", 60*time.Second, func() bool {
-		voters, non := 0, 0
-		for _, r := range c.peers("v1") {
-			if r.Suffrage == "voter" {
-				voters++
-			} else {
-				non++
-			}
-		}
-		return voters == 3 && non == 1
-	})
-	waitFor(t, "every node ready", 30*time.Second, func() bool {
-		for _, n := range names {
-			if !ready(t, c.nodes[n]) {
-				return false
-			}
-		}
-		return true
-	})
+	names := c.threeVotersAndEdge()
+	v1 := c.nodes["v1"]
+	e1 := c.nodes["e1"]
 	owner := func(name string) (id, key string) {
 		out, _, code := runCLI(t, c.env("v2"), "owners", "create", name, "-format", "json")
 		var o struct {
