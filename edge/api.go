@@ -50,6 +50,17 @@ func (s *Server) dispatchAPI(ctx *fasthttp.RequestCtx) string {
 		}
 		methodNotAllowed(ctx, "GET, PATCH, DELETE")
 		return "link"
+	case path == reportsPath:
+		s.reports.serve(ctx)
+		return "reports.file"
+	}
+	if code, ok := historyCode(path); ok {
+		if method != fasthttp.MethodGet {
+			methodNotAllowed(ctx, "GET")
+			return "links.history"
+		}
+		s.withOwner(ctx, false, func(ctx *fasthttp.RequestCtx, o store.Owner) { s.linkHistory(ctx, o, code) })
+		return "links.history"
 	}
 	if route, ok := s.dispatchSites(ctx, path, method); ok {
 		return route

@@ -97,9 +97,9 @@ func TestCreateLinkErrors(t *testing.T) {
 		{"userinfo", `{"url":"https://user@example.com/"}`, 400, probInvalidURL, "user info"},
 		{"too long", `{"url":"https://example.com/` + strings.Repeat("a", 2048) + `"}`, 400, probInvalidURL, "2048"},
 		{"own host", `{"url":"` + e.cfg.PublicURL + `/abc1234"}`, 400, probInvalidURL, "service itself"},
-		{"blocked host", `{"url":"https://evil.example/x"}`, 400, probDestinationBlocked, "evil.example"},
-		{"blocked subdomain", `{"url":"https://WWW.Evil.Example/x"}`, 400, probDestinationBlocked, "www.evil.example"},
-		{"blocked ipv6", `{"url":"https://[2001:DB8::BAD]/"}`, 400, probDestinationBlocked, ""},
+		{"blocked host", `{"url":"https://evil.example/x"}`, 422, probDestinationBlocked, "evil.example"},
+		{"blocked subdomain", `{"url":"https://WWW.Evil.Example/x"}`, 422, probDestinationBlocked, "www.evil.example"},
+		{"blocked ipv6", `{"url":"https://[2001:DB8::BAD]/"}`, 422, probDestinationBlocked, ""},
 		{"not json", `{"url":`, 400, probInvalidRequest, "not valid JSON"},
 		{"garbage", `hello`, 400, probInvalidRequest, "not valid JSON"},
 		{"array", `["https://example.com"]`, 400, probInvalidRequest, "JSON object"},
@@ -339,8 +339,13 @@ func TestPatchLink(t *testing.T) {
 		t.Fatalf("disabled: got %d; want 410", r.status)
 	}
 	e.expect(e.do("PATCH", path, keyAlice, `{"status":"active"}`), 200, "")
+	// The first PATCH changed the destination: its review window is open.
+	if r := e.do("GET", "/"+v.Code, "", ""); r.status != 200 || !strings.Contains(string(r.body), "Continue") {
+		t.Fatalf("re-enabled within the edit's review window: got %d; want 200 and the interstitial", r.status)
+	}
+	e.clock.Advance(24 * time.Hour)
 	if r := e.do("GET", "/"+v.Code, "", ""); r.status != 302 {
-		t.Fatalf("re-enabled: got %d; want 302", r.status)
+		t.Fatalf("re-enabled after the review window: got %d; want 302", r.status)
 	}
 
 	for _, tt := range []struct{ body, problem, detail string }{
@@ -354,7 +359,11 @@ func TestPatchLink(t *testing.T) {
 		{`{"click_limit":-1}`, probInvalidRequest, "at least 1"},
 	} {
 		r := e.do("PATCH", path, keyAlice, tt.body)
-		e.expect(r, 400, tt.problem)
+		want := 400
+		if tt.problem == probDestinationBlocked {
+			want = 422
+		}
+		e.expect(r, want, tt.problem)
 		if !strings.Contains(r.problem(t).Detail, tt.detail) {
 			t.Errorf("PATCH %s: detail %q; want it to contain %q", tt.body, r.problem(t).Detail, tt.detail)
 		}

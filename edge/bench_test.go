@@ -119,3 +119,21 @@ func TestRedirectHitAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRedirectCacheHitBlocklist is a cache hit with 10,000 block
+// entries and a prefix in the snapshot.
+func BenchmarkRedirectCacheHitBlocklist(b *testing.B) {
+	srv, w := benchServer(b, Config{})
+	w.blocklist(b, bigBlocklist(10000)...)
+	w.blocklist(b, blockEntry("10.0.0.0/8"))
+	h := srv.Handler()
+	ctx := requestCtx("GET", "/abc1234")
+	if !serveOnce(h, ctx, 302) {
+		b.Fatalf("status: got %d; want 302", ctx.Response.StatusCode())
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		serveOnce(h, ctx, 302)
+	}
+}

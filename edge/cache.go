@@ -45,6 +45,11 @@ type entry struct {
 	maxAge int64  // redirects: seconds, before clamping to the expiry
 	body   []byte // pages: the HTML
 	slot   int32  // index in the shard's ring; guarded by the shard lock
+
+	blockSeen atomic.Uint32 // blocklist verdict for location: generation<<1 | blocked (blocklist.go)
+	// reviewUntil (Unix ms): a redirect whose destination was edited shows
+	// body, the review interstitial, until then (bait and switch); 0: none.
+	reviewUntil int64
 }
 
 // Entries with their bytes in the same allocation, right behind the entry:

@@ -34,18 +34,25 @@ type Writer interface {
 // Config is what the node hands the edge server. Zero values take the
 // defaults documented on each field.
 type Config struct {
-	PublicURL       string        // base of short_url, e.g. "http://127.0.0.1:8080"; its host:port is refused as a destination
-	CacheEntries    int           // redirect cache size; 0 means 1<<20, negative disables the cache
-	PrivateMaxAge   time.Duration // Cache-Control for 302/307; default 60s
-	PermanentMaxAge time.Duration // Cache-Control for 301/308 (public); default 1 year
-	BlockedHosts    []string      // destination-blocked (host or any subdomain)
-	WriteRate       float64       // per-API-key writes/s (token bucket, burst twice the rate); default 100, negative disables
-	ApplyTimeout    time.Duration // context deadline for writes; default 5s
+	PublicURL       string          // base of short_url, e.g. "http://127.0.0.1:8080"; its host:port is refused as a destination
+	CacheEntries    int             // redirect cache size; 0 means 1<<20, negative disables the cache
+	PrivateMaxAge   time.Duration   // Cache-Control for 302/307; default 60s
+	PermanentMaxAge time.Duration   // Cache-Control for 301/308 (public); default 1 h, so a takedown reaches browsers that cached one
+	BlockedHosts    []string        // deprecated (--blocked-hosts): refused at create and edit on this node only; the replicated blocklist is in the store
+	OwnAddrs        []string        // listen addresses (host:port) of this node, refused as destinations like the public URL's host
+	ClusterAddrs    func() []string // public and admin addresses (host:port) of the other nodes, refused too (a loop through another node); read at create and edit; may be nil
+	WriteRate       float64         // per-API-key writes/s (token bucket, burst twice the rate); default 100, negative disables
+	ApplyTimeout    time.Duration   // context deadline for writes; default 5s
 	Ready           func() (bool, string)
 	WriteMetrics    func(w io.Writer)                           // for /metrics; nil writes this server's Metrics set
 	Routes          map[string]fasthttp.RequestHandler          // extra exact paths checked before the code route; may be nil
 	APIFallback     fasthttp.RequestHandler                     // /v1/ paths edge does not serve (e.g. stats); nil answers 404
-	OnRedirect      func(ctx *fasthttp.RequestCtx, code []byte) // after a 3xx (click capture); must not block; may be nil
+	OnRedirect      func(ctx *fasthttp.RequestCtx, code []byte) // after a 3xx (click capture), never for HEAD; must not block; may be nil
+
+	// EditReview is how long an edit that changes a destination shows the
+	// review interstitial before redirecting (bait and switch); default
+	// 24 h, negative disables.
+	EditReview time.Duration
 
 	// Read-your-writes across regions: a local miss on a code that
 	// MaybeFresh says could have been created but not yet applied here asks
@@ -75,9 +82,11 @@ type Config struct {
 	// server's own deadline handling (the node serves mutual TLS to other
 	// nodes on this port through it).
 	WrapConn func(net.Conn) net.Conn
-	Logger   *slog.Logger
-	Metrics  *metrics.Set
-	Now      func() time.Time
+	// Reports bounds POST /v1/reports (reports.go).
+	Reports ReportConfig
+	Logger  *slog.Logger
+	Metrics *metrics.Set
+	Now     func() time.Time
 
 	// Create limits (createlimits.go): POST /v1/links per client address,
 	// per registrable domain of the destination and per API key, in
@@ -95,7 +104,8 @@ type Config struct {
 const (
 	defaultCacheEntries    = 1 << 20
 	defaultPrivateMaxAge   = 60 * time.Second
-	defaultPermanentMaxAge = 365 * 24 * time.Hour
+	defaultPermanentMaxAge = time.Hour
+	defaultEditReview      = 24 * time.Hour
 	defaultWriteRate       = 100
 	defaultApplyTimeout    = 5 * time.Second
 
@@ -111,6 +121,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PermanentMaxAge == 0 {
 		c.PermanentMaxAge = defaultPermanentMaxAge
+	}
+	if c.EditReview == 0 {
+		c.EditReview = defaultEditReview
 	}
 	if c.WriteRate == 0 {
 		c.WriteRate = defaultWriteRate

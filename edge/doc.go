@@ -18,7 +18,7 @@
 // the moment it passes even when its redirect is cached.
 //
 // Answers for a code that does not redirect: unknown 404, expired, disabled
-// or click-limited 410, legal_block 451, blocked 403 (a warning page that
+// or click-limited 410, legal_block 451, blocked 410 (a warning page that
 // names the destination host without linking to it), review 200 (an
 // interstitial with a continue button).
 package edge

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -23,6 +22,9 @@ type linkView struct {
 	Status     string  `json:"status"`
 	CreatedAt  string  `json:"created_at"`
 	UpdatedAt  string  `json:"updated_at"`
+	// ReviewUntil: an edit of the destination shows the review
+	// interstitial until then.
+	ReviewUntil *string `json:"review_until,omitempty"`
 }
 
 func (s *Server) linkView(l *store.Link, now time.Time) linkView {
@@ -46,6 +48,10 @@ func (s *Server) linkView(l *store.Link, now time.Time) linkView {
 		n := l.ClickLimit
 		v.ClickLimit = &n
 	}
+	if l.InReview(now.UnixMilli()) {
+		t := formatMillis(l.ReviewUntil)
+		v.ReviewUntil = &t
+	}
 	return v
 }
 
@@ -57,25 +63,22 @@ func (s *Server) checkDestination(ctx *fasthttp.RequestCtx, raw string) (destina
 		writeProblem(ctx, probInvalidURL, err.Error())
 		return destination{}, false
 	}
-	if s.isOwnDestination(d) {
-		writeProblem(ctx, probInvalidURL, "url points at this short-link service itself; a short link to a short link is refused")
+	if why := s.selfReason(d); why != "" {
+		writeProblem(ctx, probInvalidURL, "url points at this short-link service itself ("+why+"); a short link to a short link is refused, so two links cannot redirect to each other")
 		return destination{}, false
 	}
-	if s.blocked.matches(d.host) {
-		writeProblem(ctx, probDestinationBlocked, fmt.Sprintf("links to %s are not allowed on this service", d.host))
-		return destination{}, false
+	for _, bl := range []*store.Blocklist{s.st.Blocklist(), s.blocked} {
+		if e, ok := bl.Match(d.canon); ok {
+			writeProblem(ctx, probDestinationBlocked, blockedDetail(d.canon.String(), e))
+			return destination{}, false
+		}
 	}
 	return d, true
 }
 
 // isOwnDestination reports whether d points back at this service, which
 // would make a short link to a short link (or a redirect loop).
-func (s *Server) isOwnDestination(d destination) bool {
-	if strings.TrimSuffix(d.host, ".") != s.ownHost {
-		return false
-	}
-	return s.ownOrigin == "" || d.hostPort() == s.ownOrigin
-}
+func (s *Server) isOwnDestination(d destination) bool { return s.selfReason(d) != "" }
 
 // checkExpiry refuses an expiry that has already passed.
 func checkExpiry(ctx *fasthttp.RequestCtx, ms int64, now time.Time) bool {
@@ -335,6 +338,10 @@ func (s *Server) updateLink(ctx *fasthttp.RequestCtx, owner store.Owner, code st
 			return
 		}
 		p.SetURL, p.URL = true, d.url
+		if s.cfg.EditReview > 0 {
+			// Applied only if the destination really changes (in the FSM).
+			p.ReviewUntil = now.Add(s.cfg.EditReview).UnixMilli()
+		}
 	}
 	if req.setExpiry {
 		if !checkExpiry(ctx, req.expiresAt, now) {

@@ -18,6 +18,7 @@ type serverMetrics struct {
 	legalBlock     *metrics.Counter
 	blocked        *metrics.Counter
 	review         *metrics.Counter
+	blocklisted    *metrics.Counter // destination on the replicated blocklist
 	redirectErrors *metrics.Counter
 
 	cacheHits   *metrics.Counter
@@ -43,6 +44,7 @@ func newServerMetrics(set *metrics.Set, c *cache) *serverMetrics {
 		legalBlock:     result("legal_block"),
 		blocked:        result("blocked"),
 		review:         result("review"),
+		blocklisted:    result("blocklisted"),
 		redirectErrors: result("error"),
 		cacheHits:      set.GetOrCreateCounter("waymark_edge_cache_hits_total"),
 		cacheMisses:    set.GetOrCreateCounter("waymark_edge_cache_misses_total"),

@@ -23,6 +23,9 @@ var (
 	valPageCSP    = []byte("default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 	valNoSniff    = []byte("nosniff")
 	valNoReferrer = []byte("no-referrer")
+	// Every 3xx: the destination learns the short link's origin at most,
+	// never its path (the code), and nothing on a downgrade to http.
+	valRedirectReferrer = []byte("strict-origin-when-cross-origin")
 )
 
 // serveCode answers GET and HEAD /{code}: cache, then Pebble, then the
@@ -54,6 +57,30 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 	if (kind == kindRedirect || kind == kindReview) && s.suspended.Has(e.owner) {
 		kind = kindGone
 	}
+	// Bait and switch: an edited destination is shown on the review
+	// interstitial first until the edit's window closes.
+	if kind == kindRedirect && e.reviewUntil != 0 {
+		if now == 0 {
+			now = s.now().UnixMilli()
+		}
+		if now < e.reviewUntil {
+			kind = kindReview
+		}
+	}
+	if kind == kindRedirect || kind == kindReview {
+		// The destination may have been blocklisted after the link was
+		// made: destBlocked, with its fast path written out here.
+		v := e.blockSeen.Load()
+		blocked := v&1 == 1
+		if v>>1 != s.st.BlocklistGen() {
+			blocked = s.destBlockedSlow(e)
+		}
+		if blocked {
+			s.m.blocklisted.Inc()
+			writePage(ctx, fasthttp.StatusGone, pageBlockedDest)
+			return
+		}
+	}
 	switch kind {
 	case kindRedirect:
 		writeRedirect(ctx, e, now)
@@ -62,10 +89,15 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 		} else {
 			s.m.redirectMiss.Inc()
 		}
-		if s.onRedirect != nil {
+		// HEAD answers exactly like GET but is not a visit: link checkers
+		// and unfurlers send it, and a click counted for them would be
+		// a click nobody made.
+		if s.onRedirect != nil && !ctx.IsHead() {
 			s.onRedirect(ctx, code)
 		}
 		return
+	case kindReview:
+		writePage(ctx, fasthttp.StatusOK, e.body)
 	case kindNotFound:
 		writePage(ctx, fasthttp.StatusNotFound, pageNotFound)
 	case kindGone:
@@ -148,6 +180,9 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 		}
 		e.kind, e.status, e.public, e.maxAge = kindRedirect, uint16(l.Redirect), public, maxAge
 		e.location, e.cacheControl = b[:n:n], b[n:m:m]
+		if l.ReviewUntil != 0 {
+			e.reviewUntil, e.body = l.ReviewUntil, reviewPage(hostOf(l.URL), l.URL)
+		}
 		return e
 	}
 	e := &entry{code: string(code), owner: l.Owner, expiresAt: l.ExpiresAt}
@@ -155,11 +190,12 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 	case store.StatusLegalBlock:
 		e.kind, e.status = kindLegal, fasthttp.StatusUnavailableForLegalReasons
 	case store.StatusBlocked:
-		e.kind, e.status = kindBlocked, fasthttp.StatusForbidden
+		e.kind, e.status = kindBlocked, fasthttp.StatusGone
 		e.body = blockedPage(hostOf(l.URL))
 	case store.StatusReview:
 		e.kind, e.status = kindReview, fasthttp.StatusOK
 		e.body = reviewPage(hostOf(l.URL), l.URL)
+		e.location = []byte(l.URL) // for the blocklist check only
 	default: // disabled, click-limited, or a status this build does not know
 		e.kind, e.status = kindGone, fasthttp.StatusGone
 	}
@@ -173,6 +209,12 @@ func writeRedirect(ctx *fasthttp.RequestCtx, e *entry, now int64) {
 	ctx.Response.SetStatusCode(int(e.status))
 	h := &ctx.Response.Header
 	h.SetCanonical(hdrLocation, e.location)
+	h.SetCanonical(hdrReferrerPolicy, valRedirectReferrer)
+	if ctx.IsHead() {
+		// fasthttp leaves out an empty body's Content-Length on HEAD;
+		// GET sends "0", and HEAD must answer with GET's headers.
+		h.SetContentLength(0)
+	}
 	if e.expiresAt == 0 {
 		h.SetCanonical(hdrCacheControl, e.cacheControl)
 		return

@@ -50,10 +50,10 @@ func TestRedirectTypesAndCacheControl(t *testing.T) {
 		redirect uint16
 		cc       string
 	}{
-		{301, "public, max-age=31536000"},
+		{301, "public, max-age=3600"},
 		{302, "private, max-age=30"},
 		{307, "private, max-age=30"},
-		{308, "public, max-age=31536000"},
+		{308, "public, max-age=3600"},
 	}
 	for _, tt := range tests {
 		code := "type" + string(rune('0'+tt.redirect%10))
@@ -132,7 +132,7 @@ func TestRedirectStatusPages(t *testing.T) {
 		{store.StatusDisabled, 410, func(t *testing.T, body string) { wantContains(t, body, "no longer available") }},
 		{store.StatusLimited, 410, func(t *testing.T, body string) { wantContains(t, body, "click limit") }},
 		{store.StatusLegalBlock, 451, func(t *testing.T, body string) { wantContains(t, body, "legal") }},
-		{store.StatusBlocked, 403, func(t *testing.T, body string) {
+		{store.StatusBlocked, 410, func(t *testing.T, body string) {
 			wantContains(t, body, "phish.example")
 			if strings.Contains(body, "href") || strings.Contains(body, "login") || strings.Contains(body, "https://phish") {
 				t.Errorf("warning page links to or spells out the destination:\n%s", body)
@@ -196,7 +196,7 @@ func TestRedirectExpiryFromCache(t *testing.T) {
 }
 
 func TestRedirectSeesChangesOnNextRequest(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, func(c *Config) { c.EditReview = -1 }) // no bait-and-switch window
 	v := e.createLink(keyAlice, `{"url":"https://example.com/one"}`)
 	if r := e.do("GET", "/"+v.Code, "", ""); r.get("Location") != "https://example.com/one" {
 		t.Fatalf("first: Location %q", r.get("Location"))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -32,10 +33,12 @@ type Server struct {
 	maybeFresh func(code []byte) bool
 	remoteWait time.Duration
 
-	publicBase string // PublicURL without a trailing slash
-	ownHost    string // host of PublicURL, refused as a destination...
-	ownOrigin  string // ...on this host:port only, when PublicURL names a port
-	blocked    hostSet
+	publicBase string           // PublicURL without a trailing slash
+	ownHost    string           // host of PublicURL, refused as a destination...
+	ownOrigin  string           // ...on this host:port only, when PublicURL names a port
+	blocked    *store.Blocklist // Config.BlockedHosts (deprecated, this node only)
+	ownAddrs   map[netip.Addr]struct{}
+	ownNames   map[string]struct{}
 	reserved   map[string]struct{}
 	routes     map[string]fasthttp.RequestHandler
 
@@ -47,6 +50,7 @@ type Server struct {
 	limiter *limiter[store.KeyHash]
 	gate    *remoteGate
 	limits  bodyLimits
+	reports *reportDesk // POST /v1/reports
 	m       *serverMetrics
 	srv     *fasthttp.Server
 
@@ -84,12 +88,21 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		remoteWait:      cfg.RemoteTimeout,
 		publicBase:      strings.TrimRight(pub.url, "/"),
 		ownHost:         strings.TrimSuffix(pub.host, "."),
-		blocked:         newHostSet(cfg.BlockedHosts),
 		reserved:        make(map[string]struct{}),
 		privateMaxAge:   int64(cfg.PrivateMaxAge / time.Second),
 		permanentMaxAge: int64(cfg.PermanentMaxAge / time.Second),
 		listeners:       make(map[net.Listener]struct{}),
 	}
+	var local []store.BlockEntry
+	for _, h := range cfg.BlockedHosts {
+		v, err := store.ParseBlockEntry(h)
+		if err != nil {
+			return nil, fmt.Errorf("cannot create edge server: blocked host: %w", err)
+		}
+		local = append(local, store.BlockEntry{Value: v, Kind: store.BlockKindBlock, Reason: "--blocked-hosts of this node"})
+	}
+	s.blocked = store.NewBlocklist(local, 0)
+	s.ownAddrs, s.ownNames = ownAddrs(pub.canon, cfg.OwnAddrs)
 	if pub.port != "" {
 		// An explicit port (dev, tests) means other ports on the host are
 		// other services; a public domain is refused on every port.
@@ -111,6 +124,7 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 	s.creates = newCreateLimits(cfg)
 	s.suspended = cfg.SuspendedOwners
 	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
+	s.reports = newReportDesk(s, w)
 	s.routes = map[string]fasthttp.RequestHandler{
 		"/healthz": s.serveHealth,
 		"/readyz":  s.serveReady,
@@ -189,6 +203,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closed = true
 	s.lnMu.Unlock()
 	err := s.srv.ShutdownWithContext(ctx)
+	s.reports.close()
 	// fasthttp only closes listeners its Serve has registered; a Serve that
 	// started just before Shutdown may not have, so close them here too (a
 	// second Close of the same listener is harmless).

@@ -289,8 +289,8 @@ func normalizeDomain(d string) (string, error) {
 	if strings.ContainsAny(d, "/:@?# ") {
 		return "", fmt.Errorf(`field "domain" must be a bare host name such as example.com, without scheme, port or path; got %q`, d)
 	}
-	host, err := normalizeHost(strings.TrimSuffix(d, "."))
-	if err != nil || strings.HasPrefix(host, "[") {
+	host, canon, err := normalizeHost(strings.TrimSuffix(d, "."))
+	if err != nil || strings.HasPrefix(host, "[") || canon.IsAddr() && host != strings.TrimSuffix(d, ".") {
 		return "", fmt.Errorf(`field "domain" must be a host name such as example.com; got %q`, d)
 	}
 	return host, nil

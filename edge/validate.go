@@ -20,8 +20,9 @@ const maxURLLen = 2048
 type destination struct {
 	url    string // normalised: scheme and host lower-cased, default port dropped, the rest byte for byte
 	scheme string
-	host   string // lower-cased; IPv6 literals keep their brackets
-	port   string // empty when it is the scheme's default
+	host   string     // lower-cased; IPv6 literals keep their brackets
+	port   string     // empty when it is the scheme's default
+	canon  store.Host // the host for blocklist and self-link matching
 }
 
 // hostPort names the origin for comparisons, with the effective port.
@@ -88,7 +89,7 @@ func parseDestination(raw string) (destination, error) {
 	if err != nil {
 		return destination{}, err
 	}
-	host, err := normalizeHost(hostPart)
+	host, canon, err := normalizeHost(hostPart)
 	if err != nil {
 		return destination{}, err
 	}
@@ -106,7 +107,7 @@ func parseDestination(raw string) (destination, error) {
 		b.WriteString(port)
 	}
 	b.WriteString(tail)
-	d := destination{url: b.String(), scheme: scheme, host: host, port: port}
+	d := destination{url: b.String(), scheme: scheme, host: host, port: port, canon: canon}
 	if len(d.url) > maxURLLen {
 		return destination{}, fmt.Errorf("url is %d characters long once its host is encoded; the limit is %d", len(d.url), maxURLLen)
 	}
@@ -155,26 +156,31 @@ func splitHostPort(authority string) (host, port string, err error) {
 	return authority[:i], authority[i+1:], nil
 }
 
-func normalizeHost(host string) (string, error) {
+// normalizeHost returns the host as the stored URL spells it and its
+// canonical form (store.ParseHost's rules). A name is lower case and
+// punycode; an IPv4 address in any form a browser reads (2130706433,
+// 0x7f.1, 0177.0.0.1) is written dotted, so every spelling of one address
+// is one URL; an IPv6 address is written compressed, in brackets.
+func normalizeHost(host string) (string, store.Host, error) {
 	if host == "" {
-		return "", errors.New("url has no host")
+		return "", store.Host{}, errors.New("url has no host")
 	}
 	if host[0] == '[' {
 		inner := host[1 : len(host)-1]
 		if strings.IndexByte(inner, '%') >= 0 {
-			return "", errors.New("url has an IPv6 zone identifier, which is not allowed")
+			return "", store.Host{}, errors.New("url has an IPv6 zone identifier, which is not allowed")
 		}
 		addr, err := netip.ParseAddr(inner)
 		if err != nil || !addr.Is6() {
-			return "", fmt.Errorf("url host %q is not a valid IPv6 address", host)
+			return "", store.Host{}, fmt.Errorf("url host %q is not a valid IPv6 address", host)
 		}
-		return "[" + strings.ToLower(inner) + "]", nil
+		return "[" + addr.String() + "]", store.Host{Addr: store.CanonicalAddr(addr)}, nil
 	}
 	for i := 0; i < len(host); i++ {
 		if host[i] >= utf8.RuneSelf {
 			ascii, err := idna.Lookup.ToASCII(host)
 			if err != nil {
-				return "", fmt.Errorf("url host %q is not a valid internationalised domain name", host)
+				return "", store.Host{}, fmt.Errorf("url host %q is not a valid internationalised domain name", host)
 			}
 			host = ascii
 			break
@@ -182,13 +188,20 @@ func normalizeHost(host string) (string, error) {
 	}
 	host = strings.ToLower(host)
 	if err := checkHostname(host); err != nil {
-		return "", err
+		return "", store.Host{}, err
 	}
-	return host, nil
+	if store.EndsInNumber(host) {
+		addr, err := store.ParseIPv4Host(host)
+		if err != nil {
+			return "", store.Host{}, fmt.Errorf("url host %q is not a valid IPv4 address", host)
+		}
+		return addr.String(), store.Host{Addr: addr}, nil
+	}
+	return host, store.Host{Name: strings.TrimRight(host, ".")}, nil
 }
 
-// checkHostname checks a lower-case ASCII host: DNS labels, or a dotted
-// IPv4 address when the last label is numeric (as browsers read it).
+// checkHostname checks a lower-case ASCII host: DNS labels (a number as
+// the last label makes it an IPv4 address, checked by the caller).
 func checkHostname(host string) error {
 	name := strings.TrimSuffix(host, ".")
 	if name == "" || len(name) > 253 {
@@ -200,29 +213,12 @@ func checkHostname(host string) error {
 			return fmt.Errorf("url host %q contains %q, which a host name cannot contain", host, c)
 		}
 	}
-	last := name
 	for label := range strings.SplitSeq(name, ".") {
 		if label == "" || len(label) > 63 {
 			return fmt.Errorf("url host %q is not a valid host name", host)
 		}
-		last = label
-	}
-	if isNumericLabel(last) {
-		addr, err := netip.ParseAddr(name)
-		if err != nil || !addr.Is4() {
-			return fmt.Errorf("url host %q is not a valid IPv4 address", host)
-		}
 	}
 	return nil
-}
-
-// isNumericLabel reports whether browsers would parse a final label as a
-// number (decimal or 0x hex), making the host an IPv4 address.
-func isNumericLabel(l string) bool {
-	if h, ok := strings.CutPrefix(l, "0x"); ok {
-		return strings.Trim(h, "0123456789abcdef") == ""
-	}
-	return strings.Trim(l, "0123456789") == ""
 }
 
 func normalizePort(port, scheme string) (string, error) {
@@ -241,34 +237,6 @@ func normalizePort(port, scheme string) (string, error) {
 		return "", nil
 	}
 	return p, nil
-}
-
-// hostSet matches a host and all its subdomains.
-type hostSet map[string]struct{}
-
-func newHostSet(hosts []string) hostSet {
-	s := make(hostSet, len(hosts))
-	for _, h := range hosts {
-		h = strings.Trim(strings.ToLower(strings.TrimSpace(h)), ".[]")
-		if h != "" {
-			s[h] = struct{}{}
-		}
-	}
-	return s
-}
-
-func (s hostSet) matches(host string) bool {
-	h := strings.Trim(host, ".[]")
-	for {
-		if _, ok := s[h]; ok {
-			return true
-		}
-		i := strings.IndexByte(h, '.')
-		if i < 0 {
-			return false
-		}
-		h = h[i+1:]
-	}
 }
 
 // Alias rules.

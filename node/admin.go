@@ -50,6 +50,15 @@ func (n *Node) openAdmin() error {
 	mux.HandleFunc("PUT /v1/snapshot", a.snapshotRestore)
 	mux.HandleFunc("GET /v1/regions", a.listRegions)
 	mux.HandleFunc("POST /v1/regions", a.claimRegion)
+	mux.HandleFunc("GET /v1/blocklist", a.listBlocklist)
+	mux.HandleFunc("POST /v1/blocklist", a.updateBlocklist)
+	mux.HandleFunc("GET /v1/links/{code}", a.showLink)
+	mux.HandleFunc("GET /v1/links/{code}/history", a.linkHistory)
+	mux.HandleFunc("POST /v1/links/{code}/block", a.blockLink)
+	mux.HandleFunc("POST /v1/links/{code}/review", a.reviewLink)
+	mux.HandleFunc("POST /v1/links/{code}/restore", a.restoreLink)
+	mux.HandleFunc("GET /v1/reports", a.listReports)
+	mux.HandleFunc("POST /v1/reports/{id}/resolve", a.resolveReport)
 	// Go's profiler, behind the operator token like everything here: a
 	// CPU profile of a node under load is how its costs are found
 	// (`curl -H "Authorization: Bearer $(cat DATA_DIR/operator-token)"

@@ -68,7 +68,11 @@ func clientFlags(fs *flag.FlagSet) func() (*client, error) {
 	addr := fs.String("admin-addr", "", "operator API address (default $WAYMARK_ADMIN_ADDR, then DATA_DIR/admin-addr, then 127.0.0.1:8081)")
 	tokenFile := fs.String("token-file", "", "operator token file (default $WAYMARK_TOKEN, then DATA_DIR/operator-token)")
 	dataDir := fs.String("data-dir", "data", "data folder of a local node, used to find its admin address and token")
-	format := fs.String("format", "table", "output format: table or json")
+	format := new(string)
+	*format = "table"
+	if fs.Lookup("format") == nil { // `blocklist import --format` names the file's format instead
+		format = fs.String("format", "table", "output format: table or json")
+	}
 	return func() (*client, error) {
 		c := &client{addr: *addr, format: *format, out: os.Stdout, http: &http.Client{Timeout: 30 * time.Second}}
 		if c.format != "table" && c.format != "json" {

@@ -69,6 +69,8 @@ type Config struct {
 	CacheEntries    int
 	BlockCacheBytes int64
 	PrivateMaxAge   time.Duration
+	PermanentMaxAge time.Duration
+	EditReview      time.Duration // 0 disables the bait-and-switch window
 	ApplyTimeout    time.Duration
 	BlockedHosts    []string
 	AggregatorURL   string
@@ -78,18 +80,19 @@ type Config struct {
 	IngestIPRate    float64
 	IngestSiteRate  float64
 	WriteRate       float64
+	ReportBurst     int   // POST /v1/reports per client IP: burst, refilled at one a minute
+	MaxConns        int   // public connections in all...
+	MaxConnsPerIP   int   // ...and from one client address
+	MinFreeDisk     int64 // bytes; below it the node refuses writes (storage-full mode)
+	CaptureClicks   bool
+	IngestMaxBytes  int64
+	MaxShipLag      time.Duration
+	Retention       time.Duration
 	// Create limits (edge/createlimits.go) in creates/s; 0 turns one off.
 	CreateRateIP, CreateRateDomain, CreateRateKey float64
 	// PurgeAfter: a deleted link's destination is purged this long after
 	// the delete (raft/purge.go); 0 never purges.
-	PurgeAfter     time.Duration
-	MaxConns       int   // public connections in all...
-	MaxConnsPerIP  int   // ...and from one client address
-	MinFreeDisk    int64 // bytes; below it the node refuses writes (storage-full mode)
-	CaptureClicks  bool
-	IngestMaxBytes int64
-	MaxShipLag     time.Duration
-	Retention      time.Duration
+	PurgeAfter time.Duration
 	// CheckpointInterval: how long folded events wait in the aggregator's
 	// memory before their rollups are written (rollup/DESIGN.md).
 	CheckpointInterval time.Duration
@@ -172,13 +175,16 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.IntVar(&c.CacheEntries, "cache-entries", 1<<20, "redirect cache size in entries")
 	fs.Int64Var(&c.BlockCacheBytes, "block-cache-bytes", 128<<20, "Pebble block cache size")
 	fs.DurationVar(&c.PrivateMaxAge, "redirect-max-age", 60*time.Second, "Cache-Control max-age of 302/307 redirects")
+	fs.DurationVar(&c.PermanentMaxAge, "permanent-max-age", time.Hour, "Cache-Control max-age of 301/308 redirects: browsers never re-ask within it, so a takedown reaches them only after it")
+	fs.DurationVar(&c.EditReview, "edit-review", 24*time.Hour, "how long an edit that changes a link's destination shows the review interstitial first (0 disables)")
 	fs.DurationVar(&c.ApplyTimeout, "apply-timeout", 5*time.Second, "deadline of every replicated write")
-	fs.StringVar(&blocked, "blocked-hosts", "", "comma-separated destination hosts refused as destination-blocked")
+	fs.StringVar(&blocked, "blocked-hosts", "", "deprecated: use `waymark blocklist add`, which every node applies; comma-separated destination hosts this node alone refuses at create and edit")
 	fs.StringVar(&c.AggregatorURL, "aggregator-url", "", "where segments ship (default with --dev: this node)")
 	fs.StringVar(&proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is believed (--dev: loopback)")
 	fs.StringVar(&c.CountryHeader, "country-header", "CF-IPCountry", "trusted header carrying the visitor's country")
 	fs.StringVar(&c.GeoIPPath, "geoip-db", "", "MaxMind-format GeoIP database file: a country database gives visit:country, a city database (make geoip: data/geoip/city.mmdb) also visit:region and visit:city")
 	fs.Float64Var(&c.WriteRate, "write-rate", 100, "link API writes per second per API key (token bucket, burst 2x)")
+	fs.IntVar(&c.ReportBurst, "report-burst", 5, "public reports (POST /v1/reports) a client IP may send at once; one more a minute after that")
 	fs.Float64Var(&c.CreateRateIP, "create-rate-ip", edge.DefaultCreateRateIP, "link creates per second per client address (IPv6 per /64), burst 10 s of it; 0 turns the limit off")
 	fs.Float64Var(&c.CreateRateKey, "create-rate-key", edge.DefaultCreateRateKey, "link creates per second per API key, burst 10 s of it; 0 turns the limit off")
 	fs.Float64Var(&c.CreateRateDomain, "create-rate-domain", edge.DefaultCreateRateDomain, "link creates per second per destination domain (registrable domain), burst 10 s of it; only creates that are made count; 0 turns the limit off")
@@ -343,6 +349,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PurgeAfter < 0 {
 		return fmt.Errorf("%w: --purge-after must not be negative (0 never purges)", ErrBadConfig)
+	}
+	if c.ReportBurst <= 0 {
+		return fmt.Errorf("%w: --report-burst must be positive", ErrBadConfig)
 	}
 	if c.MinFreeDisk < 0 {
 		return fmt.Errorf("%w: --min-free-disk must not be negative", ErrBadConfig)

@@ -132,6 +132,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 		publicURL = "http://" + n.httpLn.Addr().String()
 	}
 
+	if len(cfg.BlockedHosts) > 0 {
+		log.Warn("--blocked-hosts is deprecated: it only applies to creates and edits on this node; use `waymark blocklist add` (or `blocklist import`), which every node applies, existing links included",
+			"hosts", len(cfg.BlockedHosts))
+	}
 	n.openDiskGuard(bgCtx)
 	if err := phase("store", n.openStore); err != nil {
 		return nil, err
@@ -278,6 +282,8 @@ func (n *Node) openEdge(publicURL string) error {
 		CacheEntries:  n.cfg.CacheEntries,
 		PrivateMaxAge: n.cfg.PrivateMaxAge,
 		BlockedHosts:  n.cfg.BlockedHosts,
+		OwnAddrs:      n.ownAddrs(),
+		ClusterAddrs:  n.clusterAddrs,
 		ApplyTimeout:  n.cfg.ApplyTimeout,
 		Ready:         n.ready,
 		WriteMetrics:  n.writeMetrics,
@@ -285,6 +291,7 @@ func (n *Node) openEdge(publicURL string) error {
 		APIFallback:   n.apiFallback(n.statsHandler()),
 		OnRedirect:    n.onRedirect(),
 		WriteRate:     n.cfg.WriteRate,
+		Reports:       edge.ReportConfig{PerIPBurst: float64(n.cfg.ReportBurst)},
 		Remote:        n.remoteLink,
 		MaybeFresh:    n.maybeFresh,
 		RemoteOwner:   n.remoteOwner,
@@ -295,6 +302,10 @@ func (n *Node) openEdge(publicURL string) error {
 		Logger:        n.log,
 		Metrics:       n.metrics,
 		Now:           time.Now,
+
+		// Issue 11: 0 takes the edge's default (1 h); --edit-review 0 is off.
+		PermanentMaxAge: n.cfg.PermanentMaxAge,
+		EditReview:      editReview(n.cfg.EditReview),
 
 		// Issue 11: create limits and owner suspension (owners_abuse.go).
 		CreateRateIP:     createRate(n.cfg.CreateRateIP),

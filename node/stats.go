@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -117,9 +118,16 @@ func (n *Node) onClickLimit(code string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
 	defer cancel()
+	// OnlyFrom: the FSM applies it only to a link still active, so a
+	// takedown committed since the read above is never overwritten.
 	_, err := n.raft.UpdateLink(ctx, &store.LinkPatch{
 		Code: code, UpdatedAt: time.Now().UnixMilli(), SetStatus: true, Status: store.StatusLimited,
+		OnlyFrom: store.MaskOf(store.StatusActive), Actor: store.ActorSystem, Reason: "click limit reached",
 	})
+	if errors.Is(err, store.ErrStatusChanged) {
+		n.log.Info("click limit reached on a link no longer active; left as it is", "code", code, "err", err)
+		return
+	}
 	if err != nil {
 		n.log.Error("cannot apply click limit", "code", code, "err", err)
 		return

@@ -34,6 +34,11 @@ const (
 	cmdClaimRegion       cmdType = 8
 	cmdExpireIdempotency cmdType = 9
 	cmdSetClusterID      cmdType = 10
+	// Issue 11: the replicated blocklist.
+	cmdBlocklistUpdate cmdType = 14
+	// Issue 11: public abuse reports (reportcmd.go).
+	cmdFileReport    cmdType = 12
+	cmdResolveReport cmdType = 13
 	// Issue 11 (abuse): owner suspension and the purge of deleted links.
 	cmdSetOwnerSuspended cmdType = 15
 	cmdPurgeDeletedLinks cmdType = 16
@@ -64,7 +69,7 @@ type commandSpec struct {
 // itself. It is read-only after init.
 var commandTable = map[cmdType]commandSpec{
 	cmdCreateLink:        {name: "create_link", version: 1, decode: decodeCreateLink},
-	cmdUpdateLink:        {name: "update_link", version: 1, decode: decodeUpdateLink},
+	cmdUpdateLink:        {name: "update_link", version: 2, decode: decodeUpdateLink},
 	cmdCreateOwner:       {name: "create_owner", version: 1, decode: decodeCreateOwner},
 	cmdCreateSite:        {name: "create_site", version: 1, decode: decodeCreateSite},
 	cmdAllocBlock:        {name: "alloc_block", version: 2, decode: decodeAllocBlock},
@@ -73,6 +78,9 @@ var commandTable = map[cmdType]commandSpec{
 	cmdClaimRegion:       {name: "claim_region", version: 1, decode: decodeClaimRegion},
 	cmdExpireIdempotency: {name: "expire_idempotency", version: 1, decode: decodeExpireIdempotency},
 	cmdSetClusterID:      {name: "set_cluster_id", version: 1, decode: decodeSetClusterID},
+	cmdBlocklistUpdate:   {name: "blocklist_update", version: 1, decode: decodeBlocklistUpdate},
+	cmdFileReport:        {name: "file_report", version: 1, decode: decodeFileReport},
+	cmdResolveReport:     {name: "resolve_report", version: 1, decode: decodeResolveReport},
 	cmdSetOwnerSuspended: {name: "set_owner_suspended", version: 1, decode: decodeSetOwnerSuspended},
 	cmdPurgeDeletedLinks: {name: "purge_deleted_links", version: 1, decode: decodePurgeDeletedLinks},
 }
@@ -180,7 +188,9 @@ func decodeCreateLink(_ byte, p []byte) (command, error) {
 	return c, nil
 }
 
-// updateLinkCmd edits a link.
+// updateLinkCmd edits a link. Version 2 appends the audit fields (actor,
+// action, reason), the condition (OnlyFrom) and the review window to
+// version 1's payload; version 1 entries decode with them unset.
 type updateLinkCmd struct {
 	Patch store.LinkPatch
 }
@@ -232,10 +242,10 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 	if p.SetStatus {
 		dst = append(dst, byte(p.Status))
 	}
-	return dst
+	return appendPatchAudit(dst, p)
 }
 
-func decodeUpdateLink(_ byte, b []byte) (command, error) {
+func decodeUpdateLink(version byte, b []byte) (command, error) {
 	r := newReader(b)
 	c := &updateLinkCmd{}
 	p := &c.Patch
@@ -257,6 +267,9 @@ func decodeUpdateLink(_ byte, b []byte) (command, error) {
 	}
 	if p.SetStatus = mask&patchStatus != 0; p.SetStatus {
 		p.Status = store.Status(r.Byte())
+	}
+	if version >= 2 {
+		r.patchAudit(p)
 	}
 	if !r.Done() || p.Code == "" || !validStatus(p.Status) {
 		return nil, corrupt("update_link")

@@ -20,6 +20,9 @@ func sampleCommands() []command {
 		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", Owner: "o1", UpdatedAt: 7}},
 		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", SetURL: true, URL: "https://b", SetExpiresAt: true, ExpiresAt: 99,
 			SetClickLimit: true, ClickLimit: 3, SetStatus: true, Status: store.StatusLegalBlock}},
+		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", UpdatedAt: 9, SetStatus: true, Status: store.StatusActive,
+			OnlyFrom: store.OperatorStatuses, ClearReview: true, Actor: store.ActorOperator, Action: "restore", Reason: "false positive"}},
+		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", Owner: "o1", SetURL: true, URL: "https://c", ReviewUntil: 86_400_000}},
 		&createOwnerCmd{Owner: store.Owner{ID: "o1", Name: "Ada", CreatedAt: 5}, Key: store.HashAPIKey([]byte("secret"))},
 		&createSiteCmd{Site: store.Site{ID: "s1", Domain: "example.com", Timezone: "Europe/Paris", Owner: "o1", CreatedAt: 6}},
 		&allocBlockCmd{Region: "eu", Size: 4096, version: 2},
@@ -33,6 +36,16 @@ func sampleCommands() []command {
 		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", Owner: "o1", AddGoal: &store.Goal{ID: "g1", PagePath: "/blog/**", DisplayName: "Visit /blog/**"}}},
 		&updateSiteCmd{Patch: store.SitePatch{SiteID: "s1", Owner: "o1", DeleteGoal: "g1",
 			AddGoal: &store.Goal{ID: "g2", EventName: "Signup", DisplayName: "New customers"}}},
+		&fileReportCmd{Filing: store.ReportFiling{Code: "abc1234", Reasons: store.ReasonPhishing, Count: 1, FirstAt: 5, LastAt: 5}},
+		&fileReportCmd{Filing: store.ReportFiling{Code: "abc1234", Reasons: store.ReasonSpam | store.ReasonOther, Count: 40, FirstAt: -5, LastAt: 9000,
+			Details: []string{"fake bank login", "x"}}},
+		&resolveReportCmd{Res: store.ReportResolution{ID: 7, Action: store.ReportBlock, Reason: "phishing kit", Actor: "ops", At: 99}},
+		&resolveReportCmd{Res: store.ReportResolution{ID: 8, Action: store.ReportDismiss}},
+		&blocklistUpdateCmd{Changes: []store.BlockChange{
+			{Entry: store.BlockEntry{Value: "evil.example", Kind: store.BlockKindBlock, Reason: "phishing", AddedAt: 1764590000000}},
+			{Entry: store.BlockEntry{Value: "10.0.0.0/8", Kind: store.BlockKindShortener}},
+			{Remove: true, Entry: store.BlockEntry{Value: "2001:db8::bad"}},
+		}},
 		&setOwnerSuspendedCmd{Owner: "o1", Suspended: true, At: 1700000000000, Reason: "phishing"},
 		&setOwnerSuspendedCmd{Owner: "o1", At: -1},
 		&purgeDeletedLinksCmd{Cutoff: 1700000000000, At: 1700000000001, Codes: []string{"abc1234", "my-alias"}},
@@ -74,8 +87,10 @@ func TestDecodeCommandRejects(t *testing.T) {
 	good := appendCreateLink(nil, testLink("abc1234"), nil)
 	badStatus := appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "a", Status: 77, Redirect: 302}})
 	badRedirect := appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "a", Redirect: 200}})
-	badPatch := appendCommand(nil, &updateLinkCmd{Patch: store.LinkPatch{Code: "a"}})
-	badPatch[len(badPatch)-1] = 0x80 // the field mask is the last byte of an empty patch
+	badPatch := updateLinkV1(&store.LinkPatch{Code: "a"})
+	badPatch[len(badPatch)-1] = 0x80 // the field mask is the last byte of an empty version 1 patch
+	badAuditFlag := appendUpdateLink(nil, &store.LinkPatch{Code: "a"})
+	badAuditFlag[len(badAuditFlag)-3] = 0x02 // flags, then only_from and review_until (one byte each when zero)
 	site := func(p store.SitePatch) []byte { return appendCommand(nil, &updateSiteCmd{Patch: p}) }
 	dnt := site(store.SitePatch{SiteID: "s1", SetIgnoreDNT: true})
 	dntTwo := append(bytes.Clone(dnt[:len(dnt)-1]), 2) // the flag is the last byte
@@ -100,6 +115,10 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"expiry without a limit", appendExpireIdempotency(nil, 1, 0), store.ErrCorrupt},
 		{"expiry over the limit", appendExpireIdempotency(nil, 1, maxExpirePerEntry+1), store.ErrCorrupt},
 		{"unknown patch bits", badPatch, store.ErrCorrupt},
+		{"unknown audit flag", badAuditFlag, store.ErrCorrupt},
+		{"reason too long", appendUpdateLink(nil, &store.LinkPatch{Code: "a", Reason: strings.Repeat("r", store.MaxReasonLen+1)}), store.ErrCorrupt},
+		{"actor too long", appendUpdateLink(nil, &store.LinkPatch{Code: "a", Actor: strings.Repeat("a", store.MaxActorLen+1)}), store.ErrCorrupt},
+		{"update_link version 3", []byte{byte(cmdUpdateLink), 3, 0}, errUnknownCommand},
 		{"site edit that changes nothing", site(store.SitePatch{SiteID: "s1", Owner: "o1"}), store.ErrCorrupt},
 		{"site edit without a site", site(store.SitePatch{SetIgnoreDNT: true}), store.ErrCorrupt},
 		{"ignore DNT flag 2", dntTwo, store.ErrCorrupt},
@@ -117,6 +136,14 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"site owner with NUL", appendCommand(nil, &createSiteCmd{Site: store.Site{ID: "s", Domain: "d", Owner: "o\x00"}}), store.ErrCorrupt},
 		{"empty cluster id", appendCommand(nil, &setClusterIDCmd{}), store.ErrCorrupt},
 		{"cluster id with upper case", appendCommand(nil, &setClusterIDCmd{ID: "ABC"}), store.ErrCorrupt},
+		{"report without reason", appendCommand(nil, &fileReportCmd{Filing: store.ReportFiling{Code: "a", Count: 1}}), store.ErrCorrupt},
+		{"report with unknown reason", appendCommand(nil, &fileReportCmd{Filing: store.ReportFiling{Code: "a", Reasons: 1 << 7, Count: 1}}), store.ErrCorrupt},
+		{"report count zero", appendCommand(nil, &fileReportCmd{Filing: store.ReportFiling{Code: "a", Reasons: store.ReasonSpam}}), store.ErrCorrupt},
+		{"report with six details", appendCommand(nil, &fileReportCmd{Filing: store.ReportFiling{Code: "a", Reasons: store.ReasonSpam, Count: 1,
+			Details: []string{"1", "2", "3", "4", "5", "6"}}}), store.ErrCorrupt},
+		{"resolve without action", appendCommand(nil, &resolveReportCmd{Res: store.ReportResolution{ID: 1}}), store.ErrCorrupt},
+		{"resolve unknown action", appendCommand(nil, &resolveReportCmd{Res: store.ReportResolution{ID: 1, Action: 9}}), store.ErrCorrupt},
+		{"resolve case zero", appendCommand(nil, &resolveReportCmd{Res: store.ReportResolution{Action: store.ReportBlock}}), store.ErrCorrupt},
 		{"suspend without an owner", appendSetOwnerSuspended(nil, "", true, 1, "r"), store.ErrCorrupt},
 		{"suspend owner with NUL", appendSetOwnerSuspended(nil, "o\x00", true, 1, "r"), store.ErrCorrupt},
 		{"unsuspend with a reason", appendCommand(nil, &setOwnerSuspendedCmd{Owner: "o", Reason: "r"}), store.ErrCorrupt},
@@ -138,10 +165,36 @@ func TestDecodeCommandRejects(t *testing.T) {
 	}
 }
 
+// updateLinkV1 encodes p as version 1 of update_link wrote it, before
+// the audit fields: the version 2 encoding without its audit tail.
+func updateLinkV1(p *store.LinkPatch) []byte {
+	full := appendUpdateLink(nil, p)
+	tail := appendPatchAudit(nil, p)
+	v1 := bytes.Clone(full[:len(full)-len(tail)])
+	v1[1] = 1
+	return v1
+}
+
+// Entries written before the audit fields still decode, with them unset.
+func TestDecodeUpdateLinkVersion1(t *testing.T) {
+	p := store.LinkPatch{Code: "abc1234", Owner: "o1", UpdatedAt: 7, SetStatus: true, Status: store.StatusDisabled}
+	// By hand: type 2, version 1, flags 0, code, owner, updated_at 7
+	// (zigzag 14), mask patchStatus, status 1.
+	want := []byte{2, 1, 0, 7, 'a', 'b', 'c', '1', '2', '3', '4', 2, 'o', '1', 14, 8, 1}
+	if got := updateLinkV1(&p); !bytes.Equal(got, want) {
+		t.Fatalf("version 1 bytes: %v; want %v", got, want)
+	}
+	h, c, err := decodeCommand(want)
+	if err != nil || h.version != 1 || !reflect.DeepEqual(c, &updateLinkCmd{Patch: p}) {
+		t.Fatalf("decode version 1: %+v %+v %v; want %+v", h, c, err, p)
+	}
+}
+
 func FuzzDecodeCommand(f *testing.F) {
 	for _, c := range sampleCommands() {
 		f.Add(appendCommand(nil, c))
 	}
+	f.Add(updateLinkV1(&store.LinkPatch{Code: "abc", SetURL: true, URL: "https://a"}))
 	f.Add([]byte{})
 	f.Add([]byte{200, 1, 1, 5})
 	f.Add([]byte{1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
@@ -157,6 +210,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		_, c2, err := decodeCommand(again)
 		if err != nil {
 			t.Fatalf("re-decode of %x: %v", again, err)
+		}
+		if a, ok := c.(*allocBlockCmd); ok {
+			a.version = commandTable[cmdAllocBlock].version // an old version is written as the newest
 		}
 		if !reflect.DeepEqual(c, c2) {
 			t.Fatalf("round trip: got %+v; want %+v", c2, c)

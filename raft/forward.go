@@ -57,6 +57,11 @@ var forwardable = map[cmdType]bool{
 	cmdAllocBlock:  true,
 	cmdUpdateSite:  true,
 	cmdClaimRegion: true,
+	// Operator commands from any node's admin API (issue 11).
+	cmdBlocklistUpdate: true,
+	// Reports: an edge files them, any node's admin API resolves them.
+	cmdFileReport:    true,
+	cmdResolveReport: true,
 	// Issue 11: an operator may suspend an owner through any node; the
 	// purge is the leader's own.
 	cmdSetOwnerSuspended: true,

@@ -21,6 +21,7 @@ type applyResult struct {
 	Block    store.Block
 	Existing *store.Idempotency // CreateLink found an earlier answer for its idempotency key
 	Site     *store.Site        // the site as UpdateSite left it
+	Report   *store.Report      // the case as FileReport or ResolveReport left it
 	Err      error
 }
 

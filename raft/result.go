@@ -18,6 +18,8 @@ import (
 //	block    ...      Start, End (uvarints), if flagged
 //	existing ...      appendIdempotency, if flagged
 //	site     ...      appendSiteFields, if flagged (UpdateSite)
+//	review   varint   the link's ReviewUntil, if flagged (only when not 0)
+//	report   ...      store.AppendReport as bytes, if flagged (bit 5; reports)
 //
 // The error is sent as a stable code so that errors.Is(err, store.ErrX)
 // holds on the forwarding node exactly as it would on the leader.
@@ -28,7 +30,9 @@ const (
 	resultHasBlock
 	resultHasExisting
 	resultHasSite
-	resultKnownFlags = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite
+	resultHasReview
+	resultHasReport
+	resultKnownFlags = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite | resultHasReview | resultHasReport
 )
 
 // errCode names a sentinel error on the wire; never renumbered or reused.
@@ -51,6 +55,8 @@ const (
 	errCodeTooManyGoals      errCode = 13
 	errCodeInvalidSiteEdit   errCode = 14
 	errCodeRegionUnclaimed   errCode = 15
+	errCodeStatusChanged     errCode = 16
+	errCodeReportResolved    errCode = 17
 )
 
 // wireErrors maps codes to sentinels. Order matters when encoding: an
@@ -70,9 +76,11 @@ var wireErrors = []struct {
 	{errCodeRegionSpaceFull, store.ErrRegionSpaceFull},
 	{errCodeRegionUnclaimed, store.ErrRegionUnclaimed},
 	{errCodeLinkLocked, store.ErrLinkLocked},
+	{errCodeStatusChanged, store.ErrStatusChanged},
 	{errCodeGoalExists, store.ErrGoalExists},
 	{errCodeTooManyGoals, store.ErrTooManyGoals},
 	{errCodeInvalidSiteEdit, store.ErrInvalidSiteEdit},
+	{errCodeReportResolved, store.ErrReportResolved},
 	{errCodeCorrupt, store.ErrCorrupt},
 }
 
@@ -126,6 +134,12 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if res.Site != nil {
 		flags |= resultHasSite
 	}
+	if flags&resultHasLink != 0 && res.Link.ReviewUntil != 0 {
+		flags |= resultHasReview
+	}
+	if res.Report != nil {
+		flags |= resultHasReport
+	}
 	dst = append(dst, resultVersion, flags)
 	dst = appendUvarint(dst, res.Index)
 	code := codeOf(res.Err)
@@ -146,6 +160,12 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	}
 	if flags&resultHasSite != 0 {
 		dst = appendSiteFields(dst, res.Site)
+	}
+	if flags&resultHasReview != 0 {
+		dst = appendVarints(dst, res.Link.ReviewUntil)
+	}
+	if flags&resultHasReport != 0 {
+		dst = appendReportResult(dst, res.Report)
 	}
 	return dst
 }
@@ -183,6 +203,15 @@ func decodeResult(b []byte) (*applyResult, error) {
 	if flags&resultHasSite != 0 {
 		res.Site = &store.Site{}
 		r.siteFields(res.Site)
+	}
+	if flags&resultHasReview != 0 {
+		// Only a link's, and never zero: one answer, one encoding.
+		if res.Link.ReviewUntil = r.Varint(); flags&resultHasLink == 0 || res.Link.ReviewUntil == 0 {
+			r.Fail()
+		}
+	}
+	if flags&resultHasReport != 0 {
+		res.Report = r.reportResult()
 	}
 	if !r.Done() {
 		return nil, fmt.Errorf("cannot decode forwarded result: %w", store.ErrCorrupt)

@@ -12,6 +12,8 @@ import (
 func sampleResults() []*applyResult {
 	link := *testLink("abc1234")
 	link.Index = 42
+	edited := link
+	edited.ReviewUntil = 86_400_000
 	return []*applyResult{
 		{Index: 7},
 		{Index: 8, Link: link},
@@ -33,6 +35,11 @@ func sampleResults() []*applyResult {
 		{Index: 21, Err: fmt.Errorf("cannot update site %q: %w", "s1", store.ErrGoalExists)},
 		{Index: 22, Err: fmt.Errorf("cannot update site %q: %w", "s1", store.ErrTooManyGoals)},
 		{Index: 23, Err: fmt.Errorf("cannot update site %q: %w", "s1", store.ErrInvalidSiteEdit)},
+		{Index: 24, Report: &store.Report{ID: 24, Code: "abc1234", Count: 3, Reasons: store.ReasonSpam, FirstAt: 1, LastAt: 2, Details: []string{"d"}}},
+		{Index: 25, Link: link, Report: &store.Report{ID: 3, Code: "abc1234", Count: 1, Reasons: store.ReasonIllegal, Action: store.ReportLegal, ResolvedAt: 9, ResolvedReason: "court"}},
+		{Index: 26, Err: fmt.Errorf("cannot resolve report 3: %w", store.ErrReportResolved)},
+		{Index: 30, Link: edited},
+		{Index: 31, Err: fmt.Errorf("cannot update link %q: %w", "x", store.ErrStatusChanged)},
 	}
 }
 
@@ -124,7 +131,7 @@ func FuzzDecodeResult(f *testing.F) {
 			t.Fatalf("re-decode: %v", err)
 		}
 		if again.Index != res.Index || again.Link != res.Link || again.Block != res.Block || !reflect.DeepEqual(again.Existing, res.Existing) ||
-			!reflect.DeepEqual(again.Site, res.Site) {
+			!reflect.DeepEqual(again.Site, res.Site) || !reflect.DeepEqual(again.Report, res.Report) {
 			t.Fatalf("round trip: got %+v; want %+v", again, res)
 		}
 		if (res.Err == nil) != (again.Err == nil) || (res.Err != nil && (res.Err.Error() != again.Err.Error() || codeOf(res.Err) != codeOf(again.Err))) {

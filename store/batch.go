@@ -15,11 +15,14 @@ type Batch struct {
 	b       *pebble.Batch
 	durable bool         // a link's status changed: Commit syncs
 	hook    func() error // Options.BeforeCommit
+
+	st           *Store
+	blockChanges []BlockChange // reach the blocklist snapshot at Commit
 }
 
 // NewBatch starts an atomic group of writes.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{b: s.db.NewIndexedBatch(), hook: s.beforeCommit}
+	return &Batch{b: s.db.NewIndexedBatch(), hook: s.beforeCommit, st: s}
 }
 
 // Close releases the batch without committing it (safe after Commit).
@@ -57,6 +60,10 @@ func (b *Batch) Commit(applied uint64) error {
 	}
 	if err := b.b.Commit(opts); err != nil {
 		return fmt.Errorf("cannot commit batch: %w", storageErr(err))
+	}
+	if len(b.blockChanges) > 0 {
+		b.st.applyBlockChanges(b.blockChanges)
+		b.blockChanges = nil
 	}
 	return nil
 }
@@ -96,7 +103,11 @@ func (b *Batch) CreateLink(l *Link) error {
 	if err := b.set(ownerIndexKey(l.Owner, l.Index, l.Code), nil); err != nil {
 		return fmt.Errorf("cannot index link %q: %w", l.Code, err)
 	}
-	return b.PutLink(l)
+	if err := b.PutLink(l); err != nil {
+		return err
+	}
+	h := createHistory(l)
+	return b.AddHistory(&h)
 }
 
 // PutLink overwrites a link record.

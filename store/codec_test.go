@@ -13,6 +13,8 @@ var sampleLinks = []Link{
 	{Code: "aB3xY9q", URL: "https://example.com/a?b=c", Owner: "own_1", CreatedAt: 1_700_000_000_000, UpdatedAt: 1_700_000_000_500, Status: StatusActive, Redirect: 302, Index: 42},
 	{Code: "my-alias", URL: "https://example.org/ü", Owner: "o", ExpiresAt: -1, ClickLimit: math.MaxInt64, Status: StatusLimited, Redirect: 308, Index: math.MaxUint64},
 	{Code: "x", URL: string(bytes.Repeat([]byte("u"), 5000)), CreatedAt: math.MinInt64, Status: StatusReview, Redirect: 301},
+	{Code: "edited1", URL: "https://example.net/new", Owner: "own_1", UpdatedAt: 9, Redirect: 302, Index: 7, ReviewUntil: 86_400_009}, // version 2
+	{Code: "edited2", URL: "https://example.net/", Redirect: 307, ReviewUntil: math.MinInt64},
 }
 
 var sampleOwners = []Owner{
@@ -39,6 +41,12 @@ var sampleIdempotency = []Idempotency{
 	{Status: 409, Response: []byte{}, CreatedAt: math.MaxInt64},
 }
 
+var sampleHistory = []HistoryEntry{
+	{At: 1_700_000_000_000, Actor: "own_1", Action: ActionCreate, Changes: []FieldChange{{Field: "url", New: "https://example.com/"}}},
+	{At: -1, Actor: ActorOperator, Action: ActionBlock, Reason: "phishing kit, ticket 42", Changes: []FieldChange{{Field: "status", Old: "active", New: "blocked"}}},
+	{Actor: ActorOperator, Action: "report_dismissed", Reason: "ü"}, // no changes
+}
+
 // codecCase drives the generic checks over one record type.
 type codecCase struct {
 	name    string
@@ -48,7 +56,10 @@ type codecCase struct {
 }
 
 func codecCases() []codecCase {
-	var links, owners, sites, idems [][]byte
+	var links, owners, sites, idems, hist [][]byte
+	for i := range sampleHistory {
+		hist = append(hist, AppendHistory(nil, &sampleHistory[i]))
+	}
 	for i := range sampleLinks {
 		links = append(links, AppendLink(nil, &sampleLinks[i]))
 	}
@@ -71,6 +82,9 @@ func codecCases() []codecCase {
 		{"site", sites,
 			func(b []byte) (any, error) { var v Site; err := DecodeSite(b, &v); return v, err },
 			func(v any) []byte { s := v.(Site); return AppendSite(nil, &s) }},
+		{"history", hist,
+			func(b []byte) (any, error) { var v HistoryEntry; err := DecodeHistory(b, &v); return v, err },
+			func(v any) []byte { h := v.(HistoryEntry); return AppendHistory(nil, &h) }},
 		{"idempotency", idems,
 			func(b []byte) (any, error) { var v Idempotency; err := DecodeIdempotency(b, &v); return v, err },
 			func(v any) []byte { r := v.(Idempotency); return AppendIdempotency(nil, &r) }},
@@ -256,6 +270,7 @@ func caseNamed(name string) codecCase {
 }
 
 func FuzzDecodeLink(f *testing.F)        { fuzzDecode(f, caseNamed("link")) }
+func FuzzDecodeHistory(f *testing.F)     { fuzzDecode(f, caseNamed("history")) }
 func FuzzDecodeOwner(f *testing.F)       { fuzzDecode(f, caseNamed("owner")) }
 func FuzzDecodeSite(f *testing.F)        { fuzzDecode(f, caseNamed("site")) }
 func FuzzDecodeIdempotency(f *testing.F) { fuzzDecode(f, caseNamed("idempotency")) }

@@ -11,6 +11,7 @@ import (
 const (
 	tabCounter     = 'C' // C slot(1) -> next unallocated offset in the slot's range (be64)
 	tabSiteDomain  = 'D' // D domain -> site id
+	tabHistory     = 'H' // H code 0x00 index(be64) seq(1) -> history record (history.go)
 	tabOwnerIndex  = 'I' // I owner 0x00 ^index(be64) code -> empty; newest first
 	tabKeyHash     = 'K' // K sha256(api key) -> owner id
 	tabLink        = 'L' // L code -> link record (tombstones included)
@@ -21,6 +22,9 @@ const (
 	tabIdempotencyByTime = 'Q'
 	tabRegion            = 'R' // R region name -> slot(1)
 	tabSite              = 'S' // S site id -> site record
+	tabBlocklist         = 'B' // B canonical entry (name, address or prefix) -> blocklist record
+	tabReport            = 'T' // T id(be64) -> report case record
+	tabReportByCode      = 'U' // U code -> id(be64) of the code's open report case
 )
 
 var (

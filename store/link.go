@@ -62,7 +62,14 @@ type Link struct {
 	Status     Status
 	Redirect   uint16
 	Index      uint64 // Raft index of the last change
+	// ReviewUntil (Unix ms) is the end of the review window an edit of the
+	// destination opens: until then the link shows the review
+	// interstitial before redirecting (bait and switch). Zero: none.
+	ReviewUntil int64
 }
+
+// InReview reports whether an edit's review window is open at now (ms).
+func (l *Link) InReview(now int64) bool { return l.ReviewUntil != 0 && now < l.ReviewUntil }
 
 // Permanent reports whether browsers may cache the redirect forever, in
 // which case the destination can no longer be changed.
@@ -73,11 +80,21 @@ func (l *Link) Expired(now time.Time) bool {
 	return l.ExpiresAt != 0 && now.UnixMilli() >= l.ExpiresAt
 }
 
-const linkVersion = 1
+// Version 1 is a link without a review window; version 2 appends
+// ReviewUntil, which is then never zero, so each link keeps one encoding
+// and records written before the window existed read unchanged.
+const (
+	linkVersion       = 1
+	linkVersionReview = 2
+)
 
 // AppendLink appends the encoding of l to dst.
 func AppendLink(dst []byte, l *Link) []byte {
-	dst = append(dst, linkVersion)
+	if l.ReviewUntil != 0 {
+		dst = append(dst, linkVersionReview)
+	} else {
+		dst = append(dst, linkVersion)
+	}
 	dst = AppendString(dst, l.Code)
 	dst = AppendString(dst, l.URL)
 	dst = AppendString(dst, l.Owner)
@@ -87,7 +104,11 @@ func AppendLink(dst []byte, l *Link) []byte {
 	dst = appendVarint(dst, l.ClickLimit)
 	dst = append(dst, byte(l.Status))
 	dst = appendUvarint(dst, uint64(l.Redirect))
-	return appendUvarint(dst, l.Index)
+	dst = appendUvarint(dst, l.Index)
+	if l.ReviewUntil != 0 {
+		dst = appendVarint(dst, l.ReviewUntil)
+	}
+	return dst
 }
 
 // checkLink refuses a link that DecodeLink would reject, so a bad command
@@ -105,7 +126,8 @@ func checkLink(l *Link) error {
 // DecodeLink decodes a record written by AppendLink.
 func DecodeLink(b []byte, l *Link) error {
 	r := NewFieldReader(b)
-	if r.Byte() != linkVersion {
+	version := r.Byte()
+	if version != linkVersion && version != linkVersionReview {
 		return fmt.Errorf("cannot decode link: %w: unknown version", ErrCorrupt)
 	}
 	l.Code = r.String()
@@ -119,6 +141,12 @@ func DecodeLink(b []byte, l *Link) error {
 	redirect := r.Uvarint()
 	l.Redirect = uint16(redirect)
 	l.Index = r.Uvarint()
+	l.ReviewUntil = 0
+	if version == linkVersionReview {
+		if l.ReviewUntil = r.Varint(); l.ReviewUntil == 0 {
+			r.Fail() // version 1 encodes a link without a window
+		}
+	}
 	if !r.Done() || l.Status >= statusCount || redirect > 0xffff || !ValidRedirect(int(l.Redirect)) {
 		return fmt.Errorf("cannot decode link: %w", ErrCorrupt)
 	}

@@ -18,6 +18,29 @@ func OperatorStatus(s Status) bool {
 	return s == StatusBlocked || s == StatusLegalBlock || s == StatusReview
 }
 
+// ErrStatusChanged means a conditional edit (LinkPatch.OnlyFrom) found the
+// link in another status than the one it was meant for: the click-limit
+// hook meeting a takedown, say.
+var ErrStatusChanged = errors.New("link status changed meanwhile")
+
+// StatusMask is a set of statuses, one bit per Status.
+type StatusMask uint8
+
+// MaskOf returns the set of the given statuses.
+func MaskOf(ss ...Status) StatusMask {
+	var m StatusMask
+	for _, s := range ss {
+		m |= 1 << s
+	}
+	return m
+}
+
+// Has reports whether s is in the set.
+func (m StatusMask) Has(s Status) bool { return s < 8 && m&(1<<s) != 0 }
+
+// OperatorStatuses are the statuses only an operator sets or lifts.
+var OperatorStatuses = MaskOf(StatusBlocked, StatusLegalBlock, StatusReview)
+
 // LinkPatch is an edit of a link. Only the Set* fields are applied. An
 // empty Owner is an operator edit (takedown, click limit) that any link
 // accepts; otherwise the link must belong to Owner.
@@ -33,6 +56,25 @@ type LinkPatch struct {
 	ClickLimit    int64
 	SetStatus     bool
 	Status        Status
+
+	// OnlyFrom, if not zero, applies the edit only to a link in one of
+	// these statuses and fails with ErrStatusChanged otherwise. Checked in
+	// the FSM, so a decision made on a read is not applied to a link that
+	// changed since (the click-limit hook passes only active links).
+	OnlyFrom StatusMask
+	// ReviewUntil (Unix ms) opens the review window when the edit changes
+	// the destination (the edge computes it from --edit-review, so every
+	// replica applies the same value). ClearReview closes it (an operator
+	// restore).
+	ReviewUntil int64
+	ClearReview bool
+
+	// Audit: who made the edit (default Owner, or "operator" when Owner is
+	// empty), what kind of change it is (default derived from the change,
+	// see historyAction) and why.
+	Actor  string
+	Action string
+	Reason string
 }
 
 // Apply edits l in place.
@@ -47,8 +89,17 @@ func (p *LinkPatch) Apply(l *Link) error {
 	if p.Owner != "" && (OperatorStatus(l.Status) || (p.SetStatus && OperatorStatus(p.Status))) {
 		return ErrLinkLocked
 	}
+	if p.OnlyFrom != 0 && !p.OnlyFrom.Has(l.Status) {
+		return fmt.Errorf("%w: it is %s", ErrStatusChanged, l.Status)
+	}
 	if p.SetURL && l.URL != p.URL && l.Permanent() {
 		return ErrPermanentRedirect
+	}
+	if p.SetURL && l.URL != p.URL && p.ReviewUntil != 0 {
+		l.ReviewUntil = p.ReviewUntil // bait and switch: a new destination is reviewed
+	}
+	if p.ClearReview {
+		l.ReviewUntil = 0
 	}
 	if p.SetURL {
 		l.URL = p.URL
@@ -77,15 +128,25 @@ func (b *Batch) UpdateLink(p *LinkPatch, index uint64) (Link, error) {
 	if !found || (p.Owner != "" && p.Owner != l.Owner) {
 		return Link{}, fmt.Errorf("cannot update link %q: %w", p.Code, ErrNotFound)
 	}
-	oldStatus := l.Status
+	old := l
 	if err := p.Apply(&l); err != nil {
 		return Link{}, fmt.Errorf("cannot update link %q: %w", p.Code, err)
 	}
 	l.Index = index
-	if l.Status != oldStatus {
+	if l.Status != old.Status {
 		b.durable = true
 	}
-	return l, b.PutLink(&l)
+	if err := b.PutLink(&l); err != nil {
+		return Link{}, err
+	}
+	// The audit record goes into the same batch, so the change and its
+	// record commit together or not at all.
+	if h, changed := patchHistory(p, &old, &l, index); changed {
+		if err := b.AddHistory(&h); err != nil {
+			return Link{}, err
+		}
+	}
+	return l, nil
 }
 
 // IdempotencyWrite asks CreateLink to remember its answer under an owner's

@@ -16,6 +16,13 @@ import (
 // a log entry; every replica checks each code again (PurgeDeletedLinks),
 // so all of them purge exactly the same links whatever their clocks say.
 
+// ActionPurge is the history action of a purge; PurgedValue replaces the
+// destination in every earlier history record of the link.
+const (
+	ActionPurge = "purge"
+	PurgedValue = "(purged)"
+)
+
 // Purged reports whether l is a deleted link whose destination is gone.
 func (l *Link) Purged() bool { return l.Status == StatusDisabled && l.URL == "" }
 
@@ -43,6 +50,9 @@ func (b *Batch) PurgeDeletedLinks(codes []string, cutoff, at int64, index uint64
 		}
 		l.URL, l.UpdatedAt, l.Index = "", at, index
 		if err := b.PutLink(&l); err != nil {
+			return nil, err
+		}
+		if err := b.scrubHistory(code, at, index); err != nil {
 			return nil, err
 		}
 		purged = append(purged, code)
@@ -84,4 +94,55 @@ func (s *Store) DeletedLinksDue(from string, cutoff int64, scanLimit, max int) (
 		return nil, "", fmt.Errorf("cannot scan links: %w", storageErr(err))
 	}
 	return due, "", nil
+}
+
+// scrubHistory replaces the destination in every history record of code
+// (its create and edits name it) with PurgedValue, and records the purge
+// itself, by the system, in the purging entry.
+func (b *Batch) scrubHistory(code string, at int64, index uint64) error {
+	prefix := historyPrefix(code)
+	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return fmt.Errorf("cannot read history of link %q: %w", code, storageErr(err))
+	}
+	type rewrite struct {
+		key []byte
+		h   HistoryEntry
+	}
+	// Collect first: the batch is not written while its iterator is open.
+	var todo []rewrite
+	for valid := it.First(); valid; valid = it.Next() {
+		h := HistoryEntry{Code: code}
+		if err := DecodeHistory(it.Value(), &h); err != nil {
+			it.Close()
+			return fmt.Errorf("cannot read history of link %q: %w", code, storageErr(err))
+		}
+		changed := false
+		for i := range h.Changes {
+			c := &h.Changes[i]
+			if c.Field != "url" {
+				continue
+			}
+			if c.Old != "" {
+				c.Old, changed = PurgedValue, true
+			}
+			if c.New != "" {
+				c.New, changed = PurgedValue, true
+			}
+		}
+		if changed {
+			todo = append(todo, rewrite{key: append([]byte(nil), it.Key()...), h: h})
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("cannot read history of link %q: %w", code, storageErr(err))
+	}
+	for _, r := range todo {
+		if err := b.set(r.key, AppendHistory(nil, &r.h)); err != nil {
+			return fmt.Errorf("cannot rewrite history of link %q: %w", code, err)
+		}
+	}
+	return b.AddHistory(&HistoryEntry{Code: code, Index: index, At: at, Actor: ActorSystem, Action: ActionPurge,
+		Reason:  "destination purged after the link was deleted",
+		Changes: []FieldChange{{Field: "url", Old: PurgedValue}}})
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -103,5 +104,54 @@ func TestPurgeDeletedLinks(t *testing.T) {
 		if _, err := b.UpdateLink(&p, 3); !errors.Is(err, ErrNotFound) {
 			t.Errorf("reactivate a purged link (owner %q): %v; want ErrNotFound", owner, err)
 		}
+	}
+}
+
+// The destination leaves the link's history too: the create and every
+// edit named it. The purge itself is recorded, by the system.
+func TestPurgeScrubsHistory(t *testing.T) {
+	s := newTestStore(t)
+	l := sampleLink("hist1", "own", 1)
+	l.URL = "https://secret.example/first"
+	apply(t, s, 1, func(b *Batch) error { return b.CreateLink(&l) })
+	apply(t, s, 2, func(b *Batch) error {
+		_, err := b.UpdateLink(&LinkPatch{Code: "hist1", Owner: "own", UpdatedAt: 5, SetURL: true, URL: "https://secret.example/second"}, 2)
+		return err
+	})
+	apply(t, s, 3, func(b *Batch) error {
+		_, err := b.UpdateLink(&LinkPatch{Code: "hist1", Owner: "own", UpdatedAt: 6, SetStatus: true, Status: StatusDisabled}, 3)
+		return err
+	})
+	before, err := s.LinkHistory("hist1", 0)
+	if err != nil || len(before) != 3 {
+		t.Fatalf("history before the purge: %d records, %v; want 3", len(before), err)
+	}
+	apply(t, s, 4, func(b *Batch) error {
+		purged, err := b.PurgeDeletedLinks([]string{"hist1"}, 10, 99, 4)
+		if err == nil && len(purged) != 1 {
+			t.Errorf("purged %v; want [hist1]", purged)
+		}
+		return err
+	})
+	after, err := s.LinkHistory("hist1", 0)
+	if err != nil || len(after) != 4 {
+		t.Fatalf("history after the purge: %d records, %v; want 4", len(after), err)
+	}
+	for i, h := range after {
+		for _, c := range h.Changes {
+			if strings.Contains(c.Old+c.New, "secret.example") {
+				t.Errorf("record %d (%s) still names the destination: %+v", i, h.Action, c)
+			}
+		}
+		if i < 3 && (h.Action != before[i].Action || h.Actor != before[i].Actor || h.Index != before[i].Index || len(h.Changes) != len(before[i].Changes)) {
+			t.Errorf("record %d changed beyond its destination: %+v; was %+v", i, h, before[i])
+		}
+	}
+	if got := after[1].Changes; len(got) == 0 || got[0] != (FieldChange{Field: "url", Old: PurgedValue, New: PurgedValue}) {
+		t.Errorf("the edit's url change = %+v; want both sides %q", got, PurgedValue)
+	}
+	last := after[3]
+	if last.Action != ActionPurge || last.Actor != ActorSystem || last.At != 99 || last.Index != 4 {
+		t.Errorf("purge record = %+v; want action purge by the system at 99, index 4", last)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -35,6 +36,9 @@ type Store struct {
 	dir          string
 	fs           vfs.FS
 	beforeCommit func() error
+
+	blocklist atomic.Pointer[Blocklist] // rebuilt at every commit that changes it
+	blockGen  atomic.Uint32             // the published snapshot's generation
 }
 
 // Open opens (or creates) the database in dir.
@@ -64,7 +68,12 @@ func Open(dir string, o Options) (*Store, error) {
 		cache.Unref()
 		return nil, fmt.Errorf("cannot open store %q: %w", dir, err)
 	}
-	return &Store{db: db, cache: cache, dir: dir, fs: o.FS, beforeCommit: o.BeforeCommit}, nil
+	s := &Store{db: db, cache: cache, dir: dir, fs: o.FS, beforeCommit: o.BeforeCommit}
+	if err := s.loadBlocklist(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("cannot open store %q: %w", dir, err)
+	}
+	return s, nil
 }
 
 // Close flushes and closes the database.

@@ -245,6 +245,11 @@ func TestE2EAbuse(t *testing.T) {
 		if r := do(t, "PATCH", base("v3")+"/v1/links/purge-me", alice, `{"status":"active"}`); r.status != 404 {
 			t.Errorf("reactivate a purged link: %d %s; want 404", r.status, r.body)
 		}
+		// The audit trail names the destination no more either.
+		out, errOut, code := runCLI(t, c.env("v3"), "links", "history", "purge-me", "-format", "json")
+		if code != 0 || strings.Contains(out, "secret-destination") || !strings.Contains(out, `"purge"`) {
+			t.Errorf("links history purge-me: exit %d, still names the destination or lacks the purge:\n%s%s", code, out, errOut)
+		}
 		// Every replica applied the purge itself: one link purged each.
 		for _, n := range all {
 			m := do(t, "GET", base(n)+"/metrics", "", "")

@@ -32,7 +32,6 @@ func newCluster(t *testing.T) *cluster {
 	return &cluster{t: t, keyFile: keyFile, nodes: map[string]*proc{}, args: map[string][]string{}}
 }
 
-// start launches a node; join is a gossip address or "".
 // voterAndEdge starts a one-voter cluster's voter v1 (region us) and an
 // edge e1 in edgeRegion, waits until both are ready, and creates the
 // owner named owner through the CLI, returning its API key.
@@ -50,6 +49,41 @@ func (c *cluster) voterAndEdge(edgeRegion, owner string) (v1, e1 *proc, key stri
 	return v1, e1, key
 }
 
+// threeVotersAndEdge starts voters v1 (us, also the aggregator), v2 (eu)
+// and v3 (ap), and an edge e1 (eu) that ships to v1, with edgeArgs, and
+// waits until raft holds the three voters and the non-voter and every
+// node is ready. It returns the four names.
+func (c *cluster) threeVotersAndEdge(edgeArgs ...string) []string {
+	t := c.t
+	t.Helper()
+	v1 := c.start("v1", "us", "voter,aggregator", "", "--bootstrap-expect", "3")
+	c.start("v2", "eu", "voter", v1.gossip, "--bootstrap-expect", "3")
+	c.start("v3", "ap", "voter", v1.gossip, "--bootstrap-expect", "3")
+	c.start("e1", "eu", "edge", v1.gossip, append([]string{"--aggregator-url", "http://" + v1.http}, edgeArgs...)...)
+	names := []string{"v1", "v2", "v3", "e1"}
+	waitFor(t, "3 voters and 1 non-voter in raft", 60*time.Second, func() bool {
+		voters, non := 0, 0
+		for _, r := range c.peers("v1") {
+			if r.Suffrage == "voter" {
+				voters++
+			} else {
+				non++
+			}
+		}
+		return voters == 3 && non == 1
+	})
+	waitFor(t, "every node ready", 60*time.Second, func() bool {
+		for _, n := range names {
+			if !ready(t, c.nodes[n]) {
+				return false
+			}
+		}
+		return true
+	})
+	return names
+}
+
+// start launches a node; join is a gossip address or "".
 func (c *cluster) start(name, region, role, join string, extra ...string) *proc {
 	c.t.Helper()
 	args := []string{"--name", name, "--region", region, "--role", role, "--cluster-key-file", c.keyFile,
@@ -291,7 +325,7 @@ func TestE2ECluster(t *testing.T) {
 	syscall.Kill(e2.cmd.Process.Pid, syscall.SIGSTOP)
 	var changed []string
 	for i := 0; i < 20; i++ {
-		r := do(t, "POST", e1+"/v1/links", key, fmt.Sprintf(`{"url":"https://paused.example/%d"}`, i))
+		r := createRetrying(t, e1+"/v1/links", key, fmt.Sprintf(`{"url":"https://paused.example/%d"}`, i), fmt.Sprintf("paused-%d", i))
 		if r.status != 201 {
 			t.Fatalf("create while e2 paused: got %d %s", r.status, r.body)
 		}

@@ -109,7 +109,7 @@ func TestE2ESingleNode(t *testing.T) {
 			{"userinfo", "POST", "/v1/links", key, `{"url":"https://user@a.example/"}`, 400, "invalid-url"},
 			{"own domain", "POST", "/v1/links", key, fmt.Sprintf(`{"url":"http://%s/x"}`, p.http), 400, "invalid-url"},
 			{"too long", "POST", "/v1/links", key, fmt.Sprintf(`{"url":"https://a.example/%s"}`, strings.Repeat("a", 2100)), 400, "invalid-url"},
-			{"blocked", "POST", "/v1/links", key, `{"url":"https://www.evil.example/x"}`, 400, "destination-blocked"},
+			{"blocked", "POST", "/v1/links", key, `{"url":"https://www.evil.example/x"}`, 422, "destination-blocked"},
 			{"reserved alias", "POST", "/v1/links", key, `{"url":"https://a.example","alias":"Metrics"}`, 409, "alias-unavailable"},
 			{"taken alias", "POST", "/v1/links", key, `{"url":"https://a.example","alias":"my-Perm_1"}`, 409, "alias-unavailable"},
 			{"bad alias", "POST", "/v1/links", key, `{"url":"https://a.example","alias":"a/b"}`, 400, ""},
@@ -214,8 +214,9 @@ func TestE2ESingleNode(t *testing.T) {
 		if r := do(t, "PATCH", base+"/v1/links/"+code, key, `{"url":"https://edit.example/2"}`); r.status != 200 {
 			t.Fatalf("patch: got %d %s", r.status, r.body)
 		}
-		if red := do(t, "GET", base+"/"+code, "", ""); red.header.Get("Location") != "https://edit.example/2" {
-			t.Fatalf("edit not visible on the next request: Location %q", red.header.Get("Location"))
+		// A new destination shows the review interstitial first (--edit-review 24h).
+		if red := do(t, "GET", base+"/"+code, "", ""); red.status != 200 || !strings.Contains(string(red.body), `href="https://edit.example/2"`) {
+			t.Fatalf("edit not visible on the next request as the review interstitial: %d Location %q", red.status, red.header.Get("Location"))
 		}
 		acked[code] = "https://edit.example/2"
 		if r := do(t, "GET", base+"/v1/links/"+code, key, ""); r.status != 200 || r.json(t)["url"] != "https://edit.example/2" {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -161,6 +162,19 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 	}
 }
 
+// createRetrying creates a link, retrying while the cluster answers 503
+// (an election under way: a loaded machine can miss heartbeats right after
+// a restart) under one Idempotency-Key, so a retry never makes a second link.
+func createRetrying(t *testing.T, url, key, body, idemKey string) response {
+	t.Helper()
+	var r response
+	waitFor(t, "a create to be accepted", 30*time.Second, func() bool {
+		r = do(t, "POST", url, key, body, "Idempotency-Key", idemKey)
+		return r.status != http.StatusServiceUnavailable
+	})
+	return r
+}
+
 // noRedirect is an HTTP client that reports redirects instead of following.
 var noRedirect = &http.Client{
 	Timeout:       10 * time.Second,
@@ -234,4 +248,11 @@ func readKey(t *testing.T, path string) string {
 		t.Fatalf("cannot read %s: %v", path, err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	slices.Sort(s)
+	i := int(p*float64(len(s))+0.999999) - 1 // nearest rank
+	return s[max(0, min(i, len(s)-1))]
 }

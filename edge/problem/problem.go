@@ -58,8 +58,8 @@ const (
 var types = map[string]Type{
 	InvalidURL: {400, "Invalid URL",
 		"The destination URL was refused. It must be an absolute http or https URL with a host, at most 2048 characters, without user info (user@host), and must not point back at this short-link service."},
-	DestinationBlocked: {400, "Destination blocked",
-		"The destination host, or a domain it belongs to, is on this service's blocklist. Links to it cannot be created."},
+	DestinationBlocked: {422, "Destination blocked",
+		"The destination host, a domain it belongs to, or an address range holding it is on this service's blocklist, or is a URL shortener (a short link to a short link hides where it goes). Links to it cannot be created, and a link cannot be edited to point at it; the detail names the entry that matched."},
 	AliasUnavailable: {409, "Alias unavailable",
 		"The requested alias cannot be used: it is already taken (codes are never reused, even after a link is deleted), it is a reserved word, or it has the shape of a generated code."},
 	Unauthorized: {401, "Unauthorized",
