@@ -27,7 +27,7 @@ func (s *Server) dispatchAPI(ctx *fasthttp.RequestCtx) string {
 	case path == "/v1/links":
 		switch method {
 		case fasthttp.MethodPost:
-			s.withOwner(ctx, true, s.createLink)
+			s.createLinkLimited(ctx)
 			return "links.create"
 		case fasthttp.MethodGet:
 			s.withOwner(ctx, false, s.listLinks)
@@ -85,15 +85,24 @@ func (s *Server) withOwner(ctx *fasthttp.RequestCtx, write bool, fn func(*fastht
 	if !ok {
 		return
 	}
-	if write && s.limiter != nil {
-		if ok, wait := s.limiter.allow(key); !ok {
-			s.m.rateLimited.Inc()
-			secs := int((wait + time.Second - 1) / time.Second)
-			writeRetryProblem(ctx, probRateLimited, "too many writes with this API key; retry in "+strconv.Itoa(max(1, secs))+" s", secs)
-			return
-		}
+	if write && !s.allowWrite(ctx, key) {
+		return
 	}
 	fn(ctx, owner)
+}
+
+// allowWrite takes a token from the key's write bucket, or answers 429.
+func (s *Server) allowWrite(ctx *fasthttp.RequestCtx, key store.KeyHash) bool {
+	if s.limiter == nil {
+		return true
+	}
+	if ok, wait := s.limiter.allow(key); !ok {
+		s.m.rateLimited.Inc()
+		secs := int((wait + time.Second - 1) / time.Second)
+		writeRetryProblem(ctx, probRateLimited, "too many writes with this API key; retry in "+strconv.Itoa(max(1, secs))+" s", secs)
+		return false
+	}
+	return true
 }
 
 // readBody returns the request body, or answers 413 when it is too large.

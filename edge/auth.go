@@ -129,5 +129,10 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx) (store.Owner, store.KeyH
 		writeProblem(ctx, probUnauthorized, "the API key is not valid")
 		return store.Owner{}, store.KeyHash{}, false
 	}
+	if s.suspended.Has(o.ID) {
+		s.m.authFailures.Inc()
+		writeProblem(ctx, probUnauthorized, "the account of this API key is suspended")
+		return store.Owner{}, store.KeyHash{}, false
+	}
 	return o, h, true
 }

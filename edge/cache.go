@@ -41,6 +41,7 @@ type entry struct {
 	cacheControl []byte // redirects without expiry: the pre-built header value
 
 	code   string
+	owner  string // the link's owner, checked against the suspended owners
 	maxAge int64  // redirects: seconds, before clamping to the expiry
 	body   []byte // pages: the HTML
 	slot   int32  // index in the shard's ring; guarded by the shard lock

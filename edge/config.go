@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -86,6 +87,18 @@ type Config struct {
 	Logger  *slog.Logger
 	Metrics *metrics.Set
 	Now     func() time.Time
+
+	// Create limits (createlimits.go): POST /v1/links per client address,
+	// per registrable domain of the destination and per API key, in
+	// creates/s with a burst of createBurstSeconds of them; each defaults
+	// as documented there, negative disables it.
+	CreateRateIP, CreateRateDomain, CreateRateKey float64
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// for the per-address create limit; nil believes no one.
+	TrustedProxies []netip.Prefix
+	// SuspendedOwners is the node's set of suspended owners (their links
+	// answer 410, their keys 401); nil is an empty set of the server's own.
+	SuspendedOwners *OwnerSet
 }
 
 const (
@@ -114,6 +127,18 @@ func (c *Config) setDefaults() {
 	}
 	if c.WriteRate == 0 {
 		c.WriteRate = defaultWriteRate
+	}
+	if c.CreateRateIP == 0 {
+		c.CreateRateIP = DefaultCreateRateIP
+	}
+	if c.CreateRateDomain == 0 {
+		c.CreateRateDomain = DefaultCreateRateDomain
+	}
+	if c.CreateRateKey == 0 {
+		c.CreateRateKey = DefaultCreateRateKey
+	}
+	if c.SuspendedOwners == nil {
+		c.SuspendedOwners = NewOwnerSet()
 	}
 	if c.MaxRequestBodyBytes <= 0 {
 		c.MaxRequestBodyBytes = defaultMaxRequestBodyBytes

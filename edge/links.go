@@ -152,6 +152,18 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		}
 	}
 
+	// Only a create that is about to be made spends the domain's budget,
+	// and one that is not made gives it back (createlimits.go).
+	domain, ok := s.takeCreateDomain(ctx, d.host)
+	if !ok {
+		return
+	}
+	created := false
+	defer func() {
+		if !created {
+			s.refundCreateDomain(domain)
+		}
+	}()
 	wctx, cancel := s.writeContext(ctx)
 	defer cancel()
 	code := req.Alias
@@ -199,6 +211,7 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		s.replay(ctx, existing, reqHash, idemKey)
 		return
 	}
+	created = true
 	ctx.Response.Header.Set("Location", s.publicBase+linksPrefix+code)
 	setIndex(ctx, index)
 	writeJSON(ctx, fasthttp.StatusCreated, resp)

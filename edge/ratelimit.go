@@ -66,3 +66,13 @@ func (l *limiter[K]) dropFull(now time.Time) {
 		}
 	}
 }
+
+// refund gives back a token allow took, for work that then did not
+// happen (a create that was not made).
+func (l *limiter[K]) refund(key K) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b := l.buckets[key]; b != nil {
+		b.tokens = min(l.burst, b.tokens+1)
+	}
+}

@@ -52,6 +52,11 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 			kind = kindGone
 		}
 	}
+	// A suspended owner's links stop (suspended.go). While nobody is
+	// suspended this is one atomic load.
+	if (kind == kindRedirect || kind == kindReview) && s.suspended.Has(e.owner) {
+		kind = kindGone
+	}
 	// Bait and switch: an edited destination is shown on the review
 	// interstitial first until the edit's window closes.
 	if kind == kindRedirect && e.reviewUntil != 0 {
@@ -165,11 +170,14 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 		}
 		var cc [40]byte
 		cacheControl := appendCacheControl(cc[:0], public, maxAge)
-		e, b := newEntryWithBytes(len(l.URL) + len(cacheControl) + len(code))
+		e, b := newEntryWithBytes(len(l.URL) + len(cacheControl) + len(code) + len(l.Owner))
 		n := copy(b, l.URL)
 		m := n + copy(b[n:], cacheControl)
-		copy(b[m:], code)
+		o := m + copy(b[m:], code)
 		e.code, e.expiresAt = unsafe.String(unsafe.SliceData(b[m:]), len(code)), l.ExpiresAt // b never changes
+		if copy(b[o:], l.Owner) > 0 {
+			e.owner = unsafe.String(unsafe.SliceData(b[o:]), len(l.Owner))
+		}
 		e.kind, e.status, e.public, e.maxAge = kindRedirect, uint16(l.Redirect), public, maxAge
 		e.location, e.cacheControl = b[:n:n], b[n:m:m]
 		if l.ReviewUntil != 0 {
@@ -177,7 +185,7 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 		}
 		return e
 	}
-	e := &entry{code: string(code), expiresAt: l.ExpiresAt}
+	e := &entry{code: string(code), owner: l.Owner, expiresAt: l.ExpiresAt}
 	switch l.Status {
 	case store.StatusLegalBlock:
 		e.kind, e.status = kindLegal, fasthttp.StatusUnavailableForLegalReasons

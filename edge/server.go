@@ -54,6 +54,11 @@ type Server struct {
 	m       *serverMetrics
 	srv     *fasthttp.Server
 
+	// Issue 11: create limits (createlimits.go) and the owners whose
+	// links and keys are stopped (suspended.go).
+	creates   createLimits
+	suspended *OwnerSet
+
 	lnState listenerState
 
 	lnMu      sync.Mutex
@@ -116,6 +121,8 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 	if cfg.WriteRate > 0 {
 		s.limiter = newLimiter[store.KeyHash](cfg.WriteRate, 2*cfg.WriteRate, cfg.Now)
 	}
+	s.creates = newCreateLimits(cfg)
+	s.suspended = cfg.SuspendedOwners
 	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
 	s.reports = newReportDesk(s, w)
 	s.routes = map[string]fasthttp.RequestHandler{

@@ -34,6 +34,8 @@ func (n *Node) openAdmin() error {
 	a := &adminServer{n: n, ln: ln}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/owners", a.createOwner)
+	mux.HandleFunc("POST /v1/owners/{id}/suspend", a.setSuspended(true))
+	mux.HandleFunc("POST /v1/owners/{id}/unsuspend", a.setSuspended(false))
 	mux.HandleFunc("GET /v1/status", a.status)
 	mux.HandleFunc("GET /v1/raft/peers", a.raftPeers)
 	mux.HandleFunc("GET /v1/members", a.members)

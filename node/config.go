@@ -17,7 +17,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/waymark/waymark/edge"
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/raft"
 	"github.com/waymark/waymark/rollup"
 )
 
@@ -86,6 +88,11 @@ type Config struct {
 	IngestMaxBytes  int64
 	MaxShipLag      time.Duration
 	Retention       time.Duration
+	// Create limits (edge/createlimits.go) in creates/s; 0 turns one off.
+	CreateRateIP, CreateRateDomain, CreateRateKey float64
+	// PurgeAfter: a deleted link's destination is purged this long after
+	// the delete (raft/purge.go); 0 never purges.
+	PurgeAfter time.Duration
 	// CheckpointInterval: how long folded events wait in the aggregator's
 	// memory before their rollups are written (rollup/DESIGN.md).
 	CheckpointInterval time.Duration
@@ -178,6 +185,10 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.StringVar(&c.GeoIPPath, "geoip-db", "", "MaxMind-format GeoIP database file: a country database gives visit:country, a city database (make geoip: data/geoip/city.mmdb) also visit:region and visit:city")
 	fs.Float64Var(&c.WriteRate, "write-rate", 100, "link API writes per second per API key (token bucket, burst 2x)")
 	fs.IntVar(&c.ReportBurst, "report-burst", 5, "public reports (POST /v1/reports) a client IP may send at once; one more a minute after that")
+	fs.Float64Var(&c.CreateRateIP, "create-rate-ip", edge.DefaultCreateRateIP, "link creates per second per client address (IPv6 per /64), burst 10 s of it; 0 turns the limit off")
+	fs.Float64Var(&c.CreateRateKey, "create-rate-key", edge.DefaultCreateRateKey, "link creates per second per API key, burst 10 s of it; 0 turns the limit off")
+	fs.Float64Var(&c.CreateRateDomain, "create-rate-domain", edge.DefaultCreateRateDomain, "link creates per second per destination domain (registrable domain), burst 10 s of it; only creates that are made count; 0 turns the limit off")
+	fs.DurationVar(&c.PurgeAfter, "purge-after", raft.DefaultPurgeAfter, "a deleted link's destination is purged this long after the delete (its code stays reserved); 0 keeps destinations for ever")
 	fs.IntVar(&c.MaxConns, "max-conns", 16384, "open public HTTP connections at most; past it new ones get 503")
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", 1024, "open public HTTP connections from one client address at most; past it new ones get 429")
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "bytes kept free in the data folder's file system: below it the node refuses writes with 503 and fails readiness on voters and aggregators, until space is freed")
@@ -332,6 +343,12 @@ func (c *Config) Validate() error {
 	}
 	if c.WriteRate <= 0 {
 		return fmt.Errorf("%w: --write-rate must be positive", ErrBadConfig)
+	}
+	if c.CreateRateIP < 0 || c.CreateRateKey < 0 || c.CreateRateDomain < 0 {
+		return fmt.Errorf("%w: --create-rate-ip, --create-rate-key and --create-rate-domain must not be negative (0 turns one off)", ErrBadConfig)
+	}
+	if c.PurgeAfter < 0 {
+		return fmt.Errorf("%w: --purge-after must not be negative (0 never purges)", ErrBadConfig)
 	}
 	if c.ReportBurst <= 0 {
 		return fmt.Errorf("%w: --report-burst must be positive", ErrBadConfig)

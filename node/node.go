@@ -44,6 +44,9 @@ type Node struct {
 	raft   *raft.Node
 	edge   atomic.Pointer[edge.Server]
 	admin  *adminServer
+	// suspended is the in-memory set of suspended owners, loaded from the
+	// store before raft replays anything and kept by the FSM (owners_abuse.go).
+	suspended *edge.OwnerSet
 
 	gossip  *Gossip
 	peers   *peerClient
@@ -218,6 +221,9 @@ func (n *Node) openIngest() error {
 }
 
 func (n *Node) openRaft() error {
+	if err := n.loadSuspended(); err != nil {
+		return err
+	}
 	var err error
 	n.raft, err = raft.Open(raft.Config{
 		NodeID:            n.cfg.Name,
@@ -248,6 +254,7 @@ func (n *Node) openRaft() error {
 		},
 		OnSite: n.sites.Put,
 		OnRestore: func() {
+			n.reloadSuspended()
 			if srv := n.edge.Load(); srv != nil {
 				srv.InvalidateAll()
 			}
@@ -257,6 +264,10 @@ func (n *Node) openRaft() error {
 				n.log.Error("cannot reload sites after a snapshot restore; the event endpoint may use stale ones", "err", err)
 			}
 		},
+
+		// Issue 11: the suspended-owner set and the purge (owners_abuse.go).
+		OnOwnerSuspended: n.suspended.Set,
+		PurgeAfter:       purgeAfter(n.cfg.PurgeAfter),
 	}, n.store)
 	if err != nil {
 		return err
@@ -295,6 +306,13 @@ func (n *Node) openEdge(publicURL string) error {
 		// Issue 11: 0 takes the edge's default (1 h); --edit-review 0 is off.
 		PermanentMaxAge: n.cfg.PermanentMaxAge,
 		EditReview:      editReview(n.cfg.EditReview),
+
+		// Issue 11: create limits and owner suspension (owners_abuse.go).
+		CreateRateIP:     createRate(n.cfg.CreateRateIP),
+		CreateRateKey:    createRate(n.cfg.CreateRateKey),
+		CreateRateDomain: createRate(n.cfg.CreateRateDomain),
+		TrustedProxies:   n.cfg.TrustedProxies,
+		SuspendedOwners:  n.suspended,
 	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
 		return err

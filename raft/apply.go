@@ -18,6 +18,10 @@ type applier struct {
 	idem      map[string]store.Idempotency // idempotency records written earlier in this batch
 	failed    error                        // the store itself failed; the batch must not commit
 	clusterID string                       // a SetClusterID applied in this batch
+	// suspensions are the owner suspension changes, in log order, and
+	// purged counts the destinations purged (abusecmd.go).
+	suspensions []ownerSuspension
+	purged      int
 }
 
 func newApplier(st *store.Store, b *store.Batch) *applier {

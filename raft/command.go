@@ -39,6 +39,9 @@ const (
 	// Issue 11: public abuse reports (reportcmd.go).
 	cmdFileReport    cmdType = 12
 	cmdResolveReport cmdType = 13
+	// Issue 11 (abuse): owner suspension and the purge of deleted links.
+	cmdSetOwnerSuspended cmdType = 15
+	cmdPurgeDeletedLinks cmdType = 16
 )
 
 // flagSkippable lets a node that does not know the command skip it.
@@ -78,6 +81,8 @@ var commandTable = map[cmdType]commandSpec{
 	cmdBlocklistUpdate:   {name: "blocklist_update", version: 1, decode: decodeBlocklistUpdate},
 	cmdFileReport:        {name: "file_report", version: 1, decode: decodeFileReport},
 	cmdResolveReport:     {name: "resolve_report", version: 1, decode: decodeResolveReport},
+	cmdSetOwnerSuspended: {name: "set_owner_suspended", version: 1, decode: decodeSetOwnerSuspended},
+	cmdPurgeDeletedLinks: {name: "purge_deleted_links", version: 1, decode: decodePurgeDeletedLinks},
 }
 
 // header is the fixed start of every command.

@@ -46,6 +46,9 @@ func sampleCommands() []command {
 			{Entry: store.BlockEntry{Value: "10.0.0.0/8", Kind: store.BlockKindShortener}},
 			{Remove: true, Entry: store.BlockEntry{Value: "2001:db8::bad"}},
 		}},
+		&setOwnerSuspendedCmd{Owner: "o1", Suspended: true, At: 1700000000000, Reason: "phishing"},
+		&setOwnerSuspendedCmd{Owner: "o1", At: -1},
+		&purgeDeletedLinksCmd{Cutoff: 1700000000000, At: 1700000000001, Codes: []string{"abc1234", "my-alias"}},
 	}
 }
 
@@ -141,6 +144,15 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"resolve without action", appendCommand(nil, &resolveReportCmd{Res: store.ReportResolution{ID: 1}}), store.ErrCorrupt},
 		{"resolve unknown action", appendCommand(nil, &resolveReportCmd{Res: store.ReportResolution{ID: 1, Action: 9}}), store.ErrCorrupt},
 		{"resolve case zero", appendCommand(nil, &resolveReportCmd{Res: store.ReportResolution{Action: store.ReportBlock}}), store.ErrCorrupt},
+		{"suspend without an owner", appendSetOwnerSuspended(nil, "", true, 1, "r"), store.ErrCorrupt},
+		{"suspend owner with NUL", appendSetOwnerSuspended(nil, "o\x00", true, 1, "r"), store.ErrCorrupt},
+		{"unsuspend with a reason", appendCommand(nil, &setOwnerSuspendedCmd{Owner: "o", Reason: "r"}), store.ErrCorrupt},
+		{"suspend reason too long", appendSetOwnerSuspended(nil, "o", true, 1, strings.Repeat("r", store.MaxSuspendReason+1)), store.ErrCorrupt},
+		{"suspended flag 2", append(bytes.Clone(appendSetOwnerSuspended(nil, "o", true, 0, "")[:5]), 2, 0, 0), store.ErrCorrupt},
+		{"purge without codes", appendPurgeDeletedLinks(nil, 1, 2, nil), store.ErrCorrupt},
+		{"purge of an empty code", appendPurgeDeletedLinks(nil, 1, 2, []string{"a", ""}), store.ErrCorrupt},
+		{"purge before its cutoff", appendPurgeDeletedLinks(nil, 5, 4, []string{"a"}), store.ErrCorrupt},
+		{"purge of too many codes", appendPurgeDeletedLinks(nil, 1, 2, make([]string, maxPurgePerEntry+1)), store.ErrCorrupt},
 		{"unknown type", []byte{200, 1, 0}, errUnknownCommand},
 		{"newer version", []byte{byte(cmdCreateLink), 2, 0}, errUnknownCommand},
 		{"version zero", []byte{byte(cmdCreateLink), 0, 0}, errUnknownCommand},

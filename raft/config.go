@@ -84,9 +84,22 @@ type Config struct {
 	// OnSite is called for every site a batch created or edited (settings,
 	// goals), like OnChange; an edited site comes with its new record.
 	OnSite func(store.Site)
+	// OnOwnerSuspended is called with every owner a batch suspended
+	// (before the batch commits, like OnChanging) or unsuspended (after
+	// it committed), so the node's in-memory set of suspended owners is
+	// right before the write is acknowledged. It runs on raft's FSM
+	// goroutine and must be quick. A restore reloads the set (OnRestore).
+	OnOwnerSuspended func(owner string, suspended bool)
 	// OnRestore is called after the whole store was replaced by a
 	// snapshot: every cached link or site may be stale.
 	OnRestore func()
+
+	// PurgeAfter is how long a deleted link keeps its destination before
+	// the leader purges it through the log; default DefaultPurgeAfter,
+	// negative never purges. PurgeSweep is how often the leader looks;
+	// default PurgeAfter/10, within 200ms and 1m.
+	PurgeAfter time.Duration
+	PurgeSweep time.Duration
 
 	// Forward sends an encoded command to the leader and returns the
 	// leader's answer, the bytes its ApplyForwarded produced. On a node
@@ -158,6 +171,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.OnRestore == nil {
 		c.OnRestore = func() {}
+	}
+	if c.OnOwnerSuspended == nil {
+		c.OnOwnerSuspended = func(string, bool) {}
+	}
+	if c.PurgeAfter == 0 {
+		c.PurgeAfter = DefaultPurgeAfter
+	}
+	if c.PurgeSweep <= 0 {
+		c.PurgeSweep = min(max(c.PurgeAfter/10, 200*time.Millisecond), time.Minute)
 	}
 	if c.OnLeader == nil {
 		c.OnLeader = func(bool) {}

@@ -62,6 +62,9 @@ var forwardable = map[cmdType]bool{
 	// Reports: an edge files them, any node's admin API resolves them.
 	cmdFileReport:    true,
 	cmdResolveReport: true,
+	// Issue 11: an operator may suspend an owner through any node; the
+	// purge is the leader's own.
+	cmdSetOwnerSuspended: true,
 }
 
 // forward sends cmd to the leader this node knows of. Forwarding happens

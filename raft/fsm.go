@@ -53,6 +53,9 @@ type fsm struct {
 	// restoring is set while Restore swaps a snapshot in: the node reports
 	// not ready, though readers keep seeing the old state until the swap.
 	restoring atomic.Bool
+	// onSuspended keeps the in-memory set of suspended owners
+	// (Config.OnOwnerSuspended).
+	onSuspended func(owner string, suspended bool)
 }
 
 var _ hraft.BatchingFSM = (*fsm)(nil)
@@ -61,6 +64,9 @@ func newFSM(st *store.Store, cfg Config, m *nodeMetrics) *fsm {
 	if cfg.OnChanging == nil {
 		cfg.OnChanging = func(string) {}
 	}
+	if cfg.OnOwnerSuspended == nil {
+		cfg.OnOwnerSuspended = func(string, bool) {}
+	}
 	return &fsm{
 		st:          st,
 		log:         cfg.Logger,
@@ -68,6 +74,7 @@ func newFSM(st *store.Store, cfg Config, m *nodeMetrics) *fsm {
 		onChange:    cfg.OnChange,
 		onChanging:  cfg.OnChanging,
 		onSite:      cfg.OnSite,
+		onSuspended: cfg.OnOwnerSuspended,
 		onRestore:   cfg.OnRestore,
 		onHalt:      func() {},
 		onClusterID: func(string) {},
@@ -133,6 +140,13 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 	for _, code := range a.changed {
 		f.onChanging(code)
 	}
+	// A suspension takes hold before the commit, for the same reason; a
+	// lifted one only once it is committed.
+	for _, s := range a.suspensions {
+		if s.suspended {
+			f.onSuspended(s.id, true)
+		}
+	}
 	err = b.Commit(last)
 	// Evict before the futures resolve, so an acknowledged edit or takedown
 	// is what the very next redirect sees (and end the fence either way).
@@ -145,6 +159,10 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 	for _, s := range a.sites {
 		f.onSite(s)
 	}
+	for _, s := range a.suspensions { // in log order: the last change wins
+		f.onSuspended(s.id, s.suspended)
+	}
+	f.m.linksPurged.Add(a.purged)
 	if a.clusterID != "" {
 		f.onClusterID(a.clusterID)
 	}

@@ -50,6 +50,11 @@ func (n *Node) leadershipChanged(leader bool) {
 			n.sweeping.Store(false)
 		}
 	}
+	if leader && n.cfg.PurgeAfter > 0 && n.purging.CompareAndSwap(false, true) {
+		if !n.goSafe(n.sweepDeletedLinks) {
+			n.purging.Store(false)
+		}
+	}
 }
 
 // stepDownHalted hands the leadership of a halted node to another voter.

@@ -33,6 +33,8 @@ type nodeMetrics struct {
 
 	blocksAllocated     *metrics.Counter
 	idempotencyExpiries *metrics.Counter // expiry entries the leader appended
+	purgeEntries        *metrics.Counter // purge_deleted_links entries the leader appended
+	linksPurged         *metrics.Counter // deleted links whose destination this replica purged
 
 	fsmBatchDuration *metrics.Histogram
 	fsmCommands      *metrics.Counter
@@ -68,6 +70,8 @@ func newNodeMetrics(s *metrics.Set) *nodeMetrics {
 
 		blocksAllocated:     s.GetOrCreateCounter(p + "blocks_allocated_total"),
 		idempotencyExpiries: s.GetOrCreateCounter(p + "idempotency_expiry_entries_total"),
+		purgeEntries:        s.GetOrCreateCounter(p + "purge_entries_total"),
+		linksPurged:         s.GetOrCreateCounter(p + "links_purged_total"),
 
 		fsmBatchDuration: s.GetOrCreateHistogram(p + "fsm_batch_duration_seconds"),
 		fsmCommands:      s.GetOrCreateCounter(p + "fsm_commands_total"),

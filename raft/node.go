@@ -44,6 +44,7 @@ type Node struct {
 	steppingDown atomic.Bool
 	raftUp       atomic.Bool // n.raft is set
 	sweeping     atomic.Bool // the idempotency expiry loop is running
+	purging      atomic.Bool // the deleted-link purge loop is running (purge.go)
 	// mayInitSecret is set on a node that bootstraps (Config.Bootstrap or
 	// BootstrapCluster): only such a node, as leader, may originate the
 	// cluster permutation key. A node that was added to a cluster gets it
@@ -75,6 +76,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	n.m = newNodeMetrics(cfg.Metrics)
 	n.fsm = newFSM(st, Config{
 		Logger: n.log, OnChange: cfg.OnChange, OnChanging: cfg.OnChanging, OnSite: cfg.OnSite, OnRestore: n.onRestore(cfg.OnRestore),
+		OnOwnerSuspended: cfg.OnOwnerSuspended,
 	}, n.m)
 	n.fsm.onHalt = func() {
 		// The FSM may halt while NewRaft replays the log, before n.raft

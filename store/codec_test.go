@@ -21,6 +21,8 @@ var sampleOwners = []Owner{
 	{},
 	{ID: "own_1", Name: "Ada Lovelace", CreatedAt: 1_700_000_000_000},
 	{ID: "o\x00x", Name: "\xff", CreatedAt: -5},
+	{ID: "own_2", Name: "Spammer", CreatedAt: 1, Suspended: true, SuspendedAt: 1_700_000_000_000, SuspendReason: "phishing campaign"}, // version 2
+	{ID: "own_3", Suspended: true},                                                                                                    // version 2, no reason
 }
 
 var sampleSites = []Site{
@@ -205,8 +207,8 @@ func TestDecodeLinkRejectsBadFields(t *testing.T) {
 func TestDecodeRejectsOverlongVarints(t *testing.T) {
 	o := Owner{ID: "a", Name: "b", CreatedAt: 0}
 	good := AppendOwner(nil, &o)
-	overlongLen := append([]byte{ownerVersion, 0x81, 0x00}, good[2:]...) // ID length 1 as two bytes
-	overlongInt := append(bytes.Clone(good[:len(good)-1]), 0x80, 0x00)   // CreatedAt 0 as two bytes
+	overlongLen := append([]byte{ownerVersion1, 0x81, 0x00}, good[2:]...) // ID length 1 as two bytes
+	overlongInt := append(bytes.Clone(good[:len(good)-1]), 0x80, 0x00)    // CreatedAt 0 as two bytes
 	for name, b := range map[string][]byte{"length": overlongLen, "integer": overlongInt} {
 		var got Owner
 		if err := DecodeOwner(b, &got); !errors.Is(err, ErrCorrupt) {

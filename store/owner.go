@@ -11,6 +11,12 @@ type Owner struct {
 	ID        string
 	Name      string
 	CreatedAt int64
+	// Suspension (suspend.go): while Suspended, every link of the owner
+	// answers 410 and its API keys 401. SuspendedAt (Unix ms) and
+	// SuspendReason say when and why; all three are zero otherwise.
+	Suspended     bool
+	SuspendedAt   int64
+	SuspendReason string
 }
 
 // KeyHash is the SHA-256 of an API key; only the hash is ever stored.
@@ -20,25 +26,59 @@ type KeyHash [sha256.Size]byte
 // random strings, so a plain hash is enough (no password stretching needed).
 func HashAPIKey(key []byte) KeyHash { return sha256.Sum256(key) }
 
-const ownerVersion = 1
+// Owner record versions. Version 1 is an owner that is not suspended;
+// version 2 adds the suspension (flags byte, time, reason). An owner that
+// is not suspended is still written as version 1 (and a version 2 record
+// without the flag is refused), so each owner has one encoding and a node
+// that only knows version 1 reads every owner that was never suspended
+// or has been unsuspended.
+const (
+	ownerVersion1 = 1
+	ownerVersion2 = 2
+)
+
+// The one bit of a version 2 owner's flags byte.
+const ownerFlagSuspended byte = 1 << 0
 
 // AppendOwner appends the encoding of o to dst.
 func AppendOwner(dst []byte, o *Owner) []byte {
-	dst = append(dst, ownerVersion)
+	if o.Suspended {
+		dst = append(dst, ownerVersion2)
+	} else {
+		dst = append(dst, ownerVersion1)
+	}
 	dst = AppendString(dst, o.ID)
 	dst = AppendString(dst, o.Name)
-	return appendVarint(dst, o.CreatedAt)
+	dst = appendVarint(dst, o.CreatedAt)
+	if !o.Suspended {
+		return dst
+	}
+	dst = append(dst, ownerFlagSuspended)
+	dst = appendVarint(dst, o.SuspendedAt)
+	return AppendString(dst, o.SuspendReason)
 }
 
 // DecodeOwner decodes a record written by AppendOwner.
 func DecodeOwner(b []byte, o *Owner) error {
 	r := NewFieldReader(b)
-	if r.Byte() != ownerVersion {
+	version := r.Byte()
+	if version != ownerVersion1 && version != ownerVersion2 {
 		return fmt.Errorf("cannot decode owner: %w: unknown version", ErrCorrupt)
 	}
+	*o = Owner{}
 	o.ID = r.String()
 	o.Name = r.String()
 	o.CreatedAt = r.Varint()
+	if version == ownerVersion2 {
+		if flags := r.Byte(); flags != ownerFlagSuspended {
+			// Only the suspension makes a version 2 record; unknown bits
+			// are a newer writer's, not ours to guess at.
+			return fmt.Errorf("cannot decode owner: %w: flags %#x", ErrCorrupt, flags)
+		}
+		o.Suspended = true
+		o.SuspendedAt = r.Varint()
+		o.SuspendReason = r.String()
+	}
 	if !r.Done() {
 		return fmt.Errorf("cannot decode owner: %w", ErrCorrupt)
 	}

@@ -79,6 +79,11 @@ type LinkPatch struct {
 
 // Apply edits l in place.
 func (p *LinkPatch) Apply(l *Link) error {
+	// A purged link has no destination left to restore or redirect to:
+	// nobody edits it again (its code stays reserved).
+	if l.Purged() {
+		return fmt.Errorf("destination was purged after deletion: %w", ErrNotFound)
+	}
 	// Checked here, inside the FSM, so an owner's edit racing an operator
 	// takedown can never undo it.
 	if p.Owner != "" && (OperatorStatus(l.Status) || (p.SetStatus && OperatorStatus(p.Status))) {

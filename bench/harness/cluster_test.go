@@ -25,7 +25,7 @@ func TestClusterOneVoterOneEdge(t *testing.T) {
 			{Name: "e1", Region: "eu", Role: RoleEdge}, // listed first: the voter must still seed
 			{Name: "v1", Region: "us", Role: RoleVoter},
 		},
-		NodeArgs:     []string{"--write-rate", "100000"},
+		NodeArgs:     []string{"--write-rate", "100000", "--create-rate-ip", "0", "--create-rate-key", "0", "--create-rate-domain", "0"},
 		StartTimeout: 45 * time.Second,
 	})
 	if err != nil {

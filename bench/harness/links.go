@@ -267,6 +267,7 @@ func LoadNodeLinks(ctx context.Context, n *Node, count, workers int, out io.Writ
 	return codes, nil
 }
 
-// NodeWriteRateArgs lift a node's per-key write limit, so one API key
-// loads links and sites quickly; it plays no part in redirects or events.
-var NodeWriteRateArgs = []string{"--write-rate", "1000000"}
+// NodeWriteRateArgs lift a node's per-key write limit and its create
+// limits (per address, key and destination domain), so one API key loads
+// links and sites quickly; they play no part in redirects or events.
+var NodeWriteRateArgs = []string{"--write-rate", "1000000", "--create-rate-ip", "0", "--create-rate-key", "0", "--create-rate-domain", "0"}

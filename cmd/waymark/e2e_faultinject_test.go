@@ -90,7 +90,7 @@ func startFaultCluster(t *testing.T, voters, edges int, extra ...string) *faultC
 
 	// --edit-review 0: the model reads an edit's destination at once,
 	// not after a bait-and-switch review window.
-	common := append([]string{"--write-rate", "100000", "--apply-timeout", "2s", "--dead-grace", "30m", "--capture-clicks=false", "--edit-review", "0"}, extra...)
+	common := append([]string{"--write-rate", "100000", "--create-rate-ip", "0", "--create-rate-key", "0", "--create-rate-domain", "0", "--apply-timeout", "2s", "--dead-grace", "30m", "--capture-clicks=false", "--edit-review", "0"}, extra...)
 	start := func(name, region, role, join string, extra ...string) {
 		bind := freePort(t)
 		adv := fc.net.add(name, bind)

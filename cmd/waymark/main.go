@@ -18,6 +18,8 @@ var commands = []struct {
 }{
 	{"node", "run a node (waymark node --dev for a complete single node)", node.CmdNode},
 	{"owners create", "create an owner; prints only its API key", node.CmdOwnersCreate},
+	{"owners suspend", "suspend an owner: its links answer 410 and its API keys 401 (--reason TEXT)", node.CmdOwnersSuspend},
+	{"owners unsuspend", "lift an owner's suspension", node.CmdOwnersUnsuspend},
 	{"status", "show this node: roles, leader, applied index, readiness", node.CmdStatus},
 	{"members", "list gossip members: address, region, roles, status, version", node.CmdMembers},
 	{"join", "join this node to existing members by gossip address", node.CmdJoin},

@@ -61,7 +61,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	started := time.Now()
 	b.cluster, err = harness.StartCluster(ctx, harness.ClusterConfig{
 		Binary: bin, Dir: dir, Members: members,
-		NodeArgs:     append([]string{"--write-rate", writeRate}, cfg.NodeArgs...),
+		NodeArgs:     append([]string{"--write-rate", writeRate, "--create-rate-ip", "0", "--create-rate-key", "0", "--create-rate-domain", "0"}, cfg.NodeArgs...),
 		Echo:         echo,
 		StartTimeout: cfg.StartTimeout,
 	})
