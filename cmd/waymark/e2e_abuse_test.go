@@ -21,31 +21,8 @@ import (
 // replica with a tiny --purge-after while its alias stays reserved.
 func TestE2EAbuse(t *testing.T) {
 	c := newCluster(t)
-	v1 := c.start("v1", "us", "voter", "", "--bootstrap-expect", "3", "--purge-after", "3s")
-	c.start("v2", "eu", "voter", v1.gossip, "--bootstrap-expect", "3", "--purge-after", "3s")
-	c.start("v3", "ap", "voter", v1.gossip, "--bootstrap-expect", "3", "--purge-after", "3s")
 	// The edge limits creates per key to 0.5/s with a burst of 5.
-	c.start("e1", "eu", "edge", v1.gossip, "--purge-after", "3s", "--create-rate-key", "0.5")
-	all := []string{"v1", "v2", "v3", "e1"}
-	waitFor(t, "3 voters and the edge in raft", 60*time.Second, func() bool {
-		voters, non := 0, 0
-		for _, r := range c.peers("v1") {
-			if r.Suffrage == "voter" {
-				voters++
-			} else {
-				non++
-			}
-		}
-		return voters == 3 && non == 1
-	})
-	waitFor(t, "every node ready", 60*time.Second, func() bool {
-		for _, n := range all {
-			if !ready(t, c.nodes[n]) {
-				return false
-			}
-		}
-		return true
-	})
+	all := c.threeVotersAndEdge([]string{"--purge-after", "3s"}, "--purge-after", "3s", "--create-rate-key", "0.5")
 	base := func(n string) string { return "http://" + c.nodes[n].http }
 
 	aliceID, alice := createOwnerJSON(t, c, "v2", "alice")

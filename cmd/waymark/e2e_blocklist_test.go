@@ -24,7 +24,7 @@ func TestE2EBlocklist(t *testing.T) {
 		t.Skip("starts four processes")
 	}
 	c := newCluster(t)
-	all := c.threeVotersAndEdge()
+	all := c.threeVotersAndEdge(nil)
 	out, _, code := runCLI(t, c.env("v1"), "owners", "create", "alice")
 	key := strings.TrimSpace(out)
 	if code != 0 || !strings.HasPrefix(key, "wm_") {

@@ -50,15 +50,16 @@ func (c *cluster) voterAndEdge(edgeRegion, owner string) (v1, e1 *proc, key stri
 }
 
 // threeVotersAndEdge starts voters v1 (us, also the aggregator), v2 (eu)
-// and v3 (ap), and an edge e1 (eu) that ships to v1, with edgeArgs, and
-// waits until raft holds the three voters and the non-voter and every
+// and v3 (ap), each with voterArgs, and an edge e1 (eu) that ships to v1,
+// with edgeArgs, and waits until raft holds the three voters and the non-voter and every
 // node is ready. It returns the four names.
-func (c *cluster) threeVotersAndEdge(edgeArgs ...string) []string {
+func (c *cluster) threeVotersAndEdge(voterArgs []string, edgeArgs ...string) []string {
 	t := c.t
 	t.Helper()
-	v1 := c.start("v1", "us", "voter,aggregator", "", "--bootstrap-expect", "3")
-	c.start("v2", "eu", "voter", v1.gossip, "--bootstrap-expect", "3")
-	c.start("v3", "ap", "voter", v1.gossip, "--bootstrap-expect", "3")
+	voterArgs = append([]string{"--bootstrap-expect", "3"}, voterArgs...)
+	v1 := c.start("v1", "us", "voter,aggregator", "", voterArgs...)
+	c.start("v2", "eu", "voter", v1.gossip, voterArgs...)
+	c.start("v3", "ap", "voter", v1.gossip, voterArgs...)
 	c.start("e1", "eu", "edge", v1.gossip, append([]string{"--aggregator-url", "http://" + v1.http}, edgeArgs...)...)
 	names := []string{"v1", "v2", "v3", "e1"}
 	waitFor(t, "3 voters and 1 non-voter in raft", 60*time.Second, func() bool {

@@ -68,7 +68,7 @@ const blockedAnswer = 410
 // restart of the edge. A voter's public port shows the per-IP limit.
 func TestE2EReports(t *testing.T) {
 	c := newCluster(t)
-	all := c.threeVotersAndEdge("--report-burst", "100")
+	all := c.threeVotersAndEdge(nil, "--report-burst", "100")
 	v1 := c.nodes["v1"]
 	out, _, code := runCLI(t, c.env("v2"), "owners", "create", "alice", "-format", "json")
 	var owner struct {

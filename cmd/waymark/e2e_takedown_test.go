@@ -115,7 +115,7 @@ func pollNodes(nodes map[string]*proc, code string, want takedownState, t0 time.
 // HEAD requests are not clicks.
 func TestE2ETakedowns(t *testing.T) {
 	c := newCluster(t)
-	names := c.threeVotersAndEdge()
+	names := c.threeVotersAndEdge(nil)
 	v1 := c.nodes["v1"]
 	e1 := c.nodes["e1"]
 	owner := func(name string) (id, key string) {
