@@ -41,16 +41,7 @@ func serveOnce(h fasthttp.RequestHandler, ctx *fasthttp.RequestCtx, want int) bo
 
 func BenchmarkRedirectCacheHit(b *testing.B) {
 	srv, _ := benchServer(b, Config{})
-	h := srv.Handler()
-	ctx := requestCtx("GET", "/abc1234")
-	if !serveOnce(h, ctx, 302) {
-		b.Fatalf("status: got %d; want 302", ctx.Response.StatusCode())
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		serveOnce(h, ctx, 302)
-	}
+	benchServe(b, srv.Handler(), "/abc1234", 302)
 }
 
 func BenchmarkRedirectPebble(b *testing.B) {
@@ -69,16 +60,7 @@ func BenchmarkRedirectPebble(b *testing.B) {
 
 func BenchmarkRedirectNotFound(b *testing.B) {
 	srv, _ := benchServer(b, Config{})
-	h := srv.Handler()
-	ctx := requestCtx("GET", "/zzzzzzz")
-	if !serveOnce(h, ctx, 404) {
-		b.Fatalf("status: got %d; want 404", ctx.Response.StatusCode())
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		serveOnce(h, ctx, 404)
-	}
+	benchServe(b, srv.Handler(), "/zzzzzzz", 404)
 }
 
 func BenchmarkRedirectCacheHitParallel(b *testing.B) {
@@ -102,11 +84,43 @@ func TestRedirectHitAllocatesNothing(t *testing.T) {
 	srv, w := benchServer(t, Config{})
 	now := srv.now()
 	w.putLink(t, store.Link{Code: "expires", URL: "https://example.com/e", Owner: "o", ExpiresAt: now.Add(1e12).UnixMilli()})
-	h := srv.Handler()
-	for _, tt := range []struct {
-		path   string
-		status int
-	}{{"/abc1234", 302}, {"/expires", 302}, {"/zzzzzzz", 404}} {
+	checkNoAllocs(t, srv.Handler(), []pathStatus{{"/abc1234", 302}, {"/expires", 302}, {"/zzzzzzz", 404}})
+}
+
+// BenchmarkRedirectCacheHitBlocklist is a cache hit with 10,000 block
+// entries and a prefix in the snapshot.
+func BenchmarkRedirectCacheHitBlocklist(b *testing.B) {
+	srv, w := benchServer(b, Config{})
+	w.blocklist(b, bigBlocklist(10000)...)
+	w.blocklist(b, blockEntry("10.0.0.0/8"))
+	benchServe(b, srv.Handler(), "/abc1234", 302)
+}
+
+// benchServe primes the cache with one request for path, then measures
+// that request in a loop.
+func benchServe(b *testing.B, h fasthttp.RequestHandler, path string, status int) {
+	b.Helper()
+	ctx := requestCtx("GET", path)
+	if !serveOnce(h, ctx, status) {
+		b.Fatalf("%s: status %d; want %d", path, ctx.Response.StatusCode(), status)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		serveOnce(h, ctx, status)
+	}
+}
+
+type pathStatus struct {
+	path   string
+	status int
+}
+
+// checkNoAllocs fails unless each request, after a first one that fills
+// the cache, allocates nothing.
+func checkNoAllocs(t *testing.T, h fasthttp.RequestHandler, cases []pathStatus) {
+	t.Helper()
+	for _, tt := range cases {
 		ctx := requestCtx("GET", tt.path)
 		serveOnce(h, ctx, tt.status)
 		allocs := testing.AllocsPerRun(100, func() {
@@ -117,23 +131,5 @@ func TestRedirectHitAllocatesNothing(t *testing.T) {
 		if allocs != 0 {
 			t.Errorf("%s: got %v allocs per request; want 0", tt.path, allocs)
 		}
-	}
-}
-
-// BenchmarkRedirectCacheHitBlocklist is a cache hit with 10,000 block
-// entries and a prefix in the snapshot.
-func BenchmarkRedirectCacheHitBlocklist(b *testing.B) {
-	srv, w := benchServer(b, Config{})
-	w.blocklist(b, bigBlocklist(10000)...)
-	w.blocklist(b, blockEntry("10.0.0.0/8"))
-	h := srv.Handler()
-	ctx := requestCtx("GET", "/abc1234")
-	if !serveOnce(h, ctx, 302) {
-		b.Fatalf("status: got %d; want 302", ctx.Response.StatusCode())
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		serveOnce(h, ctx, 302)
 	}
 }

@@ -11,16 +11,7 @@ func BenchmarkRedirectCacheHitSuspendedOther(b *testing.B) {
 		set.Set(o, true)
 	}
 	srv, _ := benchServer(b, Config{SuspendedOwners: set})
-	h := srv.Handler()
-	ctx := requestCtx("GET", "/abc1234")
-	if !serveOnce(h, ctx, 302) {
-		b.Fatalf("status: got %d; want 302", ctx.Response.StatusCode())
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		serveOnce(h, ctx, 302)
-	}
+	benchServe(b, srv.Handler(), "/abc1234", 302)
 }
 
 // BenchmarkRedirectCacheHitSuspendedOwner is a cache hit on a link of a
@@ -29,17 +20,9 @@ func BenchmarkRedirectCacheHitSuspendedOwner(b *testing.B) {
 	set := NewOwnerSet()
 	srv, _ := benchServer(b, Config{SuspendedOwners: set})
 	h := srv.Handler()
-	ctx := requestCtx("GET", "/abc1234")
-	if !serveOnce(h, ctx, 302) { // cached as a redirect
+	if ctx := requestCtx("GET", "/abc1234"); !serveOnce(h, ctx, 302) { // cached as a redirect
 		b.Fatalf("status: got %d; want 302", ctx.Response.StatusCode())
 	}
 	set.Set("o", true)
-	if !serveOnce(h, ctx, 410) {
-		b.Fatalf("status: got %d; want 410", ctx.Response.StatusCode())
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		serveOnce(h, ctx, 410)
-	}
+	benchServe(b, h, "/abc1234", 410)
 }
