@@ -69,6 +69,7 @@ type config struct {
 	Links       int
 	LoadWorkers int
 	Visitors    int
+	Query       string // appended to every measured request (-query)
 	harness.RoundFlags
 	Pin           bool
 	ServerCPU     string // where every server under test runs
@@ -106,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.LoadWorkers, "load-workers", 32, "concurrent creates while loading links")
 	fs.IntVar(&cfg.Visitors, "visitors", 20_000, "distinct visitors (User-Agent and X-Forwarded-For) the requests come from; 0 sends neither header")
 	cfg.RoundFlags.Register(fs)
+	fs.StringVar(&cfg.Query, "query", "", "a query string (without ?) appended to every measured request, e.g. utm_source=news&utm_medium=email: links forward it to their destination")
 	fs.BoolVar(&cfg.Pin, "pin", true, "pin servers to -server-cpu, this load generator to -load-cpu and the edge's aggregator to -aggregator-cpu (taskset)")
 	fs.StringVar(&cfg.ServerCPU, "server-cpu", "0", "CPU of the server under test (with -pin)")
 	fs.StringVar(&cfg.LoadCPU, "load-cpu", "1", "CPU of the load generator (with -pin)")

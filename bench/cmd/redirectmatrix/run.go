@@ -52,7 +52,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		count := min(max(2*cfg.Links, 50_000), 400_000)
 		for i, s := range f.servers {
 			s.wrkRequests = filepath.Join(f.dir, s.name+".requests")
-			if err := harness.WrkRequests(s.wrkRequests, s.paths, visitors, count, cfg.Seed+uint64(i)); err != nil {
+			if err := harness.WrkRequests(s.wrkRequests, withQuery(s.paths, cfg.Query), visitors, count, cfg.Seed+uint64(i)); err != nil {
 				return err
 			}
 		}
@@ -228,4 +228,17 @@ func prime(ctx context.Context, cfg config, out io.Writer, s *server, visitors [
 	}
 	fmt.Fprintf(out, "primed %s: each of %d paths once in %v\n", s.name, len(s.paths), res.Elapsed.Round(time.Millisecond))
 	return nil
+}
+
+// withQuery is paths with "?"+query appended to each (-query), the load of
+// a campaign link's visits; the priming and checks use the bare paths.
+func withQuery(paths [][]byte, query string) [][]byte {
+	if query == "" {
+		return paths
+	}
+	out := make([][]byte, len(paths))
+	for i, p := range paths {
+		out[i] = append(append(append([]byte(nil), p...), '?'), query...)
+	}
+	return out
 }
