@@ -125,10 +125,15 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 	s.suspended = cfg.SuspendedOwners
 	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
 	s.reports = newReportDesk(s, w)
+	openAPI, err := newOpenAPIRoute()
+	if err != nil {
+		return nil, fmt.Errorf("cannot create edge server: %w", err)
+	}
 	s.routes = map[string]fasthttp.RequestHandler{
-		"/healthz": s.serveHealth,
-		"/readyz":  s.serveReady,
-		"/metrics": s.serveMetrics,
+		"/healthz":  s.serveHealth,
+		"/readyz":   s.serveReady,
+		"/metrics":  s.serveMetrics,
+		openAPIPath: openAPI,
 	}
 	for path, h := range cfg.Routes {
 		if !strings.HasPrefix(path, "/") || h == nil {
