@@ -225,7 +225,9 @@ func TestE2EOpenAPI(t *testing.T) {
 		defer func() { t.Logf("last v2 answer: %s", last) }()
 		q := `{"site_id":"shop.example","metrics":["visitors","pageviews","bounce_rate"],"date_range":"day","dimensions":["event:page"],"include":{"total_rows":true}}`
 		waitFor(t, "the pageviews to reach the rollups", 30*time.Second, func() bool {
-			b := do(t, "POST", base+"/api/v2/query", key, q).body; last = string(b); return strings.Contains(last, "/blog/post-")
+			b := do(t, "POST", base+"/api/v2/query", key, q).body
+			last = string(b)
+			return strings.Contains(last, "/blog/post-")
 		})
 		want(t, v.send(t, "POST", base+"/api/v2/query", key, q), 200)
 		want(t, v.send(t, "POST", base+"/api/v2/query", key, `{"site_id":"shop.example","metrics":["visitors"],"date_range":"day","dimensions":["time:hour"],"include":{"time_labels":true}}`), 200)
