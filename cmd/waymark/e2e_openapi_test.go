@@ -55,6 +55,15 @@ func TestE2EOpenAPI(t *testing.T) {
 		if m["openapi"] != "3.1.0" {
 			t.Fatalf("openapi.json: openapi = %v", m["openapi"])
 		}
+		if m := want(t, v.send(t, "GET", base+"/readyz/detail", "", ""), 200); m["ready"] != true {
+			t.Fatalf("readyz/detail: %v", m)
+		}
+		want(t, v.send(t, "GET", base+"/metrics", "", ""), 200)
+		ex := v.send(t, "GET", base+"/s.js", "", "")
+		want(t, ex, 200)
+		want(t, v.send(t, "GET", base+"/s.js", "", "", withHeader("If-None-Match", ex.header.Get("ETag"))), 304)
+		want(t, v.send(t, "GET", base+"/problems/alias-unavailable", "", ""), 200)
+		want(t, v.send(t, "GET", base+"/problems/no-such-type", "", ""), 404)
 	})
 
 	t.Run("links", func(t *testing.T) {
@@ -180,7 +189,9 @@ func TestE2EOpenAPI(t *testing.T) {
 		}
 		want(t, v.send(t, "POST", base+"/api/event", "", `{"n":"Signup","u":"https://shop.example/","d":"shop.example","p":{"plan":"pro"}}`,
 			withHeader("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36")), 202)
-		want(t, v.send(t, "POST", base+"/api/event", "", `{"n":"pageview","u":"https://unknown.example/","d":"unknown.example"}`), 202)
+		ex := v.send(t, "POST", base+"/api/event", "", `{"n":"pageview","u":"https://unknown.example/","d":"unknown.example"}`)
+		want(t, ex, 202)
+		t.Logf("an event for an unknown site: 202, X-Waymark-Dropped %q", ex.header.Get("X-Waymark-Dropped"))
 		want(t, v.send(t, "POST", base+"/api/event", "", `{"n":"pageview"}`), 400)
 		want(t, v.send(t, "POST", base+"/api/event", "", `not json`, invalid), 400)
 	})
@@ -277,4 +288,38 @@ func TestE2EOpenAPI(t *testing.T) {
 	}
 	slices.Sort(lines)
 	t.Logf("validated exchanges by operation and status:\n%s", strings.Join(lines, "\n"))
+}
+
+// TestE2EOpenAPIWriteLimits validates the 429 answers of the key's write
+// and create limits against the description, on a node whose limits let
+// one write through: creates, edits, deletes and site writes.
+func TestE2EOpenAPIWriteLimits(t *testing.T) {
+	dir := t.TempDir()
+	p := startNode(t, dir, "--dev", "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0",
+		"--write-rate", "0.5", "--create-rate-key", "0.01")
+	base := "http://" + p.http
+	waitFor(t, "readyz", 30*time.Second, func() bool { return do(t, "GET", base+"/readyz", "", "").status == 200 })
+	var key string
+	waitFor(t, "dev-api-key", 30*time.Second, func() bool { key = readKeyMaybe(filepath.Join(dir, "dev-api-key")); return key != "" })
+	v := newSpecValidator(t, base)
+
+	// Bursts of 1 (the write limit holds twice its rate, the create
+	// limit ten seconds of it, at least 1): the first write passes, the
+	// next ones within 2 s wait.
+	r := v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/one","alias":"lim-one"}`)
+	if r.status != 201 {
+		t.Fatalf("first create: %d %s", r.status, r.body)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/v1/links", `{"url":"https://example.com/two"}`},
+		{"PATCH", "/v1/links/lim-one", `{"url":"https://example.com/three"}`},
+		{"DELETE", "/v1/links/lim-one", ""},
+		{"POST", "/v1/sites", `{"domain":"limits.example"}`},
+	} {
+		r := v.send(t, c.method, base+c.path, key, c.body)
+		if r.status != 429 || r.header.Get("Retry-After") == "" {
+			t.Errorf("%s %s: got %d (Retry-After %q); want 429 with Retry-After: %s", c.method, c.path, r.status, r.header.Get("Retry-After"), r.body)
+		}
+	}
+	v.check(t)
 }

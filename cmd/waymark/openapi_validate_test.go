@@ -21,8 +21,9 @@ import (
 )
 
 func init() {
-	// The HTML pages and the tracker are strings to the validator.
+	// The HTML pages and the tracker script are strings to the validator.
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("application/javascript", openapi3filter.PlainBodyDecoder)
 }
 
 // specValidator checks every exchange that goes through it against
