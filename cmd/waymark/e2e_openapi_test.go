@@ -91,6 +91,8 @@ func TestE2EOpenAPI(t *testing.T) {
 		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/","colour":"red"}`, invalid), 400, "invalid-request")
 		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/","redirect":303}`, invalid), 400, "invalid-request")
 		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"alias":"nourl"}`, invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/","alias":"a/b"}`, invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/","alias":"Ab3dE9x"}`), 409, "alias-unavailable")
 		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/","alias":"oa-perm"}`), 409, "alias-unavailable")
 		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://bit.ly/abc"}`), 422, "destination-blocked")
 		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/`+strings.Repeat("a", 20<<10)+`"}`), 413, "payload-too-large")
@@ -174,7 +176,7 @@ func TestE2EOpenAPI(t *testing.T) {
 		goal = m["id"].(string)
 		want(t, v.send(t, "POST", base+"/v1/sites/"+site+"/goals", key, `{"page_path":"/blog/*","display_name":"Blog readers","goal_type":"page"}`), 201)
 		wantProblem(t, v.send(t, "POST", base+"/v1/sites/"+site+"/goals", key, `{"event_name":"Signup"}`), 409, "goal-exists")
-		wantProblem(t, v.send(t, "POST", base+"/v1/sites/"+site+"/goals", key, `{"goal_type":"page"}`), 400, "invalid-request")
+		wantProblem(t, v.send(t, "POST", base+"/v1/sites/"+site+"/goals", key, `{"goal_type":"page"}`, invalid), 400, "invalid-request")
 		wantProblem(t, v.send(t, "POST", base+"/v1/sites/000000000000/goals", key, `{"event_name":"X"}`), 404, "not-found")
 		want(t, v.send(t, "GET", base+"/v1/sites/"+site+"/goals", key, ""), 200)
 		want(t, v.send(t, "GET", base+"/v1/sites/"+site+"/goals/"+goal, key, ""), 200)
@@ -189,10 +191,13 @@ func TestE2EOpenAPI(t *testing.T) {
 		}
 		want(t, v.send(t, "POST", base+"/api/event", "", `{"n":"Signup","u":"https://shop.example/","d":"shop.example","p":{"plan":"pro"}}`,
 			withHeader("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36")), 202)
+		// Browsers post text/plain to skip the CORS preflight.
+		want(t, v.send(t, "POST", base+"/api/event", "", `{"name":"pageview","url":"https://shop.example/plain","domain":"shop.example"}`,
+			withHeader("Content-Type", "text/plain"), withHeader("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36")), 202)
 		ex := v.send(t, "POST", base+"/api/event", "", `{"n":"pageview","u":"https://unknown.example/","d":"unknown.example"}`)
 		want(t, ex, 202)
 		t.Logf("an event for an unknown site: 202, X-Waymark-Dropped %q", ex.header.Get("X-Waymark-Dropped"))
-		want(t, v.send(t, "POST", base+"/api/event", "", `{"n":"pageview"}`), 400)
+		want(t, v.send(t, "POST", base+"/api/event", "", `{"n":"pageview"}`, invalid), 400)
 		want(t, v.send(t, "POST", base+"/api/event", "", `not json`, invalid), 400)
 	})
 
