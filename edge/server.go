@@ -119,7 +119,9 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 	s.auth = newAuthCache(st, cfg.Now)
 	s.auth.remote, s.auth.remoteWait, s.auth.gate = cfg.RemoteOwner, cfg.RemoteTimeout, s.gate
 	if cfg.WriteRate > 0 {
-		s.limiter = newLimiter[store.KeyHash](cfg.WriteRate, 2*cfg.WriteRate, cfg.Now)
+		// At least one token: a rate under 0.5/s would otherwise hold
+		// less than a whole write and refuse every one.
+		s.limiter = newLimiter[store.KeyHash](cfg.WriteRate, max(1, 2*cfg.WriteRate), cfg.Now)
 	}
 	s.creates = newCreateLimits(cfg)
 	s.suspended = cfg.SuspendedOwners
