@@ -50,6 +50,9 @@ type entry struct {
 	// reviewUntil (Unix ms): a redirect whose destination was edited shows
 	// body, the review interstitial, until then (bait and switch); 0: none.
 	reviewUntil int64
+	// forwardQuery: a redirect merges the visit's query into location
+	// (query.go); read only when the visit has one.
+	forwardQuery bool
 }
 
 // Entries with their bytes in the same allocation, right behind the entry:

@@ -128,9 +128,13 @@ type createRequest struct {
 	ExpiresAt  int64  `json:"expires_at,omitempty"` // Unix ms; 0 means never
 	ClickLimit int64  `json:"click_limit,omitempty"`
 	Redirect   int    `json:"redirect"`
+	// NoForwardQuery is "forward_query": false (the default is true). The
+	// struct is marshalled into the Idempotency-Key request hash, so it is
+	// named there, and omitted when false so older bodies hash as before.
+	NoForwardQuery bool `json:"no_forward_query,omitempty"`
 }
 
-var createFields = []string{"url", "alias", "expires_at", "click_limit", "redirect"}
+var createFields = []string{"url", "alias", "expires_at", "click_limit", "redirect", "forward_query"}
 
 // decodeCreate type-checks a create body. Semantic checks that need the
 // server (destination rules, alias rules, the clock) come later.
@@ -173,6 +177,14 @@ func decodeCreate(body []byte) (createRequest, error) {
 		}
 		req.Redirect = int(redirect)
 	}
+	forward, st, err := o.boolean("forward_query")
+	switch {
+	case err != nil:
+		return createRequest{}, err
+	case st == fieldNull:
+		return createRequest{}, errors.New(`field "forward_query" cannot be null; send true or false`)
+	}
+	req.NoForwardQuery = st == fieldSet && !forward
 	return req, nil
 }
 
@@ -185,9 +197,10 @@ type patchRequest struct {
 	setLimit   bool
 	clickLimit int64 // 0 clears
 	status     *store.Status
+	forward    *bool // forward_query
 }
 
-var patchFields = []string{"url", "expires_at", "click_limit", "status"}
+var patchFields = []string{"url", "expires_at", "click_limit", "status", "forward_query"}
 
 func decodePatch(body []byte) (patchRequest, error) {
 	o, err := decodeObject(body, patchFields)
@@ -229,6 +242,15 @@ func decodePatch(body []byte) (patchRequest, error) {
 			return patchRequest{}, fmt.Errorf(`field "status" must be "active" or "disabled"; got %q`, name)
 		}
 		req.status = &status
+	}
+	forward, st, err := o.boolean("forward_query")
+	switch {
+	case err != nil:
+		return patchRequest{}, err
+	case st == fieldNull:
+		return patchRequest{}, errors.New(`field "forward_query" cannot be null; send true or false`)
+	case st == fieldSet:
+		req.forward = &forward
 	}
 	return req, nil
 }

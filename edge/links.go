@@ -25,6 +25,8 @@ type linkView struct {
 	// ReviewUntil: an edit of the destination shows the review
 	// interstitial until then.
 	ReviewUntil *string `json:"review_until,omitempty"`
+	// ForwardQuery: a visit's query string is merged into the destination.
+	ForwardQuery bool `json:"forward_query"`
 }
 
 func (s *Server) linkView(l *store.Link, now time.Time) linkView {
@@ -36,6 +38,8 @@ func (s *Server) linkView(l *store.Link, now time.Time) linkView {
 		Status:    l.Status.String(),
 		CreatedAt: formatMillis(l.CreatedAt),
 		UpdatedAt: formatMillis(l.UpdatedAt),
+
+		ForwardQuery: !l.NoForwardQuery,
 	}
 	if l.ExpiresAt != 0 {
 		t := formatMillis(l.ExpiresAt)
@@ -183,6 +187,8 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		ClickLimit: req.ClickLimit,
 		Status:     store.StatusActive,
 		Redirect:   uint16(req.Redirect),
+
+		NoForwardQuery: req.NoForwardQuery,
 	}
 	resp := marshalJSON(s.linkView(&l, now))
 	var idem *store.IdempotencyWrite
@@ -359,7 +365,10 @@ func (s *Server) updateLink(ctx *fasthttp.RequestCtx, owner store.Owner, code st
 		}
 		p.SetStatus, p.Status = true, *req.status
 	}
-	if !p.SetURL && !p.SetExpiresAt && !p.SetClickLimit && !p.SetStatus {
+	if req.forward != nil && *req.forward == l.NoForwardQuery {
+		p.SetForwardQuery, p.NoForwardQuery = true, !*req.forward
+	}
+	if !p.SetURL && !p.SetExpiresAt && !p.SetClickLimit && !p.SetStatus && !p.SetForwardQuery {
 		setIndex(ctx, l.Index)
 		writeJSON(ctx, fasthttp.StatusOK, marshalJSON(s.linkView(&l, now)))
 		return

@@ -180,6 +180,7 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 		}
 		e.kind, e.status, e.public, e.maxAge = kindRedirect, uint16(l.Redirect), public, maxAge
 		e.location, e.cacheControl = b[:n:n], b[n:m:m]
+		e.forwardQuery = !l.NoForwardQuery
 		if l.ReviewUntil != 0 {
 			e.reviewUntil, e.body = l.ReviewUntil, reviewPage(hostOf(l.URL), l.URL)
 		}
@@ -208,7 +209,12 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 func writeRedirect(ctx *fasthttp.RequestCtx, e *entry, now int64) {
 	ctx.Response.SetStatusCode(int(e.status))
 	h := &ctx.Response.Header
-	h.SetCanonical(hdrLocation, e.location)
+	if q := ctx.URI().QueryString(); len(q) > 0 && e.forwardQuery {
+		var buf [1024]byte // longer answers allocate; the header copies it
+		h.SetCanonical(hdrLocation, appendMergedQuery(buf[:0], e.location, q))
+	} else {
+		h.SetCanonical(hdrLocation, e.location)
+	}
 	h.SetCanonical(hdrReferrerPolicy, valRedirectReferrer)
 	if ctx.IsHead() {
 		// fasthttp leaves out an empty body's Content-Length on HEAD;

@@ -68,8 +68,8 @@ type commandSpec struct {
 // commandTable maps each type to its decoder; the decoded command applies
 // itself. It is read-only after init.
 var commandTable = map[cmdType]commandSpec{
-	cmdCreateLink:        {name: "create_link", version: 1, decode: decodeCreateLink},
-	cmdUpdateLink:        {name: "update_link", version: 2, decode: decodeUpdateLink},
+	cmdCreateLink:        {name: "create_link", version: 2, decode: decodeCreateLink},
+	cmdUpdateLink:        {name: "update_link", version: 3, decode: decodeUpdateLink},
 	cmdCreateOwner:       {name: "create_owner", version: 1, decode: decodeCreateOwner},
 	cmdCreateSite:        {name: "create_site", version: 1, decode: decodeCreateSite},
 	cmdAllocBlock:        {name: "alloc_block", version: 2, decode: decodeAllocBlock},
@@ -151,28 +151,46 @@ func appendCreateLink(dst []byte, l *store.Link, idem *store.IdempotencyWrite) [
 	return appendCommand(dst, &createLinkCmd{Link: *l, Idem: idem})
 }
 
+// Bits of create_link's flags byte. Version 1 knows only createIdem.
+const (
+	createIdem           byte = 1 << 0 // an idempotency record follows
+	createNoForwardQuery byte = 1 << 1 // version 2: the link does not forward queries
+)
+
 func (c *createLinkCmd) appendPayload(dst []byte) []byte {
 	dst = appendLinkFields(dst, &c.Link)
-	if c.Idem == nil {
-		return append(dst, 0)
+	var flags byte
+	if c.Idem != nil {
+		flags |= createIdem
 	}
-	dst = append(dst, 1)
+	if c.Link.NoForwardQuery {
+		flags |= createNoForwardQuery
+	}
+	dst = append(dst, flags)
+	if c.Idem == nil {
+		return dst
+	}
 	dst = appendString(dst, c.Idem.Owner)
 	dst = appendString(dst, c.Idem.Key)
 	return appendIdempotency(dst, &c.Idem.Record)
 }
 
-func decodeCreateLink(_ byte, p []byte) (command, error) {
+func decodeCreateLink(version byte, p []byte) (command, error) {
 	r := newReader(p)
 	c := &createLinkCmd{}
 	r.linkFields(&c.Link)
-	switch r.Byte() {
-	case 0:
-	case 1:
+	known := createIdem
+	if version >= 2 {
+		known |= createNoForwardQuery
+	}
+	flags := r.Byte()
+	if flags&^known != 0 {
+		r.Fail()
+	}
+	c.Link.NoForwardQuery = flags&createNoForwardQuery != 0
+	if flags&createIdem != 0 {
 		c.Idem = &store.IdempotencyWrite{Owner: r.String(), Key: r.String()}
 		r.idempotency(&c.Idem.Record)
-	default:
-		r.Fail()
 	}
 	if !r.Done() {
 		return nil, corrupt("create_link")
@@ -208,7 +226,8 @@ const (
 	patchExpiresAt
 	patchClickLimit
 	patchStatus
-	patchKnown = patchURL | patchExpiresAt | patchClickLimit | patchStatus
+	patchForwardQuery // version 3
+	patchKnown        = patchURL | patchExpiresAt | patchClickLimit | patchStatus
 )
 
 func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
@@ -229,6 +248,9 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 	if p.SetStatus {
 		mask |= patchStatus
 	}
+	if p.SetForwardQuery {
+		mask |= patchForwardQuery
+	}
 	dst = append(dst, mask)
 	if p.SetURL {
 		dst = appendString(dst, p.URL)
@@ -242,6 +264,9 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 	if p.SetStatus {
 		dst = append(dst, byte(p.Status))
 	}
+	if p.SetForwardQuery {
+		dst = appendBool(dst, p.NoForwardQuery)
+	}
 	return appendPatchAudit(dst, p)
 }
 
@@ -253,7 +278,11 @@ func decodeUpdateLink(version byte, b []byte) (command, error) {
 	p.Owner = r.String()
 	p.UpdatedAt = r.Varint()
 	mask := r.Byte()
-	if mask&^patchKnown != 0 {
+	known := patchKnown
+	if version >= 3 {
+		known |= patchForwardQuery
+	}
+	if mask&^known != 0 {
 		r.Fail()
 	}
 	if p.SetURL = mask&patchURL != 0; p.SetURL {
@@ -267,6 +296,9 @@ func decodeUpdateLink(version byte, b []byte) (command, error) {
 	}
 	if p.SetStatus = mask&patchStatus != 0; p.SetStatus {
 		p.Status = store.Status(r.Byte())
+	}
+	if p.SetForwardQuery = mask&patchForwardQuery != 0; p.SetForwardQuery {
+		p.NoForwardQuery = r.Bool()
 	}
 	if version >= 2 {
 		r.patchAudit(p)

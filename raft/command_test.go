@@ -23,6 +23,10 @@ func sampleCommands() []command {
 		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", UpdatedAt: 9, SetStatus: true, Status: store.StatusActive,
 			OnlyFrom: store.OperatorStatuses, ClearReview: true, Actor: store.ActorOperator, Action: "restore", Reason: "false positive"}},
 		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", Owner: "o1", SetURL: true, URL: "https://c", ReviewUntil: 86_400_000}},
+		&createLinkCmd{Link: store.Link{Code: "noq", URL: "u", Owner: "o", Redirect: 302, NoForwardQuery: true}, Idem: idem},
+		&createLinkCmd{Link: store.Link{Code: "noq2", URL: "u", Owner: "o", Redirect: 302, NoForwardQuery: true}},
+		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", Owner: "o1", SetForwardQuery: true, NoForwardQuery: true}},
+		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", Owner: "o1", SetForwardQuery: true}},
 		&createOwnerCmd{Owner: store.Owner{ID: "o1", Name: "Ada", CreatedAt: 5}, Key: store.HashAPIKey([]byte("secret"))},
 		&createSiteCmd{Site: store.Site{ID: "s1", Domain: "example.com", Timezone: "Europe/Paris", Owner: "o1", CreatedAt: 6}},
 		&allocBlockCmd{Region: "eu", Size: 4096, version: 2},
@@ -118,7 +122,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"unknown audit flag", badAuditFlag, store.ErrCorrupt},
 		{"reason too long", appendUpdateLink(nil, &store.LinkPatch{Code: "a", Reason: strings.Repeat("r", store.MaxReasonLen+1)}), store.ErrCorrupt},
 		{"actor too long", appendUpdateLink(nil, &store.LinkPatch{Code: "a", Actor: strings.Repeat("a", store.MaxActorLen+1)}), store.ErrCorrupt},
-		{"update_link version 3", []byte{byte(cmdUpdateLink), 3, 0}, errUnknownCommand},
+		{"update_link version 4", []byte{byte(cmdUpdateLink), 4, 0}, errUnknownCommand},
 		{"site edit that changes nothing", site(store.SitePatch{SiteID: "s1", Owner: "o1"}), store.ErrCorrupt},
 		{"site edit without a site", site(store.SitePatch{SetIgnoreDNT: true}), store.ErrCorrupt},
 		{"ignore DNT flag 2", dntTwo, store.ErrCorrupt},
@@ -154,7 +158,9 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"purge before its cutoff", appendPurgeDeletedLinks(nil, 5, 4, []string{"a"}), store.ErrCorrupt},
 		{"purge of too many codes", appendPurgeDeletedLinks(nil, 1, 2, make([]string, maxPurgePerEntry+1)), store.ErrCorrupt},
 		{"unknown type", []byte{200, 1, 0}, errUnknownCommand},
-		{"newer version", []byte{byte(cmdCreateLink), 2, 0}, errUnknownCommand},
+		{"newer version", []byte{byte(cmdCreateLink), 3, 0}, errUnknownCommand},
+		{"create_link version 1 with the query-forwarding flag", asVersion(appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "a", URL: "u", Redirect: 302, NoForwardQuery: true}}), 1), store.ErrCorrupt},
+		{"update_link version 2 with the query-forwarding bit", asVersion(appendUpdateLink(nil, &store.LinkPatch{Code: "a", SetForwardQuery: true}), 2), store.ErrCorrupt},
 		{"version zero", []byte{byte(cmdCreateLink), 0, 0}, errUnknownCommand},
 	}
 	for _, tc := range cases {
@@ -218,4 +224,11 @@ func FuzzDecodeCommand(f *testing.F) {
 			t.Fatalf("round trip: got %+v; want %+v", c2, c)
 		}
 	})
+}
+
+// asVersion is an encoded command with its header's version set to v.
+func asVersion(cmd []byte, v byte) []byte {
+	b := bytes.Clone(cmd)
+	b[1] = v
+	return b
 }

@@ -20,6 +20,7 @@ import (
 //	site     ...      appendSiteFields, if flagged (UpdateSite)
 //	review   varint   the link's ReviewUntil, if flagged (only when not 0)
 //	report   ...      store.AppendReport as bytes, if flagged (bit 5; reports)
+//	(bit 6)           the link's NoForwardQuery, a flag without a payload
 //
 // The error is sent as a stable code so that errors.Is(err, store.ErrX)
 // holds on the forwarding node exactly as it would on the leader.
@@ -32,7 +33,8 @@ const (
 	resultHasSite
 	resultHasReview
 	resultHasReport
-	resultKnownFlags = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite | resultHasReview | resultHasReport
+	resultNoForwardQuery // the link's NoForwardQuery; no payload
+	resultKnownFlags     = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite | resultHasReview | resultHasReport | resultNoForwardQuery
 )
 
 // errCode names a sentinel error on the wire; never renumbered or reused.
@@ -140,6 +142,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if res.Report != nil {
 		flags |= resultHasReport
 	}
+	if flags&resultHasLink != 0 && res.Link.NoForwardQuery {
+		flags |= resultNoForwardQuery
+	}
 	dst = append(dst, resultVersion, flags)
 	dst = appendUvarint(dst, res.Index)
 	code := codeOf(res.Err)
@@ -212,6 +217,11 @@ func decodeResult(b []byte) (*applyResult, error) {
 	}
 	if flags&resultHasReport != 0 {
 		res.Report = r.reportResult()
+	}
+	if flags&resultNoForwardQuery != 0 {
+		if res.Link.NoForwardQuery = true; flags&resultHasLink == 0 {
+			r.Fail()
+		}
 	}
 	if !r.Done() {
 		return nil, fmt.Errorf("cannot decode forwarded result: %w", store.ErrCorrupt)

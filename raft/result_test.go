@@ -39,6 +39,7 @@ func sampleResults() []*applyResult {
 		{Index: 25, Link: link, Report: &store.Report{ID: 3, Code: "abc1234", Count: 1, Reasons: store.ReasonIllegal, Action: store.ReportLegal, ResolvedAt: 9, ResolvedReason: "court"}},
 		{Index: 26, Err: fmt.Errorf("cannot resolve report 3: %w", store.ErrReportResolved)},
 		{Index: 30, Link: edited},
+		{Index: 32, Link: store.Link{Code: "noq", URL: "u", Owner: "o", Redirect: 302, NoForwardQuery: true, ReviewUntil: 5}},
 		{Index: 31, Err: fmt.Errorf("cannot update link %q: %w", "x", store.ErrStatusChanged)},
 	}
 }

@@ -15,6 +15,8 @@ var sampleLinks = []Link{
 	{Code: "x", URL: string(bytes.Repeat([]byte("u"), 5000)), CreatedAt: math.MinInt64, Status: StatusReview, Redirect: 301},
 	{Code: "edited1", URL: "https://example.net/new", Owner: "own_1", UpdatedAt: 9, Redirect: 302, Index: 7, ReviewUntil: 86_400_009}, // version 2
 	{Code: "edited2", URL: "https://example.net/", Redirect: 307, ReviewUntil: math.MinInt64},
+	{Code: "noq", URL: "https://example.net/?a=1", Redirect: 302, Index: 3, NoForwardQuery: true},                       // version 3
+	{Code: "noq2", URL: "https://example.net/", Redirect: 301, Index: 4, NoForwardQuery: true, ReviewUntil: 86_400_001}, // version 3 with a window
 }
 
 var sampleOwners = []Owner{
@@ -274,3 +276,28 @@ func FuzzDecodeHistory(f *testing.F)     { fuzzDecode(f, caseNamed("history")) }
 func FuzzDecodeOwner(f *testing.F)       { fuzzDecode(f, caseNamed("owner")) }
 func FuzzDecodeSite(f *testing.F)        { fuzzDecode(f, caseNamed("site")) }
 func FuzzDecodeIdempotency(f *testing.F) { fuzzDecode(f, caseNamed("idempotency")) }
+
+// TestLinkOptionsEncoding checks version 3 against bytes written out by
+// hand, that a link without options keeps its version 1 bytes, and that
+// version 3 refuses what it cannot mean.
+func TestLinkOptionsEncoding(t *testing.T) {
+	l := Link{Code: "ab", URL: "u", Owner: "o", Status: StatusActive, Redirect: 302, Index: 5, NoForwardQuery: true}
+	want := []byte{3, 2, 'a', 'b', 1, 'u', 1, 'o', 0, 0, 0, 0, 0, 0xae, 0x02, 5, linkOptNoForwardQuery}
+	if got := AppendLink(nil, &l); !bytes.Equal(got, want) {
+		t.Fatalf("version 3: got %x; want %x", got, want)
+	}
+	l.NoForwardQuery = false
+	if got := AppendLink(nil, &l); got[0] != linkVersion || len(got) != len(want)-1 {
+		t.Fatalf("without options: got %x; want version 1, one byte shorter", got)
+	}
+	for name, b := range map[string][]byte{
+		"no option set":  {3, 2, 'a', 'b', 1, 'u', 1, 'o', 0, 0, 0, 0, 0, 0xae, 0x02, 5, 0},
+		"unknown option": {3, 2, 'a', 'b', 1, 'u', 1, 'o', 0, 0, 0, 0, 0, 0xae, 0x02, 5, linkOptNoForwardQuery | 0x80},
+		"window missing": {3, 2, 'a', 'b', 1, 'u', 1, 'o', 0, 0, 0, 0, 0, 0xae, 0x02, 5, linkOptNoForwardQuery | linkOptReview},
+	} {
+		var got Link
+		if err := DecodeLink(b, &got); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: got %v; want ErrCorrupt", name, err)
+		}
+	}
+}

@@ -236,6 +236,9 @@ func createHistory(l *Link) HistoryEntry {
 	if l.ClickLimit != 0 {
 		h.Changes = append(h.Changes, FieldChange{Field: "click_limit", New: strconv.FormatInt(l.ClickLimit, 10)})
 	}
+	if l.NoForwardQuery {
+		h.Changes = append(h.Changes, FieldChange{Field: "forward_query", New: "false"})
+	}
 	return h
 }
 
@@ -259,6 +262,7 @@ func patchHistory(p *LinkPatch, old, l *Link, index uint64) (HistoryEntry, bool)
 	add("click_limit", intText(old.ClickLimit), intText(l.ClickLimit))
 	add("status", old.Status.String(), l.Status.String())
 	add("review_until", millisText(old.ReviewUntil), millisText(l.ReviewUntil))
+	add("forward_query", strconv.FormatBool(!old.NoForwardQuery), strconv.FormatBool(!l.NoForwardQuery))
 	if len(h.Changes) == 0 && h.Action == "" {
 		return h, false
 	}

@@ -66,6 +66,10 @@ type Link struct {
 	// destination opens: until then the link shows the review
 	// interstitial before redirecting (bait and switch). Zero: none.
 	ReviewUntil int64
+	// NoForwardQuery turns off query forwarding: by default a visit's query
+	// string is merged into the destination's (edge/query.go). The zero
+	// value forwards, so records written before the option forward too.
+	NoForwardQuery bool
 }
 
 // InReview reports whether an edit's review window is open at now (ms).
@@ -86,13 +90,27 @@ func (l *Link) Expired(now time.Time) bool {
 const (
 	linkVersion       = 1
 	linkVersionReview = 2
+	// linkVersionOptions is version 1's fields, then a byte of options
+	// (linkOpt*), then ReviewUntil if linkOptReview is set. Written only
+	// for a link with an option set, so every other record keeps its
+	// version 1 or 2 bytes.
+	linkVersionOptions = 3
+)
+
+const (
+	linkOptReview         = 1 << 0
+	linkOptNoForwardQuery = 1 << 1
+	linkOptKnown          = linkOptReview | linkOptNoForwardQuery
 )
 
 // AppendLink appends the encoding of l to dst.
 func AppendLink(dst []byte, l *Link) []byte {
-	if l.ReviewUntil != 0 {
+	switch {
+	case l.NoForwardQuery:
+		dst = append(dst, linkVersionOptions)
+	case l.ReviewUntil != 0:
 		dst = append(dst, linkVersionReview)
-	} else {
+	default:
 		dst = append(dst, linkVersion)
 	}
 	dst = AppendString(dst, l.Code)
@@ -105,6 +123,13 @@ func AppendLink(dst []byte, l *Link) []byte {
 	dst = append(dst, byte(l.Status))
 	dst = appendUvarint(dst, uint64(l.Redirect))
 	dst = appendUvarint(dst, l.Index)
+	if l.NoForwardQuery {
+		opts := byte(linkOptNoForwardQuery)
+		if l.ReviewUntil != 0 {
+			opts |= linkOptReview
+		}
+		dst = append(dst, opts)
+	}
 	if l.ReviewUntil != 0 {
 		dst = appendVarint(dst, l.ReviewUntil)
 	}
@@ -127,7 +152,7 @@ func checkLink(l *Link) error {
 func DecodeLink(b []byte, l *Link) error {
 	r := NewFieldReader(b)
 	version := r.Byte()
-	if version != linkVersion && version != linkVersionReview {
+	if version != linkVersion && version != linkVersionReview && version != linkVersionOptions {
 		return fmt.Errorf("cannot decode link: %w: unknown version", ErrCorrupt)
 	}
 	l.Code = r.String()
@@ -141,8 +166,18 @@ func DecodeLink(b []byte, l *Link) error {
 	redirect := r.Uvarint()
 	l.Redirect = uint16(redirect)
 	l.Index = r.Uvarint()
-	l.ReviewUntil = 0
-	if version == linkVersionReview {
+	l.ReviewUntil, l.NoForwardQuery = 0, false
+	review := version == linkVersionReview
+	if version == linkVersionOptions {
+		// One link, one encoding: version 3 only with an option that
+		// versions 1 and 2 cannot hold.
+		opts := r.Byte()
+		if opts&^linkOptKnown != 0 || opts&linkOptNoForwardQuery == 0 {
+			r.Fail()
+		}
+		review, l.NoForwardQuery = opts&linkOptReview != 0, true
+	}
+	if review {
 		if l.ReviewUntil = r.Varint(); l.ReviewUntil == 0 {
 			r.Fail() // version 1 encodes a link without a window
 		}

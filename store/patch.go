@@ -69,6 +69,10 @@ type LinkPatch struct {
 	ReviewUntil int64
 	ClearReview bool
 
+	// SetForwardQuery sets the link's query forwarding to !NoForwardQuery.
+	SetForwardQuery bool
+	NoForwardQuery  bool
+
 	// Audit: who made the edit (default Owner, or "operator" when Owner is
 	// empty), what kind of change it is (default derived from the change,
 	// see historyAction) and why.
@@ -103,6 +107,9 @@ func (p *LinkPatch) Apply(l *Link) error {
 	}
 	if p.SetURL {
 		l.URL = p.URL
+	}
+	if p.SetForwardQuery {
+		l.NoForwardQuery = p.NoForwardQuery
 	}
 	if p.SetExpiresAt {
 		l.ExpiresAt = p.ExpiresAt

@@ -39,6 +39,11 @@ func TestE2EOpenAPI(t *testing.T) {
 		}
 		return m
 	}
+	want2 := func(t *testing.T, ex exchange, status int) exchange {
+		t.Helper()
+		want(t, ex, status)
+		return ex
+	}
 	wantProblem := func(t *testing.T, ex exchange, status int, typ string) {
 		t.Helper()
 		m := want(t, ex, status)
@@ -134,6 +139,19 @@ func TestE2EOpenAPI(t *testing.T) {
 		m := want(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/plain","alias":"oa-plain"}`), 201)
 		plain := m["code"].(string)
 		want(t, v.send(t, "GET", base+"/"+plain, "", ""), 302)
+		// Query forwarding: the visit's query is merged into Location.
+		if ex := want2(t, v.send(t, "GET", base+"/"+plain+"?utm_source=oa&b=2", "", ""), 302); ex.header.Get("Location") != "https://example.com/plain?utm_source=oa&b=2" {
+			t.Fatalf("forwarded Location: %q", ex.header.Get("Location"))
+		}
+		m = want(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/noq","alias":"oa-noq","forward_query":false}`), 201)
+		if m["forward_query"] != false {
+			t.Fatalf("forward_query false on create: %v", m)
+		}
+		if ex := want2(t, v.send(t, "GET", base+"/oa-noq?utm_source=oa", "", ""), 302); ex.header.Get("Location") != "https://example.com/noq" {
+			t.Fatalf("unforwarded Location: %q", ex.header.Get("Location"))
+		}
+		want(t, v.send(t, "PATCH", base+"/v1/links/oa-noq", key, `{"forward_query":true}`), 200)
+		wantProblem(t, v.send(t, "PATCH", base+"/v1/links/oa-noq", key, `{"forward_query":null}`, invalid), 400, "invalid-request")
 		want(t, v.send(t, "HEAD", base+"/"+plain, "", ""), 302)
 		want(t, v.send(t, "GET", base+"/"+code, "", ""), 200) // the edit's review window
 		want(t, v.send(t, "GET", base+"/nosuchcode", "", ""), 404)

@@ -72,6 +72,27 @@ func TestE2ESingleNode(t *testing.T) {
 		acked[r2.json(t)["code"].(string)] = wantURL
 	})
 
+	t.Run("query forwarding", func(t *testing.T) {
+		// Worked out by hand from the rule in edge/query.go: the
+		// destination's parameters without the clashing key, then the
+		// visit's, then the fragment.
+		r := do(t, "POST", base+"/v1/links", key, `{"url":"https://q.example/p?a=1&b=2#f"}`)
+		if r.status != 201 || r.json(t)["forward_query"] != true {
+			t.Fatalf("create: %d %s; want 201 with forward_query true", r.status, r.body)
+		}
+		code := r.json(t)["code"].(string)
+		if got := do(t, "GET", base+"/"+code+"?b=3&utm_source=tw", "", "").header.Get("Location"); got != "https://q.example/p?a=1&b=3&utm_source=tw#f" {
+			t.Errorf("forwarded Location %s", got)
+		}
+		r = do(t, "PATCH", base+"/v1/links/"+code, key, `{"forward_query":false}`)
+		if r.status != 200 || r.json(t)["forward_query"] != false {
+			t.Fatalf("patch: %d %s", r.status, r.body)
+		}
+		waitFor(t, "the edit in the redirect", 10*time.Second, func() bool {
+			return do(t, "GET", base+"/"+code+"?b=3", "", "").header.Get("Location") == "https://q.example/p?a=1&b=2#f"
+		})
+	})
+
 	t.Run("redirect types and alias", func(t *testing.T) {
 		r := do(t, "POST", base+"/v1/links", key, `{"url":"https://example.org/perm","alias":"my-Perm_1","redirect":301}`)
 		if r.status != 201 || r.json(t)["code"] != "my-Perm_1" {
