@@ -119,16 +119,23 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 	s.auth = newAuthCache(st, cfg.Now)
 	s.auth.remote, s.auth.remoteWait, s.auth.gate = cfg.RemoteOwner, cfg.RemoteTimeout, s.gate
 	if cfg.WriteRate > 0 {
-		s.limiter = newLimiter[store.KeyHash](cfg.WriteRate, 2*cfg.WriteRate, cfg.Now)
+		// At least one token: a rate under 0.5/s would otherwise hold
+		// less than a whole write and refuse every one.
+		s.limiter = newLimiter[store.KeyHash](cfg.WriteRate, max(1, 2*cfg.WriteRate), cfg.Now)
 	}
 	s.creates = newCreateLimits(cfg)
 	s.suspended = cfg.SuspendedOwners
 	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
 	s.reports = newReportDesk(s, w)
+	openAPI, err := newOpenAPIRoute()
+	if err != nil {
+		return nil, fmt.Errorf("cannot create edge server: %w", err)
+	}
 	s.routes = map[string]fasthttp.RequestHandler{
-		"/healthz": s.serveHealth,
-		"/readyz":  s.serveReady,
-		"/metrics": s.serveMetrics,
+		"/healthz":  s.serveHealth,
+		"/readyz":   s.serveReady,
+		"/metrics":  s.serveMetrics,
+		openAPIPath: openAPI,
 	}
 	for path, h := range cfg.Routes {
 		if !strings.HasPrefix(path, "/") || h == nil {
