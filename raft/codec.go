@@ -83,23 +83,3 @@ func (r *reader) idempotency(rec *store.Idempotency) {
 	}
 	rec.CreatedAt = r.Varint()
 }
-
-// appendBool appends b as one byte, 0 or 1.
-func appendBool(dst []byte, b bool) []byte {
-	if b {
-		return append(dst, 1)
-	}
-	return append(dst, 0)
-}
-
-// Bool reads what appendBool wrote; any other byte marks r bad.
-func (r *reader) Bool() bool {
-	switch r.Byte() {
-	case 0:
-		return false
-	case 1:
-		return true
-	}
-	r.Fail()
-	return false
-}

@@ -265,7 +265,7 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 		dst = append(dst, byte(p.Status))
 	}
 	if p.SetForwardQuery {
-		dst = appendBool(dst, p.NoForwardQuery)
+		dst = append(dst, boolByte(p.NoForwardQuery))
 	}
 	return appendPatchAudit(dst, p)
 }
@@ -298,7 +298,7 @@ func decodeUpdateLink(version byte, b []byte) (command, error) {
 		p.Status = store.Status(r.Byte())
 	}
 	if p.SetForwardQuery = mask&patchForwardQuery != 0; p.SetForwardQuery {
-		p.NoForwardQuery = r.Bool()
+		p.NoForwardQuery = r.bool()
 	}
 	if version >= 2 {
 		r.patchAudit(p)

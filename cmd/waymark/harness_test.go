@@ -198,6 +198,17 @@ func (r response) json(t *testing.T) map[string]any {
 
 func do(t *testing.T, method, url, key, body string, hdr ...string) response {
 	t.Helper()
+	req := newRequest(t, method, url, key, body)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return roundTrip(t, noRedirect, req)
+}
+
+// newRequest is a request with the owner key (if any) as a bearer token
+// and a JSON body (if any).
+func newRequest(t *testing.T, method, url, key, body string) *http.Request {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -212,12 +223,15 @@ func do(t *testing.T, method, url, key, body string, hdr ...string) response {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := noRedirect.Do(req)
+	return req
+}
+
+// roundTrip sends req with client and reads the whole answer.
+func roundTrip(t *testing.T, client *http.Client, req *http.Request) response {
+	t.Helper()
+	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -242,41 +241,17 @@ func (v *specValidator) statuses(op string) []int {
 	return out
 }
 
-// exchange is one validated request: its answer's status, headers and
-// body.
-type exchange struct {
-	status int
-	header http.Header
-	body   []byte
-}
+// exchange is one validated request's answer.
+type exchange = response
 
 // send makes one request through the validator.
 func (v *specValidator) send(t *testing.T, method, rawURL, key, body string, opts ...func(*http.Request) *http.Request) exchange {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, rawURL, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	req := newRequest(t, method, rawURL, key, body)
 	for _, o := range opts {
 		req = o(req)
 	}
-	resp, err := v.client().Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, rawURL, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return exchange{status: resp.StatusCode, header: resp.Header, body: b}
+	return roundTrip(t, v.client(), req)
 }
 
 func withHeader(name, value string) func(*http.Request) *http.Request {
