@@ -128,8 +128,9 @@ func (a *adminServer) linkHistory(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, LinkHistory{Code: l.Code, History: edge.HistoryViews(hs)})
 }
 
-// decodeTakedown reads the body; a block needs a reason.
-func decodeTakedown(w http.ResponseWriter, r *http.Request, needReason bool) (takedownRequest, bool) {
+// decodeTakedown reads the body of block, review and restore. A block
+// needs a reason and may be legal; the others refuse "legal".
+func decodeTakedown(w http.ResponseWriter, r *http.Request, block bool) (takedownRequest, bool) {
 	var req takedownRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<10))
 	dec.DisallowUnknownFields()
@@ -139,7 +140,10 @@ func decodeTakedown(w http.ResponseWriter, r *http.Request, needReason bool) (ta
 	}
 	req.Reason = strings.TrimSpace(req.Reason)
 	switch {
-	case needReason && req.Reason == "":
+	case !block && req.Legal:
+		writeProblem(w, r, problem.InvalidRequest, `"legal" applies to a block only`)
+		return req, false
+	case block && req.Reason == "":
 		writeProblem(w, r, problem.InvalidRequest, "a block needs a reason (--reason TEXT); it is kept in the link's history")
 		return req, false
 	case len(req.Reason) > store.MaxReasonLen:
@@ -171,10 +175,6 @@ func (a *adminServer) reviewLink(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if req.Legal {
-		writeProblem(w, r, problem.InvalidRequest, `"legal" applies to a block only`)
-		return
-	}
 	a.takeDown(w, r, store.StatusReview, req.Reason)
 }
 
@@ -199,10 +199,6 @@ func (a *adminServer) takeDown(w http.ResponseWriter, r *http.Request, status st
 func (a *adminServer) restoreLink(w http.ResponseWriter, r *http.Request) {
 	req, ok := decodeTakedown(w, r, false)
 	if !ok {
-		return
-	}
-	if req.Legal {
-		writeProblem(w, r, problem.InvalidRequest, `"legal" applies to a block only`)
 		return
 	}
 	l, ok := a.readLink(w, r)
