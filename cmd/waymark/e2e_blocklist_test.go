@@ -20,9 +20,6 @@ import (
 // everywhere, and measures how long a `blocklist add` takes to stop a
 // cached link on each node.
 func TestE2EBlocklist(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts four processes")
-	}
 	c := newCluster(t)
 	all := c.threeVotersAndEdge(nil)
 	out, _, code := runCLI(t, c.env("v1"), "owners", "create", "alice")
