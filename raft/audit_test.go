@@ -15,15 +15,7 @@ import (
 // refusals carried back as sentinels) can undo it.
 func TestTakedownAuditOnEveryReplica(t *testing.T) {
 	c := newCluster(t, nil)
-	v1, v2, v3 := c.add("v1", "us"), c.add("v2", "eu"), c.add("v3", "ap")
-	leader := c.bootstrap(v1, v2, v3)
-	var follower *member
-	for _, m := range []*member{v1, v2, v3} {
-		if m != leader {
-			follower = m
-			break
-		}
-	}
+	voters, _, follower := c.threeVoters()
 	code := createThrough(t, follower, "https://example.com/audited")
 	c.waitLinks(code)
 	ctx := testCtx(t)
@@ -49,7 +41,7 @@ func TestTakedownAuditOnEveryReplica(t *testing.T) {
 		{Code: code, Index: blocked.Index, At: 2_000, Actor: "operator", Action: "block", Reason: "phishing, ticket 7", Changes: []store.FieldChange{
 			{Field: "status", Old: "active", New: "blocked"}}},
 	}
-	for _, m := range []*member{v1, v2, v3} {
+	for _, m := range voters {
 		if got := mustGetLink(t, m.store(), code); got.Status != store.StatusBlocked || got.Index != blocked.Index {
 			t.Errorf("%s: link %+v; want blocked at index %d", m.id, got, blocked.Index)
 		}

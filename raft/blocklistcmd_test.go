@@ -49,14 +49,7 @@ func TestBlocklistUpdateRefusesBadEntries(t *testing.T) {
 // replica's in-memory snapshot, then that a snapshot restore carries it.
 func TestBlocklistReplicates(t *testing.T) {
 	c := newCluster(t, nil)
-	v1, v2, v3 := c.add("v1", "us"), c.add("v2", "eu"), c.add("v3", "ap")
-	leader := c.bootstrap(v1, v2, v3)
-	var follower *member
-	for _, m := range []*member{v1, v2, v3} {
-		if m != leader {
-			follower = m
-		}
-	}
+	_, leader, follower := c.threeVoters()
 	block := func(v string) store.BlockChange {
 		return store.BlockChange{Entry: store.BlockEntry{Value: v, Kind: store.BlockKindBlock, Reason: "t", AddedAt: 1}}
 	}

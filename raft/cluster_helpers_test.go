@@ -210,6 +210,20 @@ func (c *cluster) forward(ctx context.Context, leaderID, _ string, cmd []byte) (
 }
 
 // live returns the running members, sorted by ID.
+// threeVoters adds voters v1 (us), v2 (eu) and v3 (ap), bootstraps them,
+// and returns the three, the leader and one follower.
+func (c *cluster) threeVoters() (voters []*member, leader, follower *member) {
+	c.t.Helper()
+	voters = []*member{c.add("v1", "us"), c.add("v2", "eu"), c.add("v3", "ap")}
+	leader = c.bootstrap(voters...)
+	for _, m := range voters {
+		if m != leader {
+			return voters, leader, m
+		}
+	}
+	panic("BUG: three voters and no follower")
+}
+
 func (c *cluster) live() []*member {
 	c.mu.Lock()
 	defer c.mu.Unlock()
