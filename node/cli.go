@@ -54,9 +54,12 @@ func ExitCode(err error) int {
 	return ExitError
 }
 
-// client talks to one node's operator API.
+// client talks to one node's operator API, or (ownerClientFlags) to the
+// public API with an owner's key.
 type client struct {
 	addr   string
+	base   string // scheme://host of addr; "http://"+addr when empty
+	hint   string // how to point the CLI elsewhere, for "cannot reach"
 	token  string
 	format string
 	out    io.Writer
@@ -117,15 +120,15 @@ func (c *client) call(method, path string, body, out any) error {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, "http://"+c.addr+path, rd)
+	req, err := http.NewRequest(method, c.baseURL()+path, rd)
 	if err != nil {
-		return &cliError{ExitUsage, fmt.Errorf("bad admin address %q: %w", c.addr, err)}
+		return &cliError{ExitUsage, fmt.Errorf("bad node address %q: %w", c.addr, err)}
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return &cliError{ExitUnreachable, fmt.Errorf("cannot reach node at %s: %w (is it running? set --admin-addr or WAYMARK_ADMIN_ADDR)", c.addr, err)}
+		return c.unreachable(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
@@ -141,6 +144,21 @@ func (c *client) call(method, path string, body, out any) error {
 		}
 	}
 	return nil
+}
+
+func (c *client) baseURL() string {
+	if c.base != "" {
+		return c.base
+	}
+	return "http://" + c.addr
+}
+
+func (c *client) unreachable(err error) error {
+	hint := c.hint
+	if hint == "" {
+		hint = "set --admin-addr or WAYMARK_ADMIN_ADDR"
+	}
+	return &cliError{ExitUnreachable, fmt.Errorf("cannot reach node at %s: %w (is it running? %s)", c.addr, err, hint)}
 }
 
 // print writes v as JSON, or as a table via table().
@@ -181,17 +199,23 @@ func parseCommandFlags(name string, args []string, usage string, minArgs, maxArg
 		fs.PrintDefaults()
 	}
 	mk := clientFlags(fs)
+	return fs, mk, parseArgs(fs, args, name, minArgs, maxArgs)
+}
+
+// parseArgs parses flags anywhere among the positional arguments and
+// checks how many positional arguments there are.
+func parseArgs(fs *flag.FlagSet, args []string, name string, minArgs, maxArgs int) error {
 	if err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil, err
+			return err
 		}
-		return nil, nil, &cliError{ExitUsage, err}
+		return &cliError{ExitUsage, err}
 	}
 	if fs.NArg() < minArgs || (maxArgs >= 0 && fs.NArg() > maxArgs) {
 		fs.Usage()
-		return nil, nil, &cliError{ExitUsage, fmt.Errorf("waymark %s: wrong number of arguments", name)}
+		return &cliError{ExitUsage, fmt.Errorf("waymark %s: wrong number of arguments", name)}
 	}
-	return fs, mk, nil
+	return nil
 }
 
 // parseInterspersed parses flags before, between and after positional

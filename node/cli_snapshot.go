@@ -84,7 +84,7 @@ func (r progressReader) Read(b []byte) (int, error) {
 // snapshotRequest sends one snapshot call; the answer's body is the
 // caller's to close. A non-2xx answer becomes an error with its detail.
 func (c *client) snapshotRequest(method string, body io.Reader, size int64) (*http.Response, error) {
-	req, err := http.NewRequest(method, "http://"+c.addr+"/v1/snapshot", body)
+	req, err := http.NewRequest(method, c.baseURL()+"/v1/snapshot", body)
 	if err != nil {
 		return nil, &cliError{ExitUsage, fmt.Errorf("bad admin address %q: %w", c.addr, err)}
 	}
@@ -92,7 +92,7 @@ func (c *client) snapshotRequest(method string, body io.Reader, size int64) (*ht
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := (&http.Client{}).Do(req) // no timeout: a backup takes as long as it takes
 	if err != nil {
-		return nil, &cliError{ExitUnreachable, fmt.Errorf("cannot reach node at %s: %w (is it running? set --admin-addr or WAYMARK_ADMIN_ADDR)", c.addr, err)}
+		return nil, c.unreachable(err)
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()

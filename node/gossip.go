@@ -32,6 +32,9 @@ type Meta struct {
 	// Leaving is set just before a graceful leave, so every member can tell
 	// a departure from a crash.
 	Leaving bool `json:"l,omitempty"`
+	// Boot names this process: a new one at every start, so the leader
+	// can tell a member an operator removed from the same member restarted.
+	Boot string `json:"b,omitempty"`
 }
 
 // Member is one gossip member as `waymark members` shows it.
@@ -45,6 +48,7 @@ type Member struct {
 	Version   string `json:"version"`
 	Addr      string `json:"gossip_addr"`
 	Status    string `json:"status"` // alive, suspect, dead, left
+	Boot      string `json:"-"`
 }
 
 // MemberEvent reports a change in gossip membership to the reconciler.
@@ -220,7 +224,7 @@ func (g *Gossip) record(n *memberlist.Node, status string) {
 	}
 	m := Member{
 		Name: meta.Name, Region: meta.Region, Roles: meta.Roles, RaftAddr: meta.RaftAddr,
-		HTTPAddr: meta.HTTPAddr, AdminAddr: meta.AdminAddr, Version: meta.Version,
+		HTTPAddr: meta.HTTPAddr, AdminAddr: meta.AdminAddr, Version: meta.Version, Boot: meta.Boot,
 		Addr: net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port))), Status: status,
 	}
 	g.mu.Lock()

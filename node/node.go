@@ -48,10 +48,11 @@ type Node struct {
 	// store before raft replays anything and kept by the FSM (owners_abuse.go).
 	suspended *edge.OwnerSet
 
-	gossip  *Gossip
-	peers   *peerClient
-	disk    *diskGuard
-	peerTLS *peerTLS
+	gossip   *Gossip
+	removals *operatorRemovals // members an operator removed from Raft (removals.go)
+	peers    *peerClient
+	disk     *diskGuard
+	peerTLS  *peerTLS
 
 	httpLn        net.Listener
 	started       time.Time
@@ -80,7 +81,7 @@ func (n *Node) Exit() <-chan struct{} { return n.exit }
 // Start brings a node up and returns once every listener is bound. The
 // steps read top to bottom in start order; Close undoes them bottom up.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error) {
-	n := &Node{cfg: cfg, log: log, metrics: metrics.NewSet(), started: time.Now(), exit: make(chan struct{}, 1), failed: make(chan error, 1)}
+	n := &Node{cfg: cfg, log: log, metrics: metrics.NewSet(), started: time.Now(), exit: make(chan struct{}, 1), failed: make(chan error, 1), removals: newOperatorRemovals()}
 	bgCtx, bgCancel := context.WithCancel(context.Background())
 	n.bgCancel = bgCancel
 	defer func() {
@@ -465,7 +466,7 @@ func (n *Node) openGossip(ctx context.Context, clusterKey []byte) error {
 		SecretKey: deriveKey(clusterKey, "gossip"),
 		Meta: Meta{
 			Name: n.cfg.Name, Region: n.cfg.Region, Roles: n.cfg.Roles, RaftAddr: n.raft.Addr(),
-			HTTPAddr: n.HTTPAddr(), AdminAddr: n.admin.addr(), Version: Version,
+			HTTPAddr: n.HTTPAddr(), AdminAddr: n.admin.addr(), Version: Version, Boot: newBootID(),
 		},
 		Logger: n.log,
 		Events: events,

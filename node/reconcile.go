@@ -50,6 +50,7 @@ type reconciler struct {
 type reconcileMetrics struct {
 	keptAnswering *metrics.Counter // dead in gossip, but answered a direct probe
 	keptQuorum    *metrics.Counter // dead voter kept: removing it was not quorum-safe
+	heldRemoved   *metrics.Counter // alive, but an operator removed it and it has not restarted
 }
 
 func (n *Node) startReconciler(ctx context.Context, events chan MemberEvent) {
@@ -57,6 +58,7 @@ func (n *Node) startReconciler(ctx context.Context, events chan MemberEvent) {
 		m: reconcileMetrics{
 			keptAnswering: n.metrics.GetOrCreateCounter(`waymark_reconcile_removals_held_total{reason="answers_probe"}`),
 			keptQuorum:    n.metrics.GetOrCreateCounter(`waymark_reconcile_removals_held_total{reason="quorum"}`),
+			heldRemoved:   n.metrics.GetOrCreateCounter(`waymark_reconcile_adds_held_total{reason="operator_removed"}`),
 		}}
 	n.bg.Add(1)
 	go func() {
@@ -105,6 +107,14 @@ func (r *reconciler) pass(ctx context.Context) {
 			}
 			switch {
 			case !member:
+				if held, first := n.removals.held(m); held {
+					r.m.heldRemoved.Inc()
+					if first {
+						n.log.Warn("membership change held back", "change", "add non-voter", "member", m.Name,
+							"reason", "an operator removed it; it is let back in when it restarts")
+					}
+					continue
+				}
 				r.change("add non-voter", m, n.raft.AddNonvoter(m.Name, m.RaftAddr))
 			case !s.Voter && hasRole(m.Roles, RoleVoter) && now.Sub(r.aliveSince[m.Name]) >= stabilizeAfter && r.caughtUp(ctx, m):
 				r.change("promote to voter", m, n.raft.AddVoter(m.Name, m.RaftAddr))
@@ -310,6 +320,16 @@ func (n *Node) changeMembership(ctx context.Context, req MembershipRequest) erro
 
 var errUnknownPeer = errors.New("unknown peer")
 
+// gossipBoot is the Boot id gossip shows for a member, "" if none.
+func (n *Node) gossipBoot(name string) string {
+	for _, m := range n.gossip.Members() {
+		if m.Name == name {
+			return m.Boot
+		}
+	}
+	return ""
+}
+
 func (n *Node) applyMembership(req MembershipRequest) error {
 	switch req.Op {
 	case "remove-peer":
@@ -318,9 +338,17 @@ func (n *Node) applyMembership(req MembershipRequest) error {
 			return err
 		}
 		for _, s := range servers {
-			if s.ID == req.ID {
-				return n.raft.RemoveServer(req.ID)
+			if s.ID != req.ID {
+				continue
 			}
+			// Hold before removing: a reconciler pass in between must not
+			// put back a member gossip has not yet seen die.
+			n.removals.hold(req.ID, n.gossipBoot(req.ID))
+			if err := n.raft.RemoveServer(req.ID); err != nil {
+				n.removals.release(req.ID)
+				return err
+			}
+			return nil
 		}
 		return fmt.Errorf("%w: no raft peer with id %q", errUnknownPeer, req.ID)
 	case "transfer-leader":

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -94,4 +95,45 @@ func TestReconcilerRemovesDeadVoter(t *testing.T) {
 	if got := voterCount(t, leader); got != 2 {
 		t.Fatalf("voters after removing %s: got %d (%v); want 2", name, got, voters(t, leader))
 	}
+}
+
+// An operator's remove-peer sticks while gossip still calls the member
+// alive (as it does for seconds after a process is killed): the reconciler
+// must not add it straight back. Once the member restarts (a new process,
+// so a new Boot id in gossip), it is let back in.
+func TestReconcilerDoesNotUndoOperatorRemoval(t *testing.T) {
+	c := newTestCluster(t)
+	args := []string{"--role", "voter", "--region", "us", "--bootstrap-expect", "3"}
+	v1 := c.start("v1", args...)
+	v2 := c.start("v2", append([]string{"--join", v1.gossip.Addr()}, args...)...)
+	v3 := c.start("v3", append([]string{"--join", v1.gossip.Addr()}, args...)...)
+	leader := leaderOf(t, v1, v2, v3)
+	edgeArgs := []string{"--role", "edge", "--region", "us", "--join", v1.gossip.Addr()}
+	e1 := c.start("e1", edgeArgs...)
+	inRaft := func() bool { _, in := voters(t, leader)["e1"]; return in }
+	waitUntil(t, "e1 added to raft", 30*time.Second, inRaft)
+
+	held := leader.metrics.GetOrCreateCounter(`waymark_reconcile_adds_held_total{reason="operator_removed"}`)
+	base := held.Get()
+	if err := leader.changeMembership(context.Background(), MembershipRequest{Op: "remove-peer", ID: "e1"}); err != nil {
+		t.Fatalf("remove-peer e1: %v", err)
+	}
+	// Several reconcile passes see e1 alive in gossip; each must hold it out.
+	waitUntil(t, "the reconciler to hold e1 out over several passes", 60*time.Second, func() bool {
+		if inRaft() {
+			t.Fatalf("the reconciler put e1 back after the operator removed it: %v", voters(t, leader))
+		}
+		return held.Get() >= base+3
+	})
+	if gossipStatus(leader, "e1") != "alive" {
+		t.Fatalf("e1 is %q in gossip; the test needs it alive", gossipStatus(leader, "e1"))
+	}
+
+	// A restarted e1 is a new process: it comes back.
+	// Same gossip address, so memberlist takes it as the same member back
+	// at once rather than as a conflicting one.
+	gossipAddr := e1.gossip.Addr()
+	c.stop(e1)
+	c.start("e1", append([]string{"--gossip-addr", gossipAddr}, edgeArgs...)...)
+	waitUntil(t, "restarted e1 added back to raft", 60*time.Second, inRaft)
 }

@@ -419,8 +419,20 @@ func TestE2ECluster(t *testing.T) {
 		}
 		return true
 	})
+	var lastMembers string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last members answer on v1: %s", lastMembers)
+			for _, line := range strings.Split(c.nodes["v1"].logs(), "\n") {
+				if strings.Contains(line, "memberlist") || strings.Contains(line, "e1") {
+					t.Log("v1", line)
+				}
+			}
+		}
+	}()
 	waitFor(t, "e1 shown as left", 20*time.Second, func() bool {
-		out, _, _ := runCLI(t, c.env("v1"), "members", "-format", "json")
+		out, errOut, _ := runCLI(t, c.env("v1"), "members", "-format", "json")
+		lastMembers = out + errOut
 		var ms []struct{ Name, Status string }
 		json.Unmarshal([]byte(out), &ms)
 		for _, m := range ms {
