@@ -47,7 +47,7 @@ type Member struct {
 	AdminAddr string `json:"admin_addr"`
 	Version   string `json:"version"`
 	Addr      string `json:"gossip_addr"`
-	Status    string `json:"status"` // alive, suspect, dead, left
+	Status    string `json:"status"` // alive, dead, left (memberlist does not expose suspicion)
 	Boot      string `json:"-"`
 }
 
@@ -185,35 +185,25 @@ func (g *Gossip) Leave(timeout time.Duration) error {
 
 // Members lists every member ever seen, by name.
 func (g *Gossip) Members() []Member {
+	live := g.ml.Members()
 	g.mu.Lock()
 	out := make([]Member, 0, len(g.known))
 	for _, m := range g.known {
 		out = append(out, m)
 	}
-	g.mu.Unlock()
-	for _, n := range g.ml.Members() { // refresh suspect/alive from the live view
+	// memberlist's public view lists the members it does not hold dead or
+	// left; it does not tell suspect from alive (its Node.State is never
+	// kept up to date, as of v0.6.0), so a listed member counts as alive.
+	for _, n := range live {
 		for i := range out {
 			if out[i].Name == n.Name {
-				out[i].Status = stateName(n.State)
+				out[i].Status = "alive"
 			}
 		}
 	}
+	g.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-func stateName(s memberlist.NodeStateType) string {
-	switch s {
-	case memberlist.StateAlive:
-		return "alive"
-	case memberlist.StateSuspect:
-		return "suspect"
-	case memberlist.StateDead:
-		return "dead"
-	case memberlist.StateLeft:
-		return "left"
-	}
-	return "unknown"
 }
 
 func (g *Gossip) record(n *memberlist.Node, status string) {
@@ -256,8 +246,12 @@ func (g *Gossip) NotifyLeave(n *memberlist.Node) {
 	g.mu.Lock()
 	left := g.leaving[n.Name]
 	g.mu.Unlock()
+	// memberlist does not say whether the member sent its own dead
+	// message (left) or was found dead: the departure is known from its
+	// Leaving metadata or its direct message, whichever arrived (NotifyMsg
+	// corrects a "dead" the direct message overtakes).
 	status := "dead"
-	if left || n.State == memberlist.StateLeft {
+	if left {
 		status = "left"
 	}
 	g.record(n, status)
@@ -273,6 +267,12 @@ func (g *Gossip) NotifyMsg(b []byte) {
 	if name, ok := strings.CutPrefix(string(b), leaveIntent); ok {
 		g.mu.Lock()
 		g.leaving[name] = true
+		// The member's dead message can overtake this one (it travels by
+		// gossip, this by TCP): a member already recorded dead has left.
+		if m, ok := g.known[name]; ok && m.Status == "dead" {
+			m.Status = "left"
+			g.known[name] = m
+		}
 		g.mu.Unlock()
 	}
 }

@@ -70,6 +70,37 @@ func TestGossipMembership(t *testing.T) {
 	})
 }
 
+// A leaving member's dead message (gossip, UDP) can overtake its direct
+// "leaving" message (TCP). The member is first recorded dead; the late
+// message must turn that into left, or it stays dead for good.
+func TestGossipLeaveIntentAfterDeadIsLeft(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	a := startTestGossip(t, "a", "us", key)
+	b := startTestGossip(t, "b", "eu", key)
+	if _, err := b.Join([]string{a.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	status := func() string {
+		for _, m := range a.Members() {
+			if m.Name == "b" {
+				return m.Status
+			}
+		}
+		return ""
+	}
+	waitUntil(t, "b alive at a", 10*time.Second, func() bool { return status() == "alive" })
+	// memberlist's own leave only: the dead message, no Leaving metadata,
+	// no direct message.
+	if err := b.ml.Leave(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "b recorded dead at a", 10*time.Second, func() bool { return status() == "dead" })
+	a.NotifyMsg([]byte(leaveIntent + "b")) // the direct message, arriving late
+	if got := status(); got != "left" {
+		t.Fatalf("b after its late leaving message: %q; want left", got)
+	}
+}
+
 // A member with the wrong cluster key cannot join.
 func TestGossipWrongKeyRefused(t *testing.T) {
 	a := startTestGossip(t, "a", "us", []byte("0123456789abcdef0123456789abcdef"))

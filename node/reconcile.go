@@ -127,7 +127,7 @@ func (r *reconciler) pass(ctx context.Context) {
 			if member {
 				r.change("remove left member", m, n.raft.RemoveServer(m.Name))
 			}
-		default: // suspect, dead
+		default: // dead
 			delete(r.aliveSince, m.Name)
 			if _, ok := r.downSince[m.Name]; !ok {
 				r.downSince[m.Name] = now
