@@ -71,7 +71,10 @@ func TestWaitIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Stop()
-	waited, ok, err := WaitIdle(ctx, IdleConfig{Groups: []int{idle.Pid(), busy.Pid()}, Sample: 200 * time.Millisecond, Timeout: 600 * time.Millisecond})
+	// A share of 0.2 % of a CPU: a spinning loop gets far more than that on
+	// a loaded machine too (the scheduler's fair share), so only a broken
+	// measurement calls it idle.
+	waited, ok, err := WaitIdle(ctx, IdleConfig{Groups: []int{idle.Pid(), busy.Pid()}, MaxShare: 0.002, Sample: 200 * time.Millisecond, Timeout: 600 * time.Millisecond})
 	if err != nil || ok || waited < 600*time.Millisecond {
 		t.Errorf("WaitIdle(busy child) = %v after %v, %v; want not idle after the timeout", ok, waited, err)
 	}
@@ -120,9 +123,18 @@ func TestCPUTimesSeeABusyPinnedChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	time.Sleep(500 * time.Millisecond)
+	// Wait until the loop has run 100 ms (on a loaded machine that takes
+	// longer than 100 ms of wall time).
+	var spun time.Duration
+	for deadline := time.Now().Add(30 * time.Second); spun < 100*time.Millisecond; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pinned loop used only %v in 30 s", spun)
+		}
+		time.Sleep(20 * time.Millisecond)
+		spun, _ = GroupCPU(c.Pid())
+	}
 	after, _ := ReadCPUTimes()
-	spun, _ := GroupCPU(c.Pid())
+	spun, _ = GroupCPU(c.Pid())
 	// CPU 0 was at least as busy as the loop pinned to it.
 	if busy := BusyOn(before, after, "0"); busy+20*time.Millisecond < spun || spun < 100*time.Millisecond {
 		t.Errorf("CPU 0 busy %v while a loop pinned to it used %v", busy, spun)
