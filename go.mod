@@ -19,6 +19,7 @@ require (
 	github.com/oschwald/maxminddb-golang v1.13.1
 	github.com/valyala/fasthttp v1.78.0
 	github.com/x-way/crawlerdetect v0.2.24
+	github.com/yeqown/go-qrcode/v2 v2.3.0
 	go.etcd.io/bbolt v1.5.0
 	go.yaml.in/yaml/v2 v2.4.2
 	go.yaml.in/yaml/v4 v4.0.0
@@ -77,6 +78,7 @@ require (
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fastrand v1.1.0 // indirect
 	github.com/valyala/histogram v1.2.0 // indirect
+	github.com/yeqown/reedsolomon v1.0.0 // indirect
 	golang.org/x/exp v0.0.0-20230626212559-97b1e661b5df // indirect
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect

@@ -62,6 +62,14 @@ func (s *Server) dispatchAPI(ctx *fasthttp.RequestCtx) string {
 		s.withOwner(ctx, false, func(ctx *fasthttp.RequestCtx, o store.Owner) { s.linkHistory(ctx, o, code) })
 		return "links.history"
 	}
+	if code, ok := linkSubresource(path, qrSuffix); ok {
+		if method != fasthttp.MethodGet {
+			methodNotAllowed(ctx, "GET")
+			return "links.qr"
+		}
+		s.withOwner(ctx, false, func(ctx *fasthttp.RequestCtx, o store.Owner) { s.linkQR(ctx, o, code) })
+		return "links.qr"
+	}
 	if route, ok := s.dispatchSites(ctx, path, method); ok {
 		return route
 	}

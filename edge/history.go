@@ -2,6 +2,7 @@ package edge
 
 import (
 	"github.com/valyala/fasthttp"
+	"strings"
 
 	"github.com/waymark/waymark/store"
 )
@@ -53,15 +54,16 @@ func (s *Server) linkHistory(ctx *fasthttp.RequestCtx, owner store.Owner, code s
 }
 
 // historyCode returns the code of a /v1/links/{code}/history path.
-func historyCode(path string) (string, bool) {
-	if len(path) <= len(linksPrefix)+len(historySuffix) || path[:len(linksPrefix)] != linksPrefix || path[len(path)-len(historySuffix):] != historySuffix {
+func historyCode(path string) (string, bool) { return linkSubresource(path, historySuffix) }
+
+// linkSubresource returns the code of a /v1/links/{code}{suffix} path.
+func linkSubresource(path, suffix string) (string, bool) {
+	if len(path) <= len(linksPrefix)+len(suffix) || path[:len(linksPrefix)] != linksPrefix || path[len(path)-len(suffix):] != suffix {
 		return "", false
 	}
-	code := path[len(linksPrefix) : len(path)-len(historySuffix)]
-	for i := 0; i < len(code); i++ {
-		if code[i] == '/' {
-			return "", false
-		}
+	code := path[len(linksPrefix) : len(path)-len(suffix)]
+	if strings.IndexByte(code, '/') >= 0 {
+		return "", false
 	}
 	return code, true
 }

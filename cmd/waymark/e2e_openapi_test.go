@@ -130,6 +130,16 @@ func TestE2EOpenAPI(t *testing.T) {
 			t.Fatalf("history after a create and an edit: %s", m)
 		}
 		wantProblem(t, v.send(t, "GET", base+"/v1/links/nosuchcode/history", key, ""), 404, "not-found")
+
+		if ex := v.send(t, "GET", query(base+"/v1/links/"+code+"/qr", "size", "256", "ecc", "H"), key, ""); ex.status != 200 || ex.header.Get("Content-Type") != "image/png" {
+			t.Fatalf("qr png: %d %q", ex.status, ex.header.Get("Content-Type"))
+		}
+		if ex := v.send(t, "GET", query(base+"/v1/links/"+code+"/qr", "format", "svg", "margin", "0"), key, ""); ex.status != 200 || ex.header.Get("Content-Type") != "image/svg+xml" {
+			t.Fatalf("qr svg: %d %q", ex.status, ex.header.Get("Content-Type"))
+		}
+		wantProblem(t, v.send(t, "GET", query(base+"/v1/links/"+code+"/qr", "format", "gif"), key, "", invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "GET", base+"/v1/links/nosuchcode/qr", key, ""), 404, "not-found")
+		wantProblem(t, v.send(t, "GET", base+"/v1/links/"+code+"/qr", "", ""), 401, "unauthorized")
 	})
 
 	t.Run("redirects", func(t *testing.T) {
