@@ -63,7 +63,7 @@ func handSegments() [][]byte {
 		click("k1", at(2, 8, 0, 0, 0), 2, false),
 		click("k1", at(2, 8, 0, 0, 1), 3, false),
 		siteEvent(custom, "signup", at(2, 13, 0, 0, 0), 14, false),
-		click("k1", at(3, 0, 0, 0, 0), 4, false),                 // after the range
+		click("k1", at(3, 0, 0, 0, 0), 4, false),                // after the range
 		siteEvent(pv, "pageview", at(3, 0, 0, 0, 0), 15, false), // after the range
 	}
 	b[3].Props = []ingest.Prop{{Key: "plan", Value: "it's\tpro"}}
