@@ -15,8 +15,8 @@ var Estimated = []string{"visitors"}
 
 // Counts are one bucket's (or a range's) numbers. For a link, Clicks
 // and BotClicks; for a site, Pageviews, Events (pageviews and custom
-// events) and BotEvents. Visitors: distinct visitor hashes of the
-// non-bot events counted, an estimate.
+// events) and BotEvents (every bot site event). Visitors: distinct
+// visitor hashes of the non-bot events, an estimate.
 type Counts struct {
 	Clicks    int64  `json:"clicks,omitempty"`
 	BotClicks int64  `json:"bot_clicks,omitempty"`
@@ -70,13 +70,14 @@ func (c *Client) LinkStats(ctx context.Context, code string, from, to time.Time)
 }
 
 // SiteStats returns a site's pageviews, events, bot events and visitors
-// per UTC day of [from, to) and in total. Visitors are the distinct
-// hashes of its non-bot site events, engagement included (Plausible's
-// events table).
+// per UTC day of [from, to) and in total. Bot events are every
+// bot-flagged site event, engagement included, as the embedded store
+// counts them. Visitors are the distinct hashes of its non-bot site
+// events, engagement included (Plausible's events table).
 func (c *Client) SiteStats(ctx context.Context, site string, from, to time.Time) (*Stats, error) {
 	where := "site = " + String(site) + " AND code = '' AND " + kindSite
 	cols := "countIf(" + kindPageview + " AND " + notBot + "), countIf(" + kindCounted + " AND " + notBot + "), " +
-		"countIf(" + kindCounted + " AND " + isBot + "), uniqCombinedIf(visitor, " + notBot + ")"
+		"countIf(" + isBot + "), uniqCombinedIf(visitor, " + notBot + ")"
 	return c.stats(ctx, where, cols, from, to, func(row []rawValue, k *Counts) error {
 		var err [4]error
 		k.Pageviews, err[0] = row[0].int()

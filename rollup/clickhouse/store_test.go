@@ -56,6 +56,7 @@ func handSegments() [][]byte {
 		siteEvent(eng, "engagement", at(0, 10, 2, 0, 0), 10, false),
 		siteEvent(custom, "signup", at(0, 11, 0, 0, 0), 11, false),
 		siteEvent(pv, "pageview", at(0, 11, 0, 0, 0), 12, true),
+		siteEvent(eng, "engagement", at(0, 11, 1, 0, 0), 12, true),
 		siteEvent(eng, "engagement", at(0, 11, 5, 0, 0), 13, false),
 	}
 	b := []ingest.Event{
@@ -105,18 +106,19 @@ func TestStatsMatchHandCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// By hand: Dec 1: pageviews by 10 twice, a custom event by 11, a bot
-	// pageview (12), engagements by 10 and 13 (visitors, not events);
+	// pageview and engagement (12: two bot events, no visitor),
+	// engagements by 10 and 13 (visitors, not events);
 	// Dec 2: a pageview by 10 at 23:59:59.999; Dec 3: a custom event by
 	// 14; the pageview at Dec 4 00:00 is outside.
 	wantSite := []Day{
-		{"2025-12-01", Counts{Pageviews: 2, Events: 3, BotEvents: 1, Visitors: 3}},
+		{"2025-12-01", Counts{Pageviews: 2, Events: 3, BotEvents: 2, Visitors: 3}},
 		{"2025-12-02", Counts{Pageviews: 1, Events: 1, Visitors: 1}},
 		{"2025-12-03", Counts{Events: 1, Visitors: 1}},
 	}
 	if !reflect.DeepEqual(site.Series, wantSite) {
 		t.Errorf("s1 series = %+v; want %+v", site.Series, wantSite)
 	}
-	if want := (Counts{Pageviews: 3, Events: 5, BotEvents: 1, Visitors: 4}); site.Totals != want {
+	if want := (Counts{Pageviews: 3, Events: 5, BotEvents: 2, Visitors: 4}); site.Totals != want {
 		t.Errorf("s1 totals = %+v; want %+v", site.Totals, want)
 	}
 	if !reflect.DeepEqual(site.Estimated, []string{"visitors"}) {
