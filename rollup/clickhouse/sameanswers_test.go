@@ -206,7 +206,7 @@ func embedded(t *testing.T, segs [][]byte) *rollup.Aggregator {
 }
 
 // visitorsBound is the bound DESIGN.md states for uniqCombined here.
-const visitorsBound = 0.01
+const visitorsBound = 0.015
 
 func near(got uint64, want int, bound float64) bool {
 	return math.Abs(float64(got)-float64(want)) <= bound*float64(want)
