@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/waymark/waymark/ingest"
@@ -69,23 +71,21 @@ var (
 // A crash or error anywhere before 4 leaves no identity, so the retry
 // inserts again and the second copy of what the first got in collapses.
 func (c *Client) StoreSegment(ctx context.Context, raw []byte) (StoreResult, error) {
-	var rows []byte
-	var ends []int
-	var first, last int64
-	h, err := ingest.ReadSegmentRecords(raw, func(_ []byte, ev *ingest.Event) error {
-		if len(ends) == 0 || ev.Time < first {
-			first = ev.Time
+	buf := encodePool.Get().(*encodeBuf)
+	// The buffer goes back to the pool when the transport closes the
+	// insert's body (it may read it after Do returns), or here when no
+	// insert took it.
+	owned := true
+	defer func() {
+		if owned {
+			buf.release()
 		}
-		if len(ends) == 0 || ev.Time > last {
-			last = ev.Time
-		}
-		rows = appendEventFields(rows, ev)
-		ends = append(ends, len(rows))
-		return nil
-	})
+	}()
+	rows, ends, first, last, h, err := encodeSegment(raw, buf.rows[:0], buf.ends[:0])
 	if err != nil {
-		return StoreResult{}, fmt.Errorf("cannot read segment: %w", err)
+		return StoreResult{}, err
 	}
+	buf.rows, buf.ends = rows, ends
 	ref := h.Ref()
 	n := uint32(len(ends))
 	res := StoreResult{Ref: ref, Events: int(n)}
@@ -103,7 +103,8 @@ func (c *Client) StoreSegment(ctx context.Context, raw []byte) (StoreResult, err
 		return res, fmt.Errorf("segment %d of %q (incarnation %d): %w", ref.Seq, ref.Node, ref.Inc, ErrConflict)
 	}
 	if n > 0 {
-		var body io.Reader = withIdentity(rows, ends, ref)
+		var body io.Reader = &pooledBody{bufs: withIdentity(rows, ends, ref), buf: buf}
+		owned = false
 		if testHookInsertBody != nil {
 			body = testHookInsertBody(body)
 		}
@@ -144,4 +145,70 @@ func (c *Client) segmentRecord(ctx context.Context, ref ingest.SegmentRef) (*seg
 // parseUint reads a JSONCompact integer, quoted (64-bit) or not.
 func parseUint(v []byte) (uint64, error) {
 	return strconv.ParseUint(strings.Trim(string(v), `"`), 10, 64)
+}
+
+// encodeBuf holds one StoreSegment's rows, pooled: a segment's rows are
+// megabytes, and a steady stream of segments reuses them.
+type encodeBuf struct {
+	rows []byte
+	ends []int
+}
+
+var encodePool = sync.Pool{New: func() any { return new(encodeBuf) }}
+
+// release keeps the buffers unless a huge segment made them huge.
+func (b *encodeBuf) release() {
+	if cap(b.rows) > 64<<20 {
+		*b = encodeBuf{}
+	}
+	encodePool.Put(b)
+}
+
+// pooledBody is an insert body that gives its buffer back once closed.
+// The transport may call Close while a Read runs (net/http allows it),
+// so both hold the lock, and a Read after Close reads nothing.
+type pooledBody struct {
+	mu   sync.Mutex
+	bufs *net.Buffers
+	buf  *encodeBuf
+}
+
+func (p *pooledBody) Read(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.buf == nil {
+		return 0, io.ErrClosedPipe
+	}
+	return p.bufs.Read(b)
+}
+
+func (p *pooledBody) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.buf != nil {
+		p.buf.release()
+		p.buf, p.bufs = nil, nil
+	}
+	return nil
+}
+
+// encodeSegment verifies raw and appends its events' rows (without the
+// identity) to rows, their ends to ends; first and last are the oldest
+// and newest event times.
+func encodeSegment(raw, rows []byte, ends []int) (_ []byte, _ []int, first, last int64, _ ingest.SegmentHeader, _ error) {
+	h, err := ingest.ReadSegmentRecords(raw, func(_ []byte, ev *ingest.Event) error {
+		if len(ends) == 0 || ev.Time < first {
+			first = ev.Time
+		}
+		if len(ends) == 0 || ev.Time > last {
+			last = ev.Time
+		}
+		rows = appendEventFields(rows, ev)
+		ends = append(ends, len(rows))
+		return nil
+	})
+	if err != nil {
+		return nil, nil, 0, 0, h, fmt.Errorf("cannot read segment: %w", err)
+	}
+	return rows, ends, first, last, h, nil
 }
