@@ -3,10 +3,13 @@ package clickhouse
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -168,7 +171,8 @@ func (c *Client) do(ctx context.Context, params url.Values, body io.Reader, body
 	defer cancel()
 	u := *c.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/"
-	q := url.Values{"database": {c.db}}
+	id := newQueryID()
+	q := url.Values{"database": {c.db}, "query_id": {id}}
 	for k, s := range params {
 		q[k] = s
 	}
@@ -189,11 +193,17 @@ func (c *Client) do(ctx context.Context, params url.Values, body io.Reader, body
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if ctx.Err() != nil {
+			c.kill(id)
+		}
 		return nil, fmt.Errorf("cannot reach clickhouse at %s: %w", c.base.Host, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
+		if ctx.Err() != nil {
+			c.kill(id)
+		}
 		return nil, fmt.Errorf("cannot read clickhouse answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -208,4 +218,26 @@ func (c *Client) do(ctx context.Context, params url.Values, body io.Reader, body
 		}
 	}
 	return b, nil
+}
+
+// newQueryID names a request so that it can be killed.
+func newQueryID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "waymark-" + hex.EncodeToString(b[:])
+}
+
+// killTimeout bounds the KILL QUERY sent for a request whose context
+// ended.
+const killTimeout = 5 * time.Second
+
+// kill asks the server to stop query id: 18.16 goes on running a query
+// whose HTTP client has gone. Best effort; its error only matters to
+// the log.
+func (c *Client) kill(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	if _, err := c.do(ctx, nil, strings.NewReader("KILL QUERY WHERE query_id = "+String(id)+" ASYNC"), true); err != nil {
+		slog.Debug("cannot kill a clickhouse query whose context ended", "query_id", id, "err", err)
+	}
 }

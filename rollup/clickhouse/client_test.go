@@ -89,6 +89,33 @@ func TestTimeoutAndCancelEndTheRequest(t *testing.T) {
 	}
 }
 
+// A query whose context ends is stopped on the server too (KILL QUERY):
+// 18.16 would otherwise run it to its end.
+func TestCancelledQueryStopsOnTheServer(t *testing.T) {
+	srv := sharedServer(t)
+	c, _ := New(Config{URL: srv.URL(), Database: "default"})
+	const marker = "cancel-me-4d1c"
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.Query(ctx, "SELECT count() FROM numbers(100000000000) WHERE sipHash64(number) = 0 AND '"+marker+"' != ''")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("long query: %v; want context.DeadlineExceeded", err)
+	}
+	probe, _ := New(Config{URL: srv.URL(), Database: "default"})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r, err := probe.Query(testCtx(t), "SELECT count() FROM system.processes WHERE query LIKE '%"+marker+"%' AND query NOT LIKE '%system.processes%'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := rawValue(r.Data[0][0]).int(); n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled query still runs on the server after 20 s")
+		}
+	}
+}
+
 func TestNewRefusesBadConfig(t *testing.T) {
 	for _, cfg := range []Config{{URL: "127.0.0.1:8123"}, {URL: "ftp://x"}, {URL: "http://x", Database: "a; DROP"}} {
 		if _, err := New(cfg); err == nil {
