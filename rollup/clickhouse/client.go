@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/VictoriaMetrics/metrics"
 )
 
 // Config says how to reach ClickHouse.
@@ -30,6 +32,9 @@ type Config struct {
 	Timeout time.Duration
 	// HTTPClient, when set, replaces the client's own transport.
 	HTTPClient *http.Client
+	// Metrics receives the waymark_clickhouse_* series; nil keeps them
+	// private.
+	Metrics *metrics.Set
 }
 
 // ReadPasswordFile reads a password file (--clickhouse-password-file):
@@ -51,6 +56,7 @@ type Client struct {
 	pass    string
 	timeout time.Duration
 	http    *http.Client
+	m       *clientMetrics
 }
 
 // New checks cfg and returns a client; it does not contact the server.
@@ -74,7 +80,7 @@ func New(cfg Config) (*Client, error) {
 			MaxIdleConnsPerHost: 8, IdleConnTimeout: time.Minute, DisableCompression: true,
 		}}
 	}
-	return &Client{base: u, db: cfg.Database, user: cfg.User, pass: cfg.Password, timeout: cfg.Timeout, http: hc}, nil
+	return &Client{base: u, db: cfg.Database, user: cfg.User, pass: cfg.Password, timeout: cfg.Timeout, http: hc, m: newClientMetrics(cfg.Metrics)}, nil
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -191,8 +197,10 @@ func (c *Client) do(ctx context.Context, params url.Values, body io.Reader, body
 	if bodyIsQuery {
 		req.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	}
+	c.m.requests.Inc()
 	resp, err := c.http.Do(req)
 	if err != nil {
+		c.m.requestErrors.Inc()
 		if ctx.Err() != nil {
 			c.kill(id)
 		}
@@ -207,6 +215,7 @@ func (c *Client) do(ctx context.Context, params url.Values, body io.Reader, body
 		return nil, fmt.Errorf("cannot read clickhouse answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
+		c.m.requestErrors.Inc()
 		return nil, serverError(resp.StatusCode, b)
 	}
 	// Without wait_end_of_query an error after the first bytes is
@@ -214,6 +223,7 @@ func (c *Client) do(ctx context.Context, params url.Values, body io.Reader, body
 	// "Code: " text there is the server's error.
 	if !bodyIsQuery || params.Get("wait_end_of_query") == "" {
 		if i := bytes.Index(b, []byte("Code: ")); i >= 0 && bytes.Contains(b[i:], []byte("DB::Exception")) {
+			c.m.requestErrors.Inc()
 			return nil, serverError(resp.StatusCode, b[i:])
 		}
 	}
@@ -235,6 +245,7 @@ const killTimeout = 5 * time.Second
 // whose HTTP client has gone. Best effort; its error only matters to
 // the log.
 func (c *Client) kill(id string) {
+	c.m.queriesKilled.Inc()
 	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
 	defer cancel()
 	if _, err := c.do(ctx, nil, strings.NewReader("KILL QUERY WHERE query_id = "+String(id)+" ASYNC"), true); err != nil {

@@ -71,6 +71,23 @@ var (
 // A crash or error anywhere before 4 leaves no identity, so the retry
 // inserts again and the second copy of what the first got in collapses.
 func (c *Client) StoreSegment(ctx context.Context, raw []byte) (StoreResult, error) {
+	res, err := c.storeSegment(ctx, raw)
+	switch {
+	case errors.Is(err, ErrConflict):
+		c.m.segConflict.Inc()
+	case errors.Is(err, ingest.ErrCorruptSegment):
+		c.m.segMalformed.Inc()
+	case err != nil:
+		c.m.segFailed.Inc()
+	case res.Outcome == Stored:
+		c.m.segStored.Inc()
+	case res.Outcome == Duplicate:
+		c.m.segDuplicate.Inc()
+	}
+	return res, err
+}
+
+func (c *Client) storeSegment(ctx context.Context, raw []byte) (StoreResult, error) {
 	buf := encodePool.Get().(*encodeBuf)
 	// The buffer goes back to the pool when the transport closes the
 	// insert's body (it may read it after Do returns), or here when no
@@ -108,9 +125,12 @@ func (c *Client) StoreSegment(ctx context.Context, raw []byte) (StoreResult, err
 		if testHookInsertBody != nil {
 			body = testHookInsertBody(body)
 		}
+		t0 := time.Now()
+		c.m.eventsInserted.Add(int(n))
 		if err := c.Insert(ctx, "INSERT INTO events FORMAT RowBinary", body, testInsertSettings); err != nil {
 			return res, fmt.Errorf("cannot insert the events of segment %d of %q: %w", ref.Seq, ref.Node, err)
 		}
+		c.m.insertDuration.UpdateDuration(t0)
 	}
 	rec := fmt.Sprintf("INSERT INTO segments (node, inc, seq, bytes, crc, events, first_time, last_time, stored) VALUES (%s, %d, %d, %d, %d, %d, %s, %s, %s)",
 		String(ref.Node), ref.Inc, ref.Seq, size, crc, n,

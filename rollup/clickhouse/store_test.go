@@ -1,10 +1,14 @@
 package clickhouse
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/waymark/waymark/ingest"
 )
@@ -138,7 +142,12 @@ func TestStatsMatchHandCounts(t *testing.T) {
 }
 
 func TestSameIdentityOtherBytesIsAConflict(t *testing.T) {
-	c := newClient(t, sharedServer(t))
+	srv := sharedServer(t)
+	set := metrics.NewSet()
+	c, err := New(Config{URL: srv.URL(), Database: newClient(t, srv).Database(), Metrics: set})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := testCtx(t)
 	first := segment("e1", 7, []ingest.Event{click("k1", at(0, 1, 0, 0, 0), 1, false)})
 	if res, err := c.StoreSegment(ctx, first); err != nil || res.Outcome != Stored {
@@ -159,5 +168,26 @@ func TestSameIdentityOtherBytesIsAConflict(t *testing.T) {
 	bad[len(bad)/2] ^= 0xff
 	if _, err := c.StoreSegment(ctx, bad); !errors.Is(err, ingest.ErrCorruptSegment) {
 		t.Errorf("damaged segment: %v; want ErrCorruptSegment", err)
+	}
+	// A segment without events (only a seal) is recorded all the same.
+	empty := ingest.BuildSegment(ingest.SegmentRef{Node: "e1", Inc: 1, Seq: 8}, dec1, nil)
+	for _, want := range []Outcome{Stored, Duplicate} {
+		if res, err := c.StoreSegment(ctx, empty); err != nil || res.Outcome != want || res.Events != 0 {
+			t.Errorf("empty segment: %+v, %v; want %v", res, err, want)
+		}
+	}
+	var out bytes.Buffer
+	set.WritePrometheus(&out)
+	for _, want := range []string{
+		`waymark_clickhouse_segments_total{outcome="stored"} 2`,
+		`waymark_clickhouse_segments_total{outcome="duplicate"} 1`,
+		`waymark_clickhouse_segments_total{outcome="conflict"} 1`,
+		`waymark_clickhouse_segments_total{outcome="malformed"} 1`,
+		`waymark_clickhouse_segments_total{outcome="error"} 0`,
+		`waymark_clickhouse_events_inserted_total 1`,
+	} {
+		if !strings.Contains(out.String(), want+"\n") {
+			t.Errorf("metrics lack %q:\n%s", want, out.String())
+		}
 	}
 }
