@@ -153,6 +153,11 @@ func (c *Client) Query(ctx context.Context, sql string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeResult(b)
+}
+
+// decodeResult reads a JSONCompact answer.
+func decodeResult(b []byte) (*Result, error) {
 	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("cannot decode clickhouse answer (%.200q): %w", b, err)
