@@ -13,7 +13,7 @@ import (
 // saying why. -short is no reason to skip: the server starts in seconds.
 func Require(t testing.TB) string {
 	t.Helper()
-	bin, err := FindBinary("")
+	bin, err := FindBinary(requiredBinary)
 	if err == nil {
 		return bin
 	}
@@ -23,6 +23,10 @@ func Require(t testing.TB) string {
 	t.Skipf("skipping: %v (WAYMARK_CI is unset; under WAYMARK_CI=1 this fails)", err)
 	return ""
 }
+
+// requiredBinary is the binary Require looks for; its test names one
+// that does not exist.
+var requiredBinary = ""
 
 // StartT starts a server for t in a folder of t.TempDir() and stops it
 // when t ends (the folder goes with t.TempDir's cleanup).
