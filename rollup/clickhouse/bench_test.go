@@ -85,14 +85,10 @@ func BenchmarkEncodeSegment(b *testing.B) {
 	seg := benchSegment(1, 100_000)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(seg)))
+	ref := ingest.SegmentRef{Node: "bench", Inc: 1, Seq: 1}
 	for b.Loop() {
-		rows, ends, _, _, h, err := encodeSegment(seg, nil, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		body := withIdentity(rows, ends, h.Ref())
-		if _, err := body.WriteTo(discard{}); err != nil {
-			b.Fatal(err)
+		if e := encodeRows(seg, ref, discard{}); e.err != nil || e.rows != 100_000 {
+			b.Fatalf("encodeRows: %+v", e)
 		}
 	}
 }

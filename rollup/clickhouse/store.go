@@ -2,11 +2,11 @@ package clickhouse
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -59,16 +59,19 @@ var (
 // that each event is counted once however often it is called, whatever
 // crashed before (DESIGN.md, "Exactly once"):
 //
-//  1. The segment is verified whole (ingest.ReadSegmentRecords).
-//  2. Its identity is looked up: recorded with the same length and CRC
-//     means Duplicate; with other bytes, ErrConflict.
-//  3. Its events are inserted, each carrying (segment identity, record
-//     number), which ends the events table's sorting key: a record
-//     inserted again by a retry is a duplicate key, which
-//     ReplacingMergeTree merges away and FINAL never counts twice.
-//  4. Only then is the identity recorded.
+//  1. Its header is read (ingest.PeekSegmentHeader) and its identity
+//     looked up: recorded with the same length and CRC means Duplicate
+//     (those bytes verified when they were stored); with other bytes,
+//     ErrConflict, or ingest.ErrCorruptSegment if they do not verify.
+//  2. Its events are inserted, encoded as the insert streams, each
+//     carrying (segment identity, record number), which ends the events
+//     table's sorting key: a record inserted again by a retry is a
+//     duplicate key, which ReplacingMergeTree merges away and FINAL
+//     never counts twice. ingest.ReadSegmentRecords verifies the whole
+//     segment before the first event, so a damaged one sends no row.
+//  3. Only then is the identity recorded.
 //
-// A crash or error anywhere before 4 leaves no identity, so the retry
+// A crash or error anywhere before 3 leaves no identity, so the retry
 // inserts again and the second copy of what the first got in collapses.
 func (c *Client) StoreSegment(ctx context.Context, raw []byte) (StoreResult, error) {
 	res, err := c.storeSegment(ctx, raw)
@@ -88,58 +91,119 @@ func (c *Client) StoreSegment(ctx context.Context, raw []byte) (StoreResult, err
 }
 
 func (c *Client) storeSegment(ctx context.Context, raw []byte) (StoreResult, error) {
-	buf := encodePool.Get().(*encodeBuf)
-	// The buffer goes back to the pool when the transport closes the
-	// insert's body (it may read it after Do returns), or here when no
-	// insert took it.
-	owned := true
-	defer func() {
-		if owned {
-			buf.release()
-		}
-	}()
-	rows, ends, first, last, h, err := encodeSegment(raw, buf.rows[:0], buf.ends[:0])
+	h, err := ingest.PeekSegmentHeader(raw)
 	if err != nil {
-		return StoreResult{}, err
+		return StoreResult{}, fmt.Errorf("cannot read segment: %w", err)
 	}
-	buf.rows, buf.ends = rows, ends
 	ref := h.Ref()
-	n := uint32(len(ends))
-	res := StoreResult{Ref: ref, Events: int(n)}
+	res := StoreResult{Ref: ref}
 	size, crc := uint32(len(raw)), crc32.Checksum(raw, castagnoli)
-
 	known, err := c.segmentRecord(ctx, ref)
 	if err != nil {
 		return res, err
 	}
 	if known != nil {
 		if known.bytes == size && known.crc == crc {
+			// The very bytes that verified when they were stored.
 			res.Outcome = Duplicate
 			return res, nil
 		}
+		if _, err := ingest.ReadSegmentRecords(raw, func([]byte, *ingest.Event) error { return nil }); err != nil {
+			return res, fmt.Errorf("cannot read segment: %w", err)
+		}
 		return res, fmt.Errorf("segment %d of %q (incarnation %d): %w", ref.Seq, ref.Node, ref.Inc, ErrConflict)
 	}
-	if n > 0 {
-		var body io.Reader = &pooledBody{bufs: withIdentity(rows, ends, ref), buf: buf}
-		owned = false
-		if testHookInsertBody != nil {
-			body = testHookInsertBody(body)
-		}
-		t0 := time.Now()
-		c.m.eventsInserted.Add(int(n))
-		if err := c.Insert(ctx, "INSERT INTO events FORMAT RowBinary", body, testInsertSettings); err != nil {
-			return res, fmt.Errorf("cannot insert the events of segment %d of %q: %w", ref.Seq, ref.Node, err)
-		}
-		c.m.insertDuration.UpdateDuration(t0)
+
+	// The rows are encoded while the insert streams them: ClickHouse
+	// parses one chunk while the next is encoded. ReadSegmentRecords
+	// verifies the whole segment before its first event, so a damaged
+	// one sends no row, and its insert ends with the error, empty.
+	pr, pw := io.Pipe()
+	enc := make(chan encoded, 1)
+	go func() {
+		e := encodeRows(raw, ref, pw)
+		pw.CloseWithError(e.err)
+		enc <- e
+	}()
+	var body io.Reader = pr
+	if testHookInsertBody != nil {
+		body = testHookInsertBody(body)
 	}
+	t0 := time.Now()
+	err = c.Insert(ctx, "INSERT INTO events FORMAT RowBinary", body, testInsertSettings)
+	pr.CloseWithError(errInsertEnded) // unblocks the encoder when the insert ended early
+	e := <-enc
+	c.m.eventsInserted.Add(int(e.rows))
+	res.Events = int(e.rows)
+	switch {
+	case e.err != nil && !errors.Is(e.err, errInsertEnded):
+		return res, fmt.Errorf("cannot read segment: %w", e.err)
+	case err != nil:
+		return res, fmt.Errorf("cannot insert the events of segment %d of %q: %w", ref.Seq, ref.Node, err)
+	case e.err != nil:
+		return res, fmt.Errorf("BUG: the insert of segment %d of %q succeeded without all its rows: %w", ref.Seq, ref.Node, e.err)
+	}
+	c.m.insertDuration.UpdateDuration(t0)
 	rec := fmt.Sprintf("INSERT INTO segments (node, inc, seq, bytes, crc, events, first_time, last_time, stored) VALUES (%s, %d, %d, %d, %d, %d, %s, %s, %s)",
-		String(ref.Node), ref.Inc, ref.Seq, size, crc, n,
-		DateTime(time.UnixMilli(first)), DateTime(time.UnixMilli(last)), DateTime(time.Now()))
+		String(ref.Node), ref.Inc, ref.Seq, size, crc, e.rows,
+		DateTime(time.UnixMilli(e.first)), DateTime(time.UnixMilli(e.last)), DateTime(time.Now()))
 	if err := c.Exec(ctx, rec); err != nil {
 		return res, fmt.Errorf("cannot record segment %d of %q: %w", ref.Seq, ref.Node, err)
 	}
 	res.Outcome = Stored
 	return res, nil
+}
+
+var errInsertEnded = errors.New("insert ended")
+
+// encoded is what encodeRows did.
+type encoded struct {
+	rows        uint32
+	first, last int64 // oldest and newest event time, ms
+	err         error
+}
+
+// encodeChunk is how many bytes of rows go to the insert at a time.
+const encodeChunk = 256 << 10
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, encodeChunk+64<<10); return &b }}
+
+// encodeRows verifies raw and writes its events to w as RowBinary rows
+// of the events table, each with its segment identity and record number.
+func encodeRows(raw []byte, ref ingest.SegmentRef, w io.Writer) encoded {
+	var e encoded
+	bp := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(bp)
+	chunk := (*bp)[:0]
+	identity := appendString(nil, ref.Node)
+	identity = binary.LittleEndian.AppendUint64(identity, ref.Inc)
+	identity = binary.LittleEndian.AppendUint64(identity, ref.Seq)
+	_, e.err = ingest.ReadSegmentRecords(raw, func(_ []byte, ev *ingest.Event) error {
+		if e.rows == 0 || ev.Time < e.first {
+			e.first = ev.Time
+		}
+		if e.rows == 0 || ev.Time > e.last {
+			e.last = ev.Time
+		}
+		chunk = appendEventFields(chunk, ev)
+		chunk = append(chunk, identity...)
+		chunk = binary.LittleEndian.AppendUint32(chunk, e.rows)
+		e.rows++
+		if len(chunk) >= encodeChunk {
+			if _, err := w.Write(chunk); err != nil {
+				return err
+			}
+			chunk = chunk[:0]
+		}
+		return nil
+	})
+	if e.err == nil && len(chunk) > 0 {
+		_, e.err = w.Write(chunk)
+	}
+	if cap(chunk) <= 4*encodeChunk {
+		*bp = chunk[:0]
+	}
+	return e
 }
 
 type segmentRecord struct{ bytes, crc uint32 }
@@ -165,70 +229,4 @@ func (c *Client) segmentRecord(ctx context.Context, ref ingest.SegmentRef) (*seg
 // parseUint reads a JSONCompact integer, quoted (64-bit) or not.
 func parseUint(v []byte) (uint64, error) {
 	return strconv.ParseUint(strings.Trim(string(v), `"`), 10, 64)
-}
-
-// encodeBuf holds one StoreSegment's rows, pooled: a segment's rows are
-// megabytes, and a steady stream of segments reuses them.
-type encodeBuf struct {
-	rows []byte
-	ends []int
-}
-
-var encodePool = sync.Pool{New: func() any { return new(encodeBuf) }}
-
-// release keeps the buffers unless a huge segment made them huge.
-func (b *encodeBuf) release() {
-	if cap(b.rows) > 64<<20 {
-		*b = encodeBuf{}
-	}
-	encodePool.Put(b)
-}
-
-// pooledBody is an insert body that gives its buffer back once closed.
-// The transport may call Close while a Read runs (net/http allows it),
-// so both hold the lock, and a Read after Close reads nothing.
-type pooledBody struct {
-	mu   sync.Mutex
-	bufs *net.Buffers
-	buf  *encodeBuf
-}
-
-func (p *pooledBody) Read(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.buf == nil {
-		return 0, io.ErrClosedPipe
-	}
-	return p.bufs.Read(b)
-}
-
-func (p *pooledBody) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.buf != nil {
-		p.buf.release()
-		p.buf, p.bufs = nil, nil
-	}
-	return nil
-}
-
-// encodeSegment verifies raw and appends its events' rows (without the
-// identity) to rows, their ends to ends; first and last are the oldest
-// and newest event times.
-func encodeSegment(raw, rows []byte, ends []int) (_ []byte, _ []int, first, last int64, _ ingest.SegmentHeader, _ error) {
-	h, err := ingest.ReadSegmentRecords(raw, func(_ []byte, ev *ingest.Event) error {
-		if len(ends) == 0 || ev.Time < first {
-			first = ev.Time
-		}
-		if len(ends) == 0 || ev.Time > last {
-			last = ev.Time
-		}
-		rows = appendEventFields(rows, ev)
-		ends = append(ends, len(rows))
-		return nil
-	})
-	if err != nil {
-		return nil, nil, 0, 0, h, fmt.Errorf("cannot read segment: %w", err)
-	}
-	return rows, ends, first, last, h, nil
 }

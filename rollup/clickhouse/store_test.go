@@ -169,6 +169,15 @@ func TestSameIdentityOtherBytesIsAConflict(t *testing.T) {
 	if _, err := c.StoreSegment(ctx, bad); !errors.Is(err, ingest.ErrCorruptSegment) {
 		t.Errorf("damaged segment: %v; want ErrCorruptSegment", err)
 	}
+	// A damaged segment never stored before: not one row reaches the table.
+	fresh := segment("e1", 9, []ingest.Event{click("k9", at(0, 1, 0, 0, 0), 1, false), click("k9", at(0, 1, 0, 0, 0), 1, false)})
+	fresh[len(fresh)-20] ^= 0xff
+	if _, err := c.StoreSegment(ctx, fresh); !errors.Is(err, ingest.ErrCorruptSegment) {
+		t.Errorf("damaged fresh segment: %v; want ErrCorruptSegment", err)
+	}
+	if r, err := c.Query(ctx, "SELECT count() FROM events WHERE code = 'k9'"); err != nil || string(r.Data[0][0]) != `"0"` {
+		t.Errorf("rows of the damaged segment: %v, %v; want none", r, err)
+	}
 	// A segment without events (only a seal) is recorded all the same.
 	empty := ingest.BuildSegment(ingest.SegmentRef{Node: "e1", Inc: 1, Seq: 8}, dec1, nil)
 	for _, want := range []Outcome{Stored, Duplicate} {
@@ -182,7 +191,7 @@ func TestSameIdentityOtherBytesIsAConflict(t *testing.T) {
 		`waymark_clickhouse_segments_total{outcome="stored"} 2`,
 		`waymark_clickhouse_segments_total{outcome="duplicate"} 1`,
 		`waymark_clickhouse_segments_total{outcome="conflict"} 1`,
-		`waymark_clickhouse_segments_total{outcome="malformed"} 1`,
+		`waymark_clickhouse_segments_total{outcome="malformed"} 2`,
 		`waymark_clickhouse_segments_total{outcome="error"} 0`,
 		`waymark_clickhouse_events_inserted_total 1`,
 	} {
