@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+
+	"github.com/waymark/waymark/ingest"
 )
 
 // FuzzAnswer feeds the decoders of ClickHouse's answers (JSONCompact,
@@ -81,6 +83,24 @@ func FuzzStringLiteral(f *testing.F) {
 		got, ok := unquoteLiteral(String(s))
 		if !ok || got != s {
 			t.Fatalf("String(%q) = %s, reads back as %q (%v)", s, String(s), got, ok)
+		}
+	})
+}
+
+// FuzzPeekedHeaderIsTheVerifiedOne: StoreSegment looks the identity up
+// from PeekSegmentHeader before ReadSegmentRecords verifies the rest;
+// whenever the whole segment verifies, the two headers are the same.
+func FuzzPeekedHeaderIsTheVerifiedOne(f *testing.F) {
+	f.Add(segment("e1", 3, []ingest.Event{click("k", at(0, 1, 0, 0, 0), 1, false)}))
+	f.Add(ingest.BuildSegment(ingest.SegmentRef{Node: "n", Inc: 2, Seq: 5}, dec1, nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		peeked, perr := ingest.PeekSegmentHeader(b)
+		full, err := ingest.ReadSegmentRecords(b, func([]byte, *ingest.Event) error { return nil })
+		if err != nil {
+			return
+		}
+		if perr != nil || peeked != full {
+			t.Fatalf("peeked %+v (%v); verified %+v", peeked, perr, full)
 		}
 	})
 }
