@@ -1,0 +1,37 @@
+package clickhouse
+
+import "github.com/VictoriaMetrics/metrics"
+
+// clientMetrics are the waymark_clickhouse_* series. GetOrCreate lets
+// clients share a set.
+type clientMetrics struct {
+	requests       *metrics.Counter
+	requestErrors  *metrics.Counter // the server's error or no answer
+	queriesKilled  *metrics.Counter // KILL QUERY sent for an ended context
+	segStored      *metrics.Counter
+	segDuplicate   *metrics.Counter
+	segConflict    *metrics.Counter
+	segMalformed   *metrics.Counter // does not verify: never stored
+	segFailed      *metrics.Counter // not stored: the caller retries
+	eventsInserted *metrics.Counter // rows sent, a retry's again
+	insertDuration *metrics.Histogram
+}
+
+func newClientMetrics(s *metrics.Set) *clientMetrics {
+	if s == nil {
+		s = metrics.NewSet()
+	}
+	const p = "waymark_clickhouse_"
+	return &clientMetrics{
+		requests:       s.GetOrCreateCounter(p + "requests_total"),
+		requestErrors:  s.GetOrCreateCounter(p + "request_errors_total"),
+		queriesKilled:  s.GetOrCreateCounter(p + "queries_killed_total"),
+		segStored:      s.GetOrCreateCounter(p + `segments_total{outcome="stored"}`),
+		segDuplicate:   s.GetOrCreateCounter(p + `segments_total{outcome="duplicate"}`),
+		segConflict:    s.GetOrCreateCounter(p + `segments_total{outcome="conflict"}`),
+		segMalformed:   s.GetOrCreateCounter(p + `segments_total{outcome="malformed"}`),
+		segFailed:      s.GetOrCreateCounter(p + `segments_total{outcome="error"}`),
+		eventsInserted: s.GetOrCreateCounter(p + "events_inserted_total"),
+		insertDuration: s.GetOrCreateHistogram(p + "segment_insert_duration_seconds"),
+	}
+}
