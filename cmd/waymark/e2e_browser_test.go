@@ -51,7 +51,8 @@ const (
 )
 
 // requireTool skips the test when a tool it needs is missing, except in CI
-// (CI=true), where a missing tool is a broken setup and fails the test.
+// (WAYMARK_CI set, or CI=true), where a missing tool is a broken setup
+// and fails the test.
 func requireTool(t *testing.T, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
