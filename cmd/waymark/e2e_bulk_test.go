@@ -549,7 +549,9 @@ func TestE2EBulkExport(t *testing.T) {
 	if len(recs) != total+1 || strings.Join(recs[0], ",") != "code,short_url,url,redirect,status,expires_at,click_limit,forward_query,created_at,updated_at" {
 		t.Fatalf("export: %d rows, header %v", len(recs), recs[0])
 	}
-	key4 := func(url, redirect, limit, forward string) string { return url + " " + redirect + " " + limit + " " + forward }
+	key4 := func(url, redirect, limit, forward string) string {
+		return url + " " + redirect + " " + limit + " " + forward
+	}
 	wantSet := map[string]bool{}
 	for _, l := range want {
 		limit := ""
