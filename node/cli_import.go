@@ -78,7 +78,7 @@ func CmdLinksImport(args []string) error {
 	var progressMode *string
 	fs, mk, err := parseOwnerCommand("links import", args, "FILE [--format auto|bitly|yourls|kutt|shlink|csv|json] [--domain D]", 1, 1, func(fs *flag.FlagSet) {
 		format = fs.String("format", "auto", "format of FILE: "+strings.Join(importFormats, ", ")+" (auto reads it from the header)")
-		domain = fs.String("domain", "", "domain the links are made on (default: the cluster's)")
+		domain = fs.String("domain", "", "custom domain the links are made on, sent as each item's \"domain\" (needs custom domains; default: the cluster's own)")
 		progressMode = fs.String("progress", "auto", "progress display: auto (a bar on a terminal, lines otherwise), bar, lines or none")
 	})
 	if err != nil {
