@@ -52,7 +52,8 @@ type importReport struct {
 	Skipped     int             `json:"skipped"`
 	Failed      int             `json:"failed"`
 	Interrupted bool            `json:"interrupted,omitempty"`
-	Generated   []importNote    `json:"generated,omitempty"` // rows whose code could not be kept
+	Renamed     int             `json:"renamed"`             // rows made under a new code: their own did not fit
+	Generated   []importNote    `json:"generated,omitempty"` // the first maxReportedFailures of them
 	Failures    []importFailure `json:"failures,omitempty"`
 }
 
@@ -69,7 +70,8 @@ type importFailure struct {
 	Reason string `json:"reason"`
 }
 
-// maxReportedFailures bounds the failures kept for the summary.
+// maxReportedFailures bounds the failures (and new codes) kept for the
+// summary.
 const maxReportedFailures = 1000
 
 // CmdLinksImport is `waymark links import FILE [--format F] [--domain D]`.
@@ -264,7 +266,10 @@ func (im *importer) send(ctx context.Context, batch []*importItem) ([]*importIte
 		case r.Status == http.StatusCreated:
 			im.rep.Created++
 			if it.row.Code != "" && code != it.row.Code {
-				im.rep.Generated = append(im.rep.Generated, importNote{Line: it.row.Line, From: it.row.Code, Code: code, Why: it.aliasNote})
+				im.rep.Renamed++
+				if len(im.rep.Generated) < maxReportedFailures {
+					im.rep.Generated = append(im.rep.Generated, importNote{Line: it.row.Line, From: it.row.Code, Code: code, Why: it.aliasNote})
+				}
 			}
 		case r.Status == http.StatusOK && r.Existing:
 			im.rep.Skipped++
@@ -351,9 +356,13 @@ func (r importReport) table(w *tabwriter.Writer) {
 		fmt.Fprintln(w, "interrupted: rerun the same command to resume")
 	}
 	if len(r.Generated) > 0 {
-		fmt.Fprintln(w, "\nROW\tORIGINAL\tCODE\tWHY A CODE WAS GENERATED")
+		fmt.Fprintf(w, "\n%d rows were made under a new code:\n", r.Renamed)
+		fmt.Fprintln(w, "ROW\tORIGINAL\tCODE\tWHY A CODE WAS GENERATED")
 		for _, g := range r.Generated {
 			fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", g.Line, g.From, g.Code, g.Why)
+		}
+		if r.Renamed > len(r.Generated) {
+			fmt.Fprintf(w, "...\t\t\t%d more\n", r.Renamed-len(r.Generated))
 		}
 	}
 	if len(r.Failures) > 0 {
