@@ -35,6 +35,12 @@ func (s *Server) dispatchAPI(ctx *fasthttp.RequestCtx) string {
 		}
 		methodNotAllowed(ctx, "GET, POST")
 		return "links"
+	case path == bulkPath && method == fasthttp.MethodPost:
+		s.createLimited(ctx, s.createLinksBulk)
+		return "links.bulk"
+	case path == exportPath && method == fasthttp.MethodGet:
+		s.withOwner(ctx, false, s.exportLinks)
+		return "links.export"
 	case strings.HasPrefix(path, linksPrefix) && strings.IndexByte(path[len(linksPrefix):], '/') < 0:
 		code := path[len(linksPrefix):]
 		switch method {

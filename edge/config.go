@@ -29,6 +29,9 @@ type Writer interface {
 	// and returns the site as stored with the edit's log index.
 	UpdateSite(ctx context.Context, p *store.SitePatch) (store.Site, uint64, error)
 	NewCode(ctx context.Context) (string, error) // fresh generated 7-char code
+	// CreateLinks stores a bulk create's items (codes chosen) in one log
+	// entry or a few, one result per item in order (store.BulkResult).
+	CreateLinks(ctx context.Context, items []store.BulkItem) ([]store.BulkResult, uint64, error)
 }
 
 // Config is what the node hands the edge server. Zero values take the

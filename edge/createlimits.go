@@ -88,7 +88,12 @@ func newCreateLimiter[K comparable](rate float64, now func() time.Time) *limiter
 // createLinkLimited is POST /v1/links: the address limit, the API key, the
 // write and create limits of the key, then the create itself (which takes
 // the domain's token).
-func (s *Server) createLinkLimited(ctx *fasthttp.RequestCtx) {
+func (s *Server) createLinkLimited(ctx *fasthttp.RequestCtx) { s.createLimited(ctx, s.createLink) }
+
+// createLimited runs create (one link, or a bulk call) under the address,
+// write and key limits; a bulk call takes one token of each, its items
+// one domain token each.
+func (s *Server) createLimited(ctx *fasthttp.RequestCtx, create func(*fasthttp.RequestCtx, store.Owner)) {
 	c := &s.creates
 	client, byAddr := c.clientOf(ctx)
 	byAddr = byAddr && c.ip != nil
@@ -108,7 +113,7 @@ func (s *Server) createLinkLimited(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	s.createLink(ctx, owner)
+	create(ctx, owner)
 	// The service failing (no leader, full disk, an unknown outcome) is
 	// not the client's doing: it gets its tokens back, so retries through
 	// an election do not lock it out afterwards. Its own mistakes (4xx)

@@ -117,6 +117,12 @@ func (w *testWriter) UpdateLink(_ context.Context, p *store.LinkPatch) (store.Li
 	return out, nil
 }
 
+// CreateLinks is not modelled here: bulk creates are tested against the
+// real FSM (raft's bulk tests and cmd/waymark's TestE2EBulk).
+func (w *testWriter) CreateLinks(context.Context, []store.BulkItem) ([]store.BulkResult, uint64, error) {
+	return nil, 0, errors.New("bulk creates are not modelled by the edge test writer")
+}
+
 func (w *testWriter) CreateSite(_ context.Context, s *store.Site) (uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

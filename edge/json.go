@@ -143,6 +143,13 @@ func decodeCreate(body []byte) (createRequest, error) {
 	if err != nil {
 		return createRequest{}, err
 	}
+	return decodeCreateObject(o)
+}
+
+// decodeCreateObject type-checks the create fields of o (a bulk item has
+// one more, external_id).
+func decodeCreateObject(o jsonObject) (createRequest, error) {
+	var err error
 	var req createRequest
 	var st fieldState
 	if req.URL, st, err = o.str("url"); err != nil {

@@ -62,22 +62,30 @@ func (s *Server) linkView(l *store.Link, now time.Time) linkView {
 // checkDestination validates and normalises a destination, answering the
 // problem itself when it is refused.
 func (s *Server) checkDestination(ctx *fasthttp.RequestCtx, raw string) (destination, bool) {
-	d, err := parseDestination(raw)
-	if err != nil {
-		writeProblem(ctx, probInvalidURL, err.Error())
+	d, prob, detail := s.destinationProblem(raw)
+	if prob != "" {
+		writeProblem(ctx, prob, detail)
 		return destination{}, false
 	}
+	return d, true
+}
+
+// destinationProblem validates and normalises a destination; a refused one
+// comes back as a problem type and its detail.
+func (s *Server) destinationProblem(raw string) (destination, string, string) {
+	d, err := parseDestination(raw)
+	if err != nil {
+		return destination{}, probInvalidURL, err.Error()
+	}
 	if why := s.selfReason(d); why != "" {
-		writeProblem(ctx, probInvalidURL, "url points at this short-link service itself ("+why+"); a short link to a short link is refused, so two links cannot redirect to each other")
-		return destination{}, false
+		return destination{}, probInvalidURL, "url points at this short-link service itself (" + why + "); a short link to a short link is refused, so two links cannot redirect to each other"
 	}
 	for _, bl := range []*store.Blocklist{s.st.Blocklist(), s.blocked} {
 		if e, ok := bl.Match(d.canon); ok {
-			writeProblem(ctx, probDestinationBlocked, blockedDetail(d.canon.String(), e))
-			return destination{}, false
+			return destination{}, probDestinationBlocked, blockedDetail(d.canon.String(), e)
 		}
 	}
-	return d, true
+	return d, "", ""
 }
 
 // isOwnDestination reports whether d points back at this service, which

@@ -29,6 +29,9 @@ type serverMetrics struct {
 	rateLimited  *metrics.Counter
 	authFailures *metrics.Counter
 	bodyTooLarge *metrics.Counter
+
+	exports, exportsFailed            *metrics.Counter // GET /v1/links/export
+	bulkItemsCreated, bulkItemsFailed *metrics.Counter // POST /v1/links/bulk
 }
 
 func newServerMetrics(set *metrics.Set, c *cache) *serverMetrics {
@@ -54,6 +57,11 @@ func newServerMetrics(set *metrics.Set, c *cache) *serverMetrics {
 		rateLimited:    set.GetOrCreateCounter("waymark_api_rate_limited_total"),
 		authFailures:   set.GetOrCreateCounter("waymark_api_auth_failures_total"),
 		bodyTooLarge:   set.GetOrCreateCounter("waymark_http_body_too_large_total"),
+
+		exports:          set.GetOrCreateCounter("waymark_api_exports_total"),
+		exportsFailed:    set.GetOrCreateCounter("waymark_api_exports_failed_total"),
+		bulkItemsCreated: set.GetOrCreateCounter(`waymark_api_bulk_items_total{result="created"}`),
+		bulkItemsFailed:  set.GetOrCreateCounter(`waymark_api_bulk_items_total{result="failed"}`),
 	}
 	if c != nil {
 		set.GetOrCreateGauge("waymark_edge_cache_entries", func() float64 { return float64(c.len()) })

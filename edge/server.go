@@ -126,6 +126,9 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 	s.creates = newCreateLimits(cfg)
 	s.suspended = cfg.SuspendedOwners
 	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
+	if _, set := s.limits.exact[bulkPath]; !set {
+		s.limits.exact[bulkPath] = maxBulkBodyBytes // bulk.go
+	}
 	s.reports = newReportDesk(s, w)
 	openAPI, err := newOpenAPIRoute()
 	if err != nil {

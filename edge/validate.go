@@ -254,6 +254,7 @@ var reservedAliases = []string{
 	"problems", "docs", "help", "support", "status", "stats", "about",
 	"auth", "oauth", "sites", "links", "event", "events", "www", "app",
 	"sitemap.xml", "security.txt", "humans.txt", "waymark",
+	"export", // GET /v1/links/export would shadow the link's API path
 }
 
 // validCodeSyntax reports whether b could be a code: a generated code or an

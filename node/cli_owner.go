@@ -25,7 +25,12 @@ func ownerClientFlags(fs *flag.FlagSet) func() (*client, error) {
 	base := fs.String("url", "", "public URL of a node (default $WAYMARK_URL, then http://127.0.0.1:8080)")
 	keyFile := fs.String("api-key-file", "", "file holding your API key (default $WAYMARK_API_KEY, then DATA_DIR/dev-api-key)")
 	dataDir := fs.String("data-dir", "data", "data folder of a local --dev node, used to find its API key")
-	format := fs.String("format", "table", "output format: table or json")
+	// A command whose --format names a file format (links import and
+	// export) defines it first; its output is then a table.
+	format := new(string)
+	if *format = "table"; fs.Lookup("format") == nil {
+		format = fs.String("format", "table", "output format: table or json")
+	}
 	return func() (*client, error) {
 		c := &client{format: *format, out: os.Stdout, http: &http.Client{Timeout: 60 * time.Second},
 			hint: "set --url or WAYMARK_URL"}

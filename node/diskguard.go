@@ -178,6 +178,15 @@ func (w guardedWriter) UpdateSite(ctx context.Context, p *store.SitePatch) (stor
 	return s, i, err
 }
 
+func (w guardedWriter) CreateLinks(ctx context.Context, items []store.BulkItem) ([]store.BulkResult, uint64, error) {
+	if err := w.g.writable(); err != nil {
+		return nil, 0, err
+	}
+	rs, i, err := w.Writer.CreateLinks(ctx, items)
+	w.g.noteErr(err)
+	return rs, i, err
+}
+
 func (w guardedWriter) NewCode(ctx context.Context) (string, error) {
 	if err := w.g.writable(); err != nil {
 		return "", err

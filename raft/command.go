@@ -42,6 +42,8 @@ const (
 	// Issue 11 (abuse): owner suspension and the purge of deleted links.
 	cmdSetOwnerSuspended cmdType = 15
 	cmdPurgeDeletedLinks cmdType = 16
+	// Issue 12 (bulk): up to 1,000 link creates in one entry (bulkcmd.go).
+	cmdCreateLinksBulk cmdType = 21
 )
 
 // flagSkippable lets a node that does not know the command skip it.
@@ -83,6 +85,7 @@ var commandTable = map[cmdType]commandSpec{
 	cmdResolveReport:     {name: "resolve_report", version: 1, decode: decodeResolveReport},
 	cmdSetOwnerSuspended: {name: "set_owner_suspended", version: 1, decode: decodeSetOwnerSuspended},
 	cmdPurgeDeletedLinks: {name: "purge_deleted_links", version: 1, decode: decodePurgeDeletedLinks},
+	cmdCreateLinksBulk:   {name: "create_links_bulk", version: 1, decode: decodeCreateLinksBulk}, // bulkcmd.go
 }
 
 // header is the fixed start of every command.

@@ -15,6 +15,10 @@ func sampleCommands() []command {
 		RequestHash: [32]byte{1, 2, 3}, Status: 201, Response: []byte(`{"code":"abc"}`), CreatedAt: 1700000000000,
 	}}
 	return []command{
+		&createLinksBulkCmd{Items: []store.BulkItem{
+			{Link: *testLink("bulk-1"), ExternalID: "bitly:bit.ly/x"},
+			{Link: store.Link{Code: "b2", URL: "https://b", Owner: "o1", Status: store.StatusActive, Redirect: 301, NoForwardQuery: true}},
+		}},
 		&createLinkCmd{Link: *testLink("abc1234")},
 		&createLinkCmd{Link: store.Link{Code: "x", URL: "u", Owner: "o", ExpiresAt: -5, ClickLimit: 9, Status: store.StatusReview, Redirect: 308}, Idem: idem},
 		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", Owner: "o1", UpdatedAt: 7}},

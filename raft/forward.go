@@ -65,6 +65,8 @@ var forwardable = map[cmdType]bool{
 	// Issue 11: an operator may suspend an owner through any node; the
 	// purge is the leader's own.
 	cmdSetOwnerSuspended: true,
+	// Issue 12: bulk creates from any node's public API.
+	cmdCreateLinksBulk: true,
 }
 
 // forward sends cmd to the leader this node knows of. Forwarding happens

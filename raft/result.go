@@ -21,6 +21,8 @@ import (
 //	review   varint   the link's ReviewUntil, if flagged (only when not 0)
 //	report   ...      store.AppendReport as bytes, if flagged (bit 5; reports)
 //	(bit 6)           the link's NoForwardQuery, a flag without a payload
+//	(bit 7)           a second flags byte follows the first; in it:
+//	                  bit 3 bulk results (appendBulkResults, bulkcmd.go)
 //
 // The error is sent as a stable code so that errors.Is(err, store.ErrX)
 // holds on the forwarding node exactly as it would on the leader.
@@ -34,7 +36,14 @@ const (
 	resultHasReview
 	resultHasReport
 	resultNoForwardQuery // the link's NoForwardQuery; no payload
-	resultKnownFlags     = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite | resultHasReview | resultHasReport | resultNoForwardQuery
+	resultMoreFlags      // a second flags byte follows
+	resultKnownFlags     = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite | resultHasReview | resultHasReport | resultNoForwardQuery | resultMoreFlags
+)
+
+// Bits of the second flags byte (bit 7 of the first).
+const (
+	result2HasBulk    byte = 1 << 3 // bulk results follow everything else
+	result2KnownFlags      = result2HasBulk
 )
 
 // errCode names a sentinel error on the wire; never renumbered or reused.
@@ -145,7 +154,17 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if flags&resultHasLink != 0 && res.Link.NoForwardQuery {
 		flags |= resultNoForwardQuery
 	}
+	var flags2 byte
+	if res.Bulk != nil {
+		flags2 |= result2HasBulk
+	}
+	if flags2 != 0 {
+		flags |= resultMoreFlags
+	}
 	dst = append(dst, resultVersion, flags)
+	if flags2 != 0 {
+		dst = append(dst, flags2)
+	}
 	dst = appendUvarint(dst, res.Index)
 	code := codeOf(res.Err)
 	dst = append(dst, byte(code))
@@ -172,6 +191,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if flags&resultHasReport != 0 {
 		dst = appendReportResult(dst, res.Report)
 	}
+	if flags2&result2HasBulk != 0 {
+		dst = appendBulkResults(dst, res.Bulk)
+	}
 	return dst
 }
 
@@ -186,6 +208,12 @@ func decodeResult(b []byte) (*applyResult, error) {
 	flags := r.Byte()
 	if flags&^resultKnownFlags != 0 {
 		r.Fail()
+	}
+	var flags2 byte
+	if flags&resultMoreFlags != 0 {
+		if flags2 = r.Byte(); flags2 == 0 || flags2&^result2KnownFlags != 0 {
+			r.Fail()
+		}
 	}
 	res := &applyResult{Index: r.Uvarint()}
 	if code := errCode(r.Byte()); code != errCodeNone {
@@ -222,6 +250,9 @@ func decodeResult(b []byte) (*applyResult, error) {
 		if res.Link.NoForwardQuery = true; flags&resultHasLink == 0 {
 			r.Fail()
 		}
+	}
+	if flags2&result2HasBulk != 0 {
+		res.Bulk = r.bulkResults()
 	}
 	if !r.Done() {
 		return nil, fmt.Errorf("cannot decode forwarded result: %w", store.ErrCorrupt)

@@ -15,6 +15,11 @@ func sampleResults() []*applyResult {
 	edited := link
 	edited.ReviewUntil = 86_400_000
 	return []*applyResult{
+		{Index: 9, Bulk: []store.BulkResult{
+			{Link: link},
+			{Link: edited, Existing: true},
+			{Err: fmt.Errorf("cannot create link %q: %w", "taken", store.ErrCodeTaken)},
+		}},
 		{Index: 7},
 		{Index: 8, Link: link},
 		{Index: 9, Block: store.Block{Start: 1 << 40, End: 1<<40 + 4096}},
@@ -132,11 +137,27 @@ func FuzzDecodeResult(f *testing.F) {
 			t.Fatalf("re-decode: %v", err)
 		}
 		if again.Index != res.Index || again.Link != res.Link || again.Block != res.Block || !reflect.DeepEqual(again.Existing, res.Existing) ||
-			!reflect.DeepEqual(again.Site, res.Site) || !reflect.DeepEqual(again.Report, res.Report) {
+			!reflect.DeepEqual(again.Site, res.Site) || !reflect.DeepEqual(again.Report, res.Report) || !sameBulk(again.Bulk, res.Bulk) {
 			t.Fatalf("round trip: got %+v; want %+v", again, res)
 		}
 		if (res.Err == nil) != (again.Err == nil) || (res.Err != nil && (res.Err.Error() != again.Err.Error() || codeOf(res.Err) != codeOf(again.Err))) {
 			t.Fatalf("round trip error: got %v; want %v", again.Err, res.Err)
 		}
 	})
+}
+
+// sameBulk compares bulk results, errors by text and wire code.
+func sameBulk(a, b []store.BulkResult) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	for i := range a {
+		if a[i].Link != b[i].Link || a[i].Existing != b[i].Existing || (a[i].Err == nil) != (b[i].Err == nil) {
+			return false
+		}
+		if a[i].Err != nil && (a[i].Err.Error() != b[i].Err.Error() || codeOf(a[i].Err) != codeOf(b[i].Err)) {
+			return false
+		}
+	}
+	return true
 }

@@ -305,6 +305,25 @@ func TestE2EOpenAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("bulk and export", func(t *testing.T) {
+		m := want(t, v.send(t, "POST", base+"/v1/links/bulk", key,
+			`{"links":[{"url":"https://example.com/bulk-1","alias":"oa-bulk","external_id":"oa:1"},{"url":"ftp://example.com/"},{"url":"https://example.com/bulk-1","external_id":"oa:1"}]}`), 207)
+		if m["created"] != float64(1) || m["existing"] != float64(1) || m["failed"] != float64(1) {
+			t.Fatalf("bulk counts: %v", m)
+		}
+		wantProblem(t, v.send(t, "POST", base+"/v1/links/bulk", key, `{"links":[]}`, invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "POST", base+"/v1/links/bulk", key, `{"links":[`+strings.Repeat(`{"url":"https://example.com/"},`, 1000)+`{"url":"https://example.com/"}]}`, invalid), 413, "payload-too-large")
+		wantProblem(t, v.send(t, "POST", base+"/v1/links/bulk", "", `{"links":[{"url":"https://example.com/"}]}`), 401, "unauthorized")
+		for _, u := range []string{query(base+"/v1/links/export", "format", "csv"), query(base+"/v1/links/export", "format", "json"), base + "/v1/links/export"} {
+			ex := v.send(t, "GET", u, key, "")
+			if ex.status != 200 || !strings.Contains(string(ex.body), "https://example.com/bulk-1") {
+				t.Fatalf("export %s: %d without the bulk link: %s", u, ex.status, ex.body)
+			}
+		}
+		wantProblem(t, v.send(t, "GET", query(base+"/v1/links/export", "format", "xml"), key, "", invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "GET", base+"/v1/links/export", "", ""), 401, "unauthorized")
+	})
+
 	v.check(t)
 	// Every operation of the description was exercised.
 	for _, op := range v.operations() {

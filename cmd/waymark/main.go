@@ -38,6 +38,8 @@ var commands = []struct {
 	{"links review", "put a link under review: a warning interstitial first", node.CmdLinksReview},
 	{"links restore", "lift a block or review", node.CmdLinksRestore},
 	{"links history", "show every change to a link: who, when, what, why", node.CmdLinksHistory},
+	{"links import", "import links from FILE: an export of Bitly, YOURLS, Kutt, Shlink or ours (--format, --domain); rerun to resume", node.CmdLinksImport},
+	{"links export", "write every link of the owner to stdout or -o FILE (--format csv|json), streaming", node.CmdLinksExport},
 	{"reports list", "list public abuse reports (--status open|resolved|all)", node.CmdReportsList},
 	{"reports resolve", "resolve a report: --action block|legal|review|dismiss [--reason TEXT]", node.CmdReportsResolve},
 	{"events count", "print the number of raw events the aggregator holds", node.CmdEventsCount},
