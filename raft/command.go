@@ -42,6 +42,10 @@ const (
 	// Issue 11 (abuse): owner suspension and the purge of deleted links.
 	cmdSetOwnerSuspended cmdType = 15
 	cmdPurgeDeletedLinks cmdType = 16
+	// Issue 12: API keys with scopes (keyscmd.go).
+	cmdCreateKey cmdType = 18
+	cmdRevokeKey cmdType = 19
+	cmdTouchKeys cmdType = 20
 )
 
 // flagSkippable lets a node that does not know the command skip it.
@@ -83,6 +87,9 @@ var commandTable = map[cmdType]commandSpec{
 	cmdResolveReport:     {name: "resolve_report", version: 1, decode: decodeResolveReport},
 	cmdSetOwnerSuspended: {name: "set_owner_suspended", version: 1, decode: decodeSetOwnerSuspended},
 	cmdPurgeDeletedLinks: {name: "purge_deleted_links", version: 1, decode: decodePurgeDeletedLinks},
+	cmdCreateKey:         {name: "create_key", version: 1, decode: decodeCreateKey},
+	cmdRevokeKey:         {name: "revoke_key", version: 1, decode: decodeRevokeKey},
+	cmdTouchKeys:         {name: "touch_keys", version: 1, decode: decodeTouchKeys},
 }
 
 // header is the fixed start of every command.

@@ -65,6 +65,11 @@ var forwardable = map[cmdType]bool{
 	// Issue 11: an operator may suspend an owner through any node; the
 	// purge is the leader's own.
 	cmdSetOwnerSuspended: true,
+	// Issue 12: keys are made and revoked through any node, and each node
+	// flushes the last-used times it collected.
+	cmdCreateKey: true,
+	cmdRevokeKey: true,
+	cmdTouchKeys: true,
 }
 
 // forward sends cmd to the leader this node knows of. Forwarding happens
