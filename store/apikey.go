@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -99,6 +100,19 @@ type APIKey struct {
 	// LastUsed is the newest use any node has flushed (TouchAPIKeys), in
 	// Unix ms at minute resolution; 0 = never.
 	LastUsed int64
+}
+
+// APIKeyPrefix starts every secret, so secret scanners recognise them.
+const APIKeyPrefix = "wm_"
+
+// NewAPIKeySecret makes a new secret: the prefix and 24 random bytes in
+// hex, the shape `waymark owners create` has always made.
+func NewAPIKeySecret() (string, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("cannot make an API key: %w", err)
+	}
+	return APIKeyPrefix + hex.EncodeToString(b[:]), nil
 }
 
 // KeyIDLen is the length of a key id: the hex of the hash's first 8 bytes.
