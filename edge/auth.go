@@ -41,6 +41,11 @@ type authCache struct {
 	// used holds the keys' uses not yet flushed through the log, at
 	// minute resolution (TakeKeyUses).
 	used map[store.KeyHash]int64
+	// revoked are keys this node saw revoked: a local miss on one is not
+	// asked of the leader, whose FSM may not have applied the revoke yet
+	// and would hand the key back for a whole TTL. Secrets are random, so
+	// a revoked hash never comes back.
+	revoked map[store.KeyHash]struct{}
 }
 
 type authEntry struct {
@@ -55,7 +60,8 @@ type authEntry struct {
 const keyUseResolution = int64(time.Minute / time.Millisecond)
 
 func newAuthCache(st *store.Store, now func() time.Time) *authCache {
-	return &authCache{st: st, now: now, m: make(map[store.KeyHash]authEntry), used: make(map[store.KeyHash]int64)}
+	return &authCache{st: st, now: now, m: make(map[store.KeyHash]authEntry), used: make(map[store.KeyHash]int64),
+		revoked: make(map[store.KeyHash]struct{})}
 }
 
 // askRemote looks a key up at the leader, within the gate's limits.
@@ -97,6 +103,12 @@ func (a *authCache) owner(h store.KeyHash, client clientKey) (store.Owner, store
 	}
 	e = authEntry{owner: o, scopes: k.Scopes}
 	if !found {
+		a.mu.Lock()
+		_, revoked := a.revoked[h]
+		a.mu.Unlock()
+		if revoked {
+			return store.Owner{}, 0, false, nil
+		}
 		if e, found = a.askRemote(h, client); !found {
 			return store.Owner{}, 0, false, nil
 		}
@@ -121,6 +133,10 @@ func (a *authCache) forget(h store.KeyHash) {
 	delete(a.m, h)
 	delete(a.used, h)
 	a.gen++
+	if len(a.revoked) >= authCacheMax {
+		clear(a.revoked)
+	}
+	a.revoked[h] = struct{}{}
 	a.mu.Unlock()
 }
 
