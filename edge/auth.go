@@ -88,7 +88,7 @@ func (a *authCache) owner(h store.KeyHash, client clientKey) (store.Owner, store
 	e, ok := a.m[h]
 	gen := a.gen
 	if ok && now.Before(e.expires) {
-		if e.usedAt < minute {
+		if e.usedAt < minute && len(a.used) < authCacheMax {
 			e.usedAt = minute
 			a.m[h] = e
 			a.used[h] = minute
@@ -115,7 +115,9 @@ func (a *authCache) owner(h store.KeyHash, client clientKey) (store.Owner, store
 	}
 	e.expires, e.usedAt = now.Add(authCacheTTL), minute
 	a.mu.Lock()
-	a.used[h] = max(a.used[h], minute)
+	if len(a.used) < authCacheMax { // past it, uses wait for the next flush
+		a.used[h] = max(a.used[h], minute)
+	}
 	if a.gen == gen { // no revoke applied meanwhile: what we read is current
 		if len(a.m) >= authCacheMax {
 			clear(a.m)
@@ -253,6 +255,13 @@ func (s *Server) ForgetKey(h store.KeyHash) { s.auth.forget(h) }
 // TakeKeyUses returns the keys used through this node since the last call,
 // each with its newest use at minute resolution, for one touch_keys flush.
 func (s *Server) TakeKeyUses() []store.KeyTouch { return s.auth.takeUses() }
+
+// PendingKeyUses is how many keys have a use not yet flushed.
+func (s *Server) PendingKeyUses() int {
+	s.auth.mu.Lock()
+	defer s.auth.mu.Unlock()
+	return len(s.auth.used)
+}
 
 // ReturnKeyUses puts back uses whose flush failed, for the next one.
 func (s *Server) ReturnKeyUses(ts []store.KeyTouch) { s.auth.returnUses(ts) }

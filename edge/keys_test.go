@@ -219,10 +219,13 @@ func TestStatsScopes(t *testing.T) {
 		e.expect(e.do("GET", path, "", ""), 401, "unauthorized")
 		e.expect(e.do("GET", path, sr.Key, ""), 200, "")
 	}
+	// A stats-like path the table has no row for needs every scope.
+	e.expect(e.do("GET", "/v1/links/abc1234/stats/", sr.Key, ""), 403, "insufficient-scope")
+	e.expect(e.do("GET", "/v1/links/abc1234/stats/", keyAlice, ""), 200, "")
 	e.expect(e.do("POST", "/api/v2/query", lr.Key, `{}`), 403, "insufficient-scope")
 	e.expect(e.do("POST", "/api/v2/query", sr.Key, `{}`), 200, "")
-	if reached != 3 {
-		t.Fatalf("the stats handler ran %d times; want 3 (only for the stats:read key)", reached)
+	if reached != 4 {
+		t.Fatalf("the stats handler ran %d times; want 4 (for the stats:read key, and the full key on the odd path)", reached)
 	}
 	e.expect(e.do("GET", "/v1/links", sr.Key, ""), 403, "insufficient-scope")
 	e.expect(e.do("GET", "/v1/sites", sr.Key, ""), 200, "")
@@ -324,4 +327,22 @@ func TestRevokedKeyIsNotAskedRemotely(t *testing.T) {
 	if _, _, found, _ := a.owner(revoked, noClient); found || asked != 1 {
 		t.Fatalf("a revoked key: found %v after %d remote asks; want not found, no new ask", found, asked)
 	}
+}
+
+// FuzzDecodeKeyRequest: any body either decodes to a checked name and
+// known scopes or is refused; it never panics.
+func FuzzDecodeKeyRequest(f *testing.F) {
+	f.Add([]byte(`{"name":"ci","scopes":["links:read","stats:read"]}`))
+	f.Add([]byte(`{"name":" x ","scopes":["links:read,keys:write"]}`))
+	f.Add([]byte(`{"name":"x","scopes":[]}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		name, scopes, err := decodeKeyRequest(b)
+		if err != nil {
+			return
+		}
+		if store.CheckKeyName(name) != nil || scopes == 0 || scopes&^store.AllScopes != 0 {
+			t.Fatalf("accepted %q: name %q scopes %v", b, name, scopes)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -43,6 +44,12 @@ func (n *Node) startKeyUseFlush(ctx context.Context) {
 	}
 	flushed := n.metrics.GetOrCreateCounter("waymark_api_key_uses_flushed_total")
 	failed := n.metrics.GetOrCreateCounter("waymark_api_key_use_flush_failures_total")
+	n.metrics.GetOrCreateGauge("waymark_api_key_uses_pending", func() float64 {
+		if srv := n.edge.Load(); srv != nil {
+			return float64(srv.PendingKeyUses())
+		}
+		return 0
+	})
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()
@@ -97,23 +104,40 @@ func (n *Node) remoteKey(ctx context.Context, h store.KeyHash) (store.Owner, sto
 	if err != nil || !found {
 		return store.Owner{}, store.APIKey{}, false, err
 	}
+	o, k, err := decodeKeyAnswer(b, h)
+	if err != nil {
+		return store.Owner{}, store.APIKey{}, false, err
+	}
+	return o, k, true, nil
+}
+
+// appendKeyAnswer is /internal/v1/key's body: the owner record and the
+// key record, each length-prefixed.
+func appendKeyAnswer(dst []byte, o *store.Owner, k *store.APIKey) []byte {
+	dst = store.AppendBytes(dst, store.AppendOwner(nil, o))
+	return store.AppendBytes(dst, store.AppendAPIKey(nil, k))
+}
+
+// decodeKeyAnswer reads appendKeyAnswer's bytes for the key hash h: both
+// records must decode, the key must be h's and the owner's.
+func decodeKeyAnswer(b []byte, h store.KeyHash) (store.Owner, store.APIKey, error) {
 	r := store.NewFieldReader(b)
 	ob, kb := r.Bytes(), r.Bytes()
 	if !r.Done() {
-		return store.Owner{}, store.APIKey{}, false, store.ErrCorrupt
+		return store.Owner{}, store.APIKey{}, fmt.Errorf("cannot decode key answer: %w", store.ErrCorrupt)
 	}
 	var o store.Owner
 	var k store.APIKey
 	if err := store.DecodeOwner(ob, &o); err != nil {
-		return store.Owner{}, store.APIKey{}, false, err
+		return store.Owner{}, store.APIKey{}, err
 	}
 	if err := store.DecodeAPIKey(kb, &k); err != nil {
-		return store.Owner{}, store.APIKey{}, false, err
+		return store.Owner{}, store.APIKey{}, err
 	}
 	if k.Hash != h || k.Owner != o.ID {
-		return store.Owner{}, store.APIKey{}, false, store.ErrCorrupt
+		return store.Owner{}, store.APIKey{}, fmt.Errorf("cannot decode key answer: %w: another key's or owner's", store.ErrCorrupt)
 	}
-	return o, k, true, nil
+	return o, k, nil
 }
 
 // handleInternalKey resolves an API-key hash (hex) to its owner and key
@@ -136,7 +160,6 @@ func (n *Node) handleInternalKey(ctx *fasthttp.RequestCtx) {
 		problem.Write(ctx, problem.NotFound, "no such key")
 		return
 	}
-	b := store.AppendBytes(nil, store.AppendOwner(nil, &o))
 	ctx.SetContentType("application/octet-stream")
-	ctx.SetBody(store.AppendBytes(b, store.AppendAPIKey(nil, &k)))
+	ctx.SetBody(appendKeyAnswer(nil, &o, &k))
 }
