@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,25 @@ func TestE2EKeys(t *testing.T) {
 		if _, errOut, exit := runCLI(t, c.env("v1"), "keys", "revoke", "0123456789abcdef"); exit != 1 || !strings.Contains(errOut, "404") {
 			t.Errorf("keys revoke of an unknown id: exit %d %s; want 1 and a 404", exit, errOut)
 		}
+		// The admin API refuses what the CLI would not send.
+		tok := readKey(t, filepath.Join(c.nodes["v2"].dataDir, "operator-token"))
+		admin := "http://" + c.nodes["v2"].admin
+		for body, want := range map[string]int{
+			`{"owner":"` + aliceID + `","name":"x","scopes":["links:read"],"extra":1}`: 400,
+			`{"owner":"` + aliceID + `","name":"x","scopes":[]}`:                       400,
+			`{"name":"x","scopes":["links:read"]}`:                                     400,
+			`{"owner":"` + aliceID + `","name":"","scopes":["links:read"]}`:            400,
+		} {
+			if r := do(t, "POST", admin+"/v1/keys", tok, body); r.status != want {
+				t.Errorf("admin POST /v1/keys %s: %d %s; want %d", body, r.status, r.body, want)
+			}
+		}
+		if r := do(t, "GET", admin+"/v1/keys", tok, ""); r.status != 400 {
+			t.Errorf("admin GET /v1/keys without an owner: %d; want 400", r.status)
+		}
+		if r := do(t, "POST", admin+"/v1/keys", "wrong-token", `{"owner":"`+aliceID+`","name":"x","scopes":["links:read"]}`); r.status != 401 {
+			t.Errorf("admin POST /v1/keys with a wrong token: %d; want 401", r.status)
+		}
 	})
 
 	t.Run("scope refusals", func(t *testing.T) {
@@ -180,7 +200,7 @@ func TestE2EKeys(t *testing.T) {
 			return func(n string) bool { return do(t, "GET", base(n)+"/v1/links", key, "").status == 401 }
 		}
 		var times []time.Duration
-		via := []string{"e1", "v1", "v2", "v3", "e1", "v3"}
+		via := []string{"e1", "v1", "v2", "v3", "e1", "v3", "v2", "v1", "e1", "v3"}
 		for round, node := range via {
 			secret, id := makeKey(t, all[round%len(all)], alice, fmt.Sprintf(`{"name":"round %d","scopes":["links:read"]}`, round))
 			// Every node has the key cached before the revoke.
