@@ -220,16 +220,12 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx) (store.Owner, store.KeyH
 		writeProblem(ctx, probUnauthorized, "the account of this API key is suspended")
 		return store.Owner{}, store.KeyHash{}, false
 	}
-	need, known := requiredScopes(string(ctx.Method()), string(ctx.Path()))
-	if !known {
-		need = store.AllScopes // a route without a row is closed to scoped keys
-		if scopes != store.AllScopes {
-			s.m.scopeRefusals.Inc()
-			writeProblem(ctx, probInsufficientScope, "this endpoint needs a key with every scope")
-			return store.Owner{}, store.KeyHash{}, false
-		}
-	}
-	if scopes&need == 0 {
+	switch need, known := requiredScopes(string(ctx.Method()), string(ctx.Path())); {
+	case !known && scopes != store.AllScopes: // a route without a row is closed to scoped keys
+		s.m.scopeRefusals.Inc()
+		writeProblem(ctx, probInsufficientScope, "this endpoint needs a key with every scope")
+		return store.Owner{}, store.KeyHash{}, false
+	case known && scopes&need == 0:
 		s.m.scopeRefusals.Inc()
 		writeProblem(ctx, probInsufficientScope, scopeDetail(need))
 		return store.Owner{}, store.KeyHash{}, false
