@@ -79,7 +79,19 @@ func (s *Server) dispatchAPI(ctx *fasthttp.RequestCtx) string {
 	if route, ok := s.dispatchSites(ctx, path, method); ok {
 		return route
 	}
+	if route, ok := s.dispatchKeys(ctx, path, method); ok {
+		return route
+	}
 	if s.cfg.APIFallback != nil {
+		// The stats are answered outside edge; their key and its scope
+		// are checked here, from scopeTable, like every other route's. A
+		// stats-like path without a row (a trailing slash, say) needs
+		// every scope rather than none.
+		if hasScopeRow(path) || strings.Contains(path, "/stats") {
+			if _, _, ok := s.authenticate(ctx); !ok {
+				return "other"
+			}
+		}
 		s.cfg.APIFallback(ctx)
 		return "other"
 	}

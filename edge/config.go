@@ -63,7 +63,7 @@ type Config struct {
 	// code that exists. Both nil on a single node.
 	Remote        func(ctx context.Context, code string) (store.Link, bool, error)
 	MaybeFresh    func(code []byte) bool
-	RemoteOwner   func(ctx context.Context, h store.KeyHash) (store.Owner, bool, error)
+	RemoteKey     func(ctx context.Context, h store.KeyHash) (store.Owner, store.APIKey, bool, error)
 	RemoteTimeout time.Duration // default 300ms
 
 	// MaxRequestBodyBytes caps a request body on every path that

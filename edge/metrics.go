@@ -28,7 +28,9 @@ type serverMetrics struct {
 
 	rateLimited  *metrics.Counter
 	authFailures *metrics.Counter
-	bodyTooLarge *metrics.Counter
+	// scopeRefusals counts valid keys refused for a missing scope (403).
+	scopeRefusals *metrics.Counter
+	bodyTooLarge  *metrics.Counter
 
 	exports, exportsFailed            *metrics.Counter // GET /v1/links/export
 	bulkItemsCreated, bulkItemsFailed *metrics.Counter // POST /v1/links/bulk
@@ -56,6 +58,7 @@ func newServerMetrics(set *metrics.Set, c *cache) *serverMetrics {
 		remoteErrors:   set.GetOrCreateCounter("waymark_edge_remote_lookup_errors_total"),
 		rateLimited:    set.GetOrCreateCounter("waymark_api_rate_limited_total"),
 		authFailures:   set.GetOrCreateCounter("waymark_api_auth_failures_total"),
+		scopeRefusals:  set.GetOrCreateCounter("waymark_api_scope_refusals_total"),
 		bodyTooLarge:   set.GetOrCreateCounter("waymark_http_body_too_large_total"),
 
 		exports:          set.GetOrCreateCounter("waymark_api_exports_total"),

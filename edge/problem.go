@@ -31,6 +31,7 @@ const (
 	probGoalLimit           = problem.GoalLimit
 	probStorageFull         = problem.StorageFull
 	probInternal            = problem.Internal
+	probInsufficientScope   = problem.InsufficientScope
 )
 
 // writeProblem answers with the named problem type and a human detail.

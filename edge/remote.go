@@ -234,7 +234,7 @@ func (s *Server) LookupLink(code string) (store.Link, bool, error) {
 // LookupOwner resolves an API-key hash like the API's authentication does
 // (cache, replica, then the leader through the limits).
 func (s *Server) LookupOwner(h store.KeyHash) (store.Owner, bool, error) {
-	o, found, err := s.auth.owner(h, noClient)
+	o, _, found, err := s.auth.owner(h, noClient)
 	if found && s.suspended.Has(o.ID) {
 		return store.Owner{}, false, nil // a suspended owner's key opens nothing
 	}

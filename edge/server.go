@@ -117,7 +117,7 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 	s.m = newServerMetrics(cfg.Metrics, s.cache)
 	s.gate = newRemoteGate(cfg.Now, cfg.Metrics)
 	s.auth = newAuthCache(st, cfg.Now)
-	s.auth.remote, s.auth.remoteWait, s.auth.gate = cfg.RemoteOwner, cfg.RemoteTimeout, s.gate
+	s.auth.remote, s.auth.remoteWait, s.auth.gate = cfg.RemoteKey, cfg.RemoteTimeout, s.gate
 	if cfg.WriteRate > 0 {
 		// At least one token: a rate under 0.5/s would otherwise hold
 		// less than a whole write and refuse every one.
@@ -146,6 +146,9 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		}
 		if _, dup := s.routes[path]; dup || strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/problems/") {
 			return nil, fmt.Errorf("cannot create edge server: route %q clashes with a built-in route", path)
+		}
+		if hasScopeRow(path) { // the stats query API: key and scope checked here
+			h = s.requireScope(h)
 		}
 		s.routes[path] = h
 		// A route's first segment can never be an alias.

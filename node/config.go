@@ -93,6 +93,9 @@ type Config struct {
 	// PurgeAfter: a deleted link's destination is purged this long after
 	// the delete (raft/purge.go); 0 never purges.
 	PurgeAfter time.Duration
+	// KeyUseFlush: how often this node writes the last-used times of the
+	// API keys it saw through the log (node/keys.go); at least 1 s.
+	KeyUseFlush time.Duration
 	// CheckpointInterval: how long folded events wait in the aggregator's
 	// memory before their rollups are written (rollup/DESIGN.md).
 	CheckpointInterval time.Duration
@@ -188,6 +191,7 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.Float64Var(&c.CreateRateIP, "create-rate-ip", edge.DefaultCreateRateIP, "link creates per second per client address (IPv6 per /64), burst 10 s of it; 0 turns the limit off")
 	fs.Float64Var(&c.CreateRateKey, "create-rate-key", edge.DefaultCreateRateKey, "link creates per second per API key, burst 10 s of it; 0 turns the limit off")
 	fs.Float64Var(&c.CreateRateDomain, "create-rate-domain", edge.DefaultCreateRateDomain, "link creates per second per destination domain (registrable domain), burst 10 s of it; only creates that are made count; 0 turns the limit off")
+	fs.DurationVar(&c.KeyUseFlush, "key-use-flush", DefaultKeyUseFlush, "how often this node writes the last-used times of the API keys it saw through the log (one entry per flush); at least 1s")
 	fs.DurationVar(&c.PurgeAfter, "purge-after", raft.DefaultPurgeAfter, "a deleted link's destination is purged this long after the delete (its code stays reserved); 0 keeps destinations for ever")
 	fs.IntVar(&c.MaxConns, "max-conns", 16384, "open public HTTP connections at most; past it new ones get 503")
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", 1024, "open public HTTP connections from one client address at most; past it new ones get 429")
@@ -346,6 +350,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CreateRateIP < 0 || c.CreateRateKey < 0 || c.CreateRateDomain < 0 {
 		return fmt.Errorf("%w: --create-rate-ip, --create-rate-key and --create-rate-domain must not be negative (0 turns one off)", ErrBadConfig)
+	}
+	if c.KeyUseFlush != 0 && c.KeyUseFlush < time.Second {
+		return fmt.Errorf("%w: --key-use-flush must be at least 1s", ErrBadConfig)
 	}
 	if c.PurgeAfter < 0 {
 		return fmt.Errorf("%w: --purge-after must not be negative (0 never purges)", ErrBadConfig)

@@ -66,6 +66,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"--dev", "--raft-advertise", "0.0.0.0:7000"},
 		{"--dev", "--raft-advertise", ":7000"},
 		{"--dev", "--raft-advertise", "raft.example:7000"},
+		{"--dev", "--key-use-flush", "500ms"},
 	}
 	for _, args := range cases {
 		_, _, err := ParseFlags(append(args, "--data-dir", t.TempDir()))

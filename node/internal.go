@@ -69,6 +69,7 @@ func (n *Node) internalRoutes() map[string]fasthttp.RequestHandler {
 		internalLink:       n.requireInternal(n.handleInternalLink),
 		internalOwner:      n.requireInternal(n.handleInternalOwner),
 		internalMembership: n.requireInternal(n.handleMembership),
+		internalKey:        n.requireInternal(n.handleInternalKey),
 	}
 }
 
@@ -280,19 +281,6 @@ func (n *Node) remoteLink(ctx context.Context, code string) (store.Link, bool, e
 	return l, true, nil
 }
 
-// remoteOwner asks the leader for an API key this node has not applied yet.
-func (n *Node) remoteOwner(ctx context.Context, h store.KeyHash) (store.Owner, bool, error) {
-	var o store.Owner
-	b, found, err := n.askLeader(ctx, internalOwner+"?hash="+hex.EncodeToString(h[:]))
-	if err != nil || !found {
-		return o, false, err
-	}
-	if err := store.DecodeOwner(b, &o); err != nil {
-		return o, false, err
-	}
-	return o, true, nil
-}
-
 func (n *Node) handleMembership(ctx *fasthttp.RequestCtx) {
 	var req MembershipRequest
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
@@ -315,7 +303,9 @@ func (n *Node) handleMembership(ctx *fasthttp.RequestCtx) {
 }
 
 // handleInternalOwner resolves an API-key hash (hex) for nodes that have
-// not applied a fresh owner yet.
+// not applied a fresh owner yet. Nodes of this version ask
+// /internal/v1/key (keys.go), which carries the key's scopes; this one
+// stays for older nodes during a rolling upgrade.
 func (n *Node) handleInternalOwner(ctx *fasthttp.RequestCtx) {
 	var h store.KeyHash
 	raw, err := hex.DecodeString(string(ctx.QueryArgs().Peek("hash")))

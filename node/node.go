@@ -155,6 +155,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 	if err := phase("edge", func() error { return n.openEdge(publicURL) }); err != nil {
 		return nil, err
 	}
+	n.startKeyUseFlush(bgCtx)
 	if err := phase("admin", n.openAdmin); err != nil {
 		return nil, err
 	}
@@ -269,6 +270,9 @@ func (n *Node) openRaft() error {
 		// Issue 11: the suspended-owner set and the purge (owners_abuse.go).
 		OnOwnerSuspended: n.suspended.Set,
 		PurgeAfter:       purgeAfter(n.cfg.PurgeAfter),
+
+		// Issue 12: a revoked API key leaves the edge's cache (keys.go).
+		OnKeyRevoked: n.onKeyRevoked,
 	}, n.store)
 	if err != nil {
 		return err
@@ -295,7 +299,7 @@ func (n *Node) openEdge(publicURL string) error {
 		Reports:       edge.ReportConfig{PerIPBurst: float64(n.cfg.ReportBurst)},
 		Remote:        n.remoteLink,
 		MaybeFresh:    n.maybeFresh,
-		RemoteOwner:   n.remoteOwner,
+		RemoteKey:     n.remoteKey,
 		BodyLimits:    n.bodyLimits(),
 		MaxConns:      n.cfg.MaxConns,
 		MaxConnsPerIP: n.cfg.MaxConnsPerIP,

@@ -22,6 +22,8 @@ type applier struct {
 	// purged counts the destinations purged (abusecmd.go).
 	suspensions []ownerSuspension
 	purged      int
+	// revokedKeys are the API keys a batch revoked (keyscmd.go).
+	revokedKeys []store.KeyHash
 }
 
 func newApplier(st *store.Store, b *store.Batch) *applier {

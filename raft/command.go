@@ -44,6 +44,10 @@ const (
 	cmdPurgeDeletedLinks cmdType = 16
 	// Issue 12 (bulk): up to 1,000 link creates in one entry (bulkcmd.go).
 	cmdCreateLinksBulk cmdType = 21
+	// Issue 12: API keys with scopes (keyscmd.go).
+	cmdCreateKey cmdType = 18
+	cmdRevokeKey cmdType = 19
+	cmdTouchKeys cmdType = 20
 )
 
 // flagSkippable lets a node that does not know the command skip it.
@@ -86,6 +90,9 @@ var commandTable = map[cmdType]commandSpec{
 	cmdSetOwnerSuspended: {name: "set_owner_suspended", version: 1, decode: decodeSetOwnerSuspended},
 	cmdPurgeDeletedLinks: {name: "purge_deleted_links", version: 1, decode: decodePurgeDeletedLinks},
 	cmdCreateLinksBulk:   {name: "create_links_bulk", version: 1, decode: decodeCreateLinksBulk}, // bulkcmd.go
+	cmdCreateKey:         {name: "create_key", version: 1, decode: decodeCreateKey},
+	cmdRevokeKey:         {name: "revoke_key", version: 1, decode: decodeRevokeKey},
+	cmdTouchKeys:         {name: "touch_keys", version: 1, decode: decodeTouchKeys},
 }
 
 // header is the fixed start of every command.

@@ -57,6 +57,12 @@ func sampleCommands() []command {
 		&setOwnerSuspendedCmd{Owner: "o1", Suspended: true, At: 1700000000000, Reason: "phishing"},
 		&setOwnerSuspendedCmd{Owner: "o1", At: -1},
 		&purgeDeletedLinksCmd{Cutoff: 1700000000000, At: 1700000000001, Codes: []string{"abc1234", "my-alias"}},
+		// Issue 12: API keys (keyscmd.go).
+		&createKeyCmd{Key: store.APIKey{Owner: "o1", Name: "ci deploy", Scopes: store.ScopeLinksRead | store.ScopeStatsRead, CreatedAt: 1700000000000, Hash: store.HashAPIKey([]byte("s1"))}},
+		&createKeyCmd{Key: store.APIKey{Owner: "o1", Name: "all", Scopes: store.AllScopes, CreatedAt: -1, Hash: store.HashAPIKey([]byte("s2"))}},
+		&revokeKeyCmd{Owner: "o1", ID: "0123456789abcdef"},
+		&revokeKeyCmd{ID: "fedcba9876543210"},
+		&touchKeysCmd{Touches: []store.KeyTouch{{Hash: store.HashAPIKey([]byte("s1")), At: 1700000040000}, {Hash: store.HashAPIKey([]byte("s2"))}}},
 	}
 }
 

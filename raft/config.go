@@ -90,6 +90,11 @@ type Config struct {
 	// right before the write is acknowledged. It runs on raft's FSM
 	// goroutine and must be quick. A restore reloads the set (OnRestore).
 	OnOwnerSuspended func(owner string, suspended bool)
+	// OnKeyRevoked is called with the hash of every API key a batch
+	// revoked, before the batch commits and again after, so a cache of
+	// keys can neither serve it nor refill it from a read racing the
+	// commit. It runs on raft's FSM goroutine and must be quick.
+	OnKeyRevoked func(store.KeyHash)
 	// OnRestore is called after the whole store was replaced by a
 	// snapshot: every cached link or site may be stale.
 	OnRestore func()

@@ -67,6 +67,11 @@ var forwardable = map[cmdType]bool{
 	cmdSetOwnerSuspended: true,
 	// Issue 12: bulk creates from any node's public API.
 	cmdCreateLinksBulk: true,
+	// Issue 12: keys are made and revoked through any node, and each node
+	// flushes the last-used times it collected.
+	cmdCreateKey: true,
+	cmdRevokeKey: true,
+	cmdTouchKeys: true,
 }
 
 // forward sends cmd to the leader this node knows of. Forwarding happens

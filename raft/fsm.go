@@ -57,6 +57,9 @@ type fsm struct {
 	// onSuspended keeps the in-memory set of suspended owners
 	// (Config.OnOwnerSuspended).
 	onSuspended func(owner string, suspended bool)
+	// onKeyRevoked drops a revoked API key from the caches
+	// (Config.OnKeyRevoked).
+	onKeyRevoked func(store.KeyHash)
 }
 
 var _ hraft.BatchingFSM = (*fsm)(nil)
@@ -68,17 +71,21 @@ func newFSM(st *store.Store, cfg Config, m *nodeMetrics) *fsm {
 	if cfg.OnOwnerSuspended == nil {
 		cfg.OnOwnerSuspended = func(string, bool) {}
 	}
+	if cfg.OnKeyRevoked == nil {
+		cfg.OnKeyRevoked = func(store.KeyHash) {}
+	}
 	return &fsm{
-		st:          st,
-		log:         cfg.Logger,
-		m:           m,
-		onChange:    cfg.OnChange,
-		onChanging:  cfg.OnChanging,
-		onSite:      cfg.OnSite,
-		onSuspended: cfg.OnOwnerSuspended,
-		onRestore:   cfg.OnRestore,
-		onHalt:      func() {},
-		onClusterID: func(string) {},
+		st:           st,
+		log:          cfg.Logger,
+		m:            m,
+		onChange:     cfg.OnChange,
+		onChanging:   cfg.OnChanging,
+		onSite:       cfg.OnSite,
+		onSuspended:  cfg.OnOwnerSuspended,
+		onKeyRevoked: cfg.OnKeyRevoked,
+		onRestore:    cfg.OnRestore,
+		onHalt:       func() {},
+		onClusterID:  func(string) {},
 	}
 }
 
@@ -148,6 +155,11 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 			f.onSuspended(s.id, true)
 		}
 	}
+	// A revoked key leaves the caches before the commit and again after
+	// it, so no lookup racing the commit can put it back.
+	for _, h := range a.revokedKeys {
+		f.onKeyRevoked(h)
+	}
 	err = b.Commit(last)
 	// Evict before the futures resolve, so an acknowledged edit or takedown
 	// is what the very next redirect sees (and end the fence either way).
@@ -162,6 +174,9 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 	}
 	for _, s := range a.suspensions { // in log order: the last change wins
 		f.onSuspended(s.id, s.suspended)
+	}
+	for _, h := range a.revokedKeys {
+		f.onKeyRevoked(h)
 	}
 	f.m.linksPurged.Add(a.purged)
 	if a.clusterID != "" {

@@ -76,7 +76,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	n.m = newNodeMetrics(cfg.Metrics)
 	n.fsm = newFSM(st, Config{
 		Logger: n.log, OnChange: cfg.OnChange, OnChanging: cfg.OnChanging, OnSite: cfg.OnSite, OnRestore: n.onRestore(cfg.OnRestore),
-		OnOwnerSuspended: cfg.OnOwnerSuspended,
+		OnOwnerSuspended: cfg.OnOwnerSuspended, OnKeyRevoked: cfg.OnKeyRevoked,
 	}, n.m)
 	n.fsm.onHalt = func() {
 		// The FSM may halt while NewRaft replays the log, before n.raft

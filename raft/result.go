@@ -68,6 +68,7 @@ const (
 	errCodeRegionUnclaimed   errCode = 15
 	errCodeStatusChanged     errCode = 16
 	errCodeReportResolved    errCode = 17
+	errCodeKeyIDTaken        errCode = 20 // issue 12, keys
 )
 
 // wireErrors maps codes to sentinels. Order matters when encoding: an
@@ -92,6 +93,7 @@ var wireErrors = []struct {
 	{errCodeTooManyGoals, store.ErrTooManyGoals},
 	{errCodeInvalidSiteEdit, store.ErrInvalidSiteEdit},
 	{errCodeReportResolved, store.ErrReportResolved},
+	{errCodeKeyIDTaken, store.ErrKeyIDTaken},
 	{errCodeCorrupt, store.ErrCorrupt},
 }
 

@@ -26,6 +26,7 @@ const (
 	tabReport            = 'T' // T id(be64) -> report case record
 	tabReportByCode      = 'U' // U code -> id(be64) of the code's open report case
 	tabExternalID        = 'X' // X owner 0x00 external_id -> code (bulk create, external.go)
+	tabAPIKey            = 'A' // A key id (16 hex) -> API key record (apikey.go)
 )
 
 var (

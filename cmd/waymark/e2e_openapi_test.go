@@ -290,6 +290,30 @@ func TestE2EOpenAPI(t *testing.T) {
 		wantProblem(t, v.send(t, "DELETE", base+"/v1/sites/"+site+"/goals/"+goal, key, ""), 404, "not-found")
 	})
 
+	t.Run("keys", func(t *testing.T) {
+		// Issue 12: scoped keys. The dev key has every scope.
+		m := want(t, v.send(t, "POST", base+"/v1/keys", key, `{"name":"oa reader","scopes":["links:read","stats:read"]}`), 201)
+		reader, readerID := m["key"].(string), m["id"].(string)
+		want(t, v.send(t, "GET", base+"/v1/keys", key, ""), 200)
+		wantProblem(t, v.send(t, "POST", base+"/v1/keys", key, `{"name":"x","scopes":[]}`, invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "POST", base+"/v1/keys", key, `{"name":"x","scopes":["links:admin"]}`), 400, "invalid-request")
+		wantProblem(t, v.send(t, "POST", base+"/v1/keys", "", `{"name":"x","scopes":["links:read"]}`), 401, "unauthorized")
+		wantProblem(t, v.send(t, "GET", base+"/v1/keys", "", ""), 401, "unauthorized")
+		// The reader reads links and stats, and is refused the rest.
+		want(t, v.send(t, "GET", base+"/v1/links", reader, ""), 200)
+		want(t, v.send(t, "GET", base+"/v1/links/oa-r307/stats", reader, ""), 200)
+		wantProblem(t, v.send(t, "POST", base+"/v1/links", reader, `{"url":"https://example.com/scoped"}`), 403, "insufficient-scope")
+		wantProblem(t, v.send(t, "DELETE", base+"/v1/links/oa-r307", reader, ""), 403, "insufficient-scope")
+		wantProblem(t, v.send(t, "POST", base+"/v1/sites", reader, `{"domain":"scoped.example"}`), 403, "insufficient-scope")
+		wantProblem(t, v.send(t, "GET", base+"/v1/keys", reader, ""), 403, "insufficient-scope")
+		wantProblem(t, v.send(t, "POST", base+"/v1/keys", reader, `{"name":"x","scopes":["links:read"]}`), 403, "insufficient-scope")
+		wantProblem(t, v.send(t, "DELETE", base+"/v1/keys/"+readerID, reader, ""), 403, "insufficient-scope")
+		want(t, v.send(t, "DELETE", base+"/v1/keys/"+readerID, key, ""), 204)
+		wantProblem(t, v.send(t, "DELETE", base+"/v1/keys/"+readerID, key, ""), 404, "not-found")
+		wantProblem(t, v.send(t, "DELETE", base+"/v1/keys/"+readerID, "", ""), 401, "unauthorized")
+		wantProblem(t, v.send(t, "GET", base+"/v1/links", reader, ""), 401, "unauthorized")
+	})
+
 	t.Run("reports", func(t *testing.T) {
 		// --report-burst 3: good, unknown code, bad body, then 429.
 		m := want(t, v.send(t, "POST", base+"/v1/reports", "", fmt.Sprintf(`{"url":"%s/oa-perm","reason":"phishing","details":"fake login"}`, base)), 202)

@@ -53,6 +53,7 @@ const (
 	NotLeader           = "not-leader"
 	BadSnapshot         = "bad-snapshot"
 	Internal            = "internal"
+	InsufficientScope   = "insufficient-scope"
 )
 
 var types = map[string]Type{
@@ -110,6 +111,8 @@ var types = map[string]Type{
 		"This operation runs on the Raft leader, and this node is not it; the detail names the leader. Send the request to that node's admin address."},
 	BadSnapshot: {400, "Bad snapshot",
 		"The uploaded file is not a Waymark backup this node can restore: it is damaged, cut short, of another format version, or its contents do not decode. Nothing was changed."},
+	InsufficientScope: {403, "Insufficient scope",
+		"The API key is valid but lacks the scope this request needs (links:read, links:write, stats:read, sites:write, domains:write or keys:write); the detail names it. Use a key that has it, or make one with POST /v1/keys."},
 	Internal: {500, "Internal error",
 		"The server failed to handle the request. It has been logged; retrying may help."},
 }
