@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/rollup/sources"
 )
 
@@ -383,8 +384,8 @@ func (r *refSite) addPageVisitor(path string, hash uint64) {
 
 // metrics derives the API's metrics from the reference totals, rounded as
 // Plausible rounds them (half to even).
-func (r *refSite) metrics() SiteMetrics {
-	return SiteMetrics{
+func (r *refSite) metrics() query.SiteMetrics {
+	return query.SiteMetrics{
 		Visits: r.visits, Pageviews: r.pageviews, Events: r.events, BotEvents: r.bots,
 		ViewsPerVisit: math.RoundToEven(float64(r.visitPV)/float64(max(r.visits, 1))*100) / 100,
 		BounceRate:    math.RoundToEven(float64(r.bounces) / float64(max(r.visits, 1)) * 100),

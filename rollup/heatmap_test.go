@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // heatmapEvents is TestSiteHeatmap's site traffic, in UTC; the site is in
@@ -126,7 +127,7 @@ func TestSiteHeatmap(t *testing.T) {
 		map[cell]int64{{wed, 9}: 1, {sat, 18}: 1, {sat, 19}: 1, {sun, 22}: 1, {sun, 23}: 1})
 }
 
-func checkHeatmap(t *testing.T, what string, h *Heatmap, pageviews, visits map[cell]int64) {
+func checkHeatmap(t *testing.T, what string, h *query.Heatmap, pageviews, visits map[cell]int64) {
 	t.Helper()
 	for wd := range 7 {
 		for hr := range 24 {

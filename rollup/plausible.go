@@ -9,6 +9,7 @@ import (
 
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/rollup/plausible"
+	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/rollup/sources"
 	"github.com/waymark/waymark/store"
 )
@@ -41,41 +42,69 @@ func (a *Aggregator) serveV2(ctx *fasthttp.RequestCtx, auth Authorizer, owner st
 		v2Error(ctx, fasthttp.StatusNotFound, "Invalid API key or site ID. Please make sure you're using a valid API key with access to the site you've requested.")
 		return
 	}
-	if err := a.enter(); err != nil {
+	start, err := a.SiteStatsStart(site.ID)
+	if err != nil {
 		v2Error(ctx, fasthttp.StatusServiceUnavailable, "The aggregator is shutting down.")
 		return
 	}
-	defer a.leave()
-	psite := a.plausibleSite(site)
-	q, err := plausible.Parse(body, psite, a.cfg.Now())
+	q, err := plausible.Parse(body, plausibleSite(site, start), a.cfg.Now())
 	if err != nil {
 		v2Error(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	res, ok, err := a.v2Fast(q, site)
-	if err == nil && !ok {
-		if res, err = plausible.Evaluate(q, rawSource{a}, a.v2Config()); err == nil {
-			res.Estimated = []string{} // exact, from the raw events
-		}
-	}
+	res, err := a.QueryV2(site.ID, q)
 	var qe *plausible.QueryError
 	var se *plausible.ScanLimitError
 	switch {
-	case errors.As(err, &qe), errors.As(err, &se), errors.Is(err, ErrUnsupportedQuery):
+	case errors.As(err, &qe), errors.As(err, &se), errors.Is(err, query.ErrUnsupportedQuery):
 		v2Error(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	case errors.Is(err, query.ErrClosed):
+		v2Error(ctx, fasthttp.StatusServiceUnavailable, "The aggregator is shutting down.")
 		return
 	case err != nil:
 		a.log.Error("cannot answer a v2 query", "site", site.ID, "err", err)
 		v2Error(ctx, fasthttp.StatusInternalServerError, "The query could not be answered.")
 		return
 	}
-	if res.DroppedEvents, err = a.droppedIn(ingest.ScopeSite, site.ID, Range{From: q.From, To: q.To}); err != nil {
+	if res.DroppedEvents, err = a.DroppedEvents(ingest.ScopeSite, site.ID, query.Range{From: q.From, To: q.To}); err != nil {
+		if errors.Is(err, query.ErrClosed) {
+			v2Error(ctx, fasthttp.StatusServiceUnavailable, "The aggregator is shutting down.")
+			return
+		}
 		a.log.Error("cannot read drop tallies", "site", site.ID, "err", err)
 		v2Error(ctx, fasthttp.StatusInternalServerError, "The query could not be answered.")
 		return
 	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(res.AppendJSON(nil))
+}
+
+// SiteStatsStart is the start of the oldest held day with events of
+// site (query.Backend).
+func (a *Aggregator) SiteStatsStart(site string) (time.Time, error) {
+	if err := a.enter(); err != nil {
+		return time.Time{}, err
+	}
+	defer a.leave()
+	return a.firstDay(classSite, site), nil
+}
+
+// QueryV2 answers a parsed v2 query (query.Backend): from the rollups when
+// they hold the answer exactly (v2fast.go), otherwise from the raw events
+// (exact, nothing estimated).
+func (a *Aggregator) QueryV2(site string, q *plausible.Query) (*plausible.Result, error) {
+	if err := a.enter(); err != nil {
+		return nil, err
+	}
+	defer a.leave()
+	res, ok, err := a.v2Fast(q, site)
+	if err == nil && !ok {
+		if res, err = plausible.Evaluate(q, rawSource{a}, a.v2Config()); err == nil {
+			res.Estimated = []string{} // exact, from the raw events
+		}
+	}
+	return res, err
 }
 
 func v2Error(ctx *fasthttp.RequestCtx, status int, msg string) {
@@ -97,13 +126,13 @@ func (a *Aggregator) v2Config() plausible.Config {
 }
 
 // plausibleSite is the engine's view of a site: its goals, and when its
-// first event held was.
-func (a *Aggregator) plausibleSite(s store.Site) plausible.Site {
+// first event held was (start).
+func plausibleSite(s store.Site, start time.Time) plausible.Site {
 	ps := plausible.Site{ID: s.ID, Domain: s.Domain, Timezone: s.Timezone}
 	for _, g := range s.Goals {
 		ps.Goals = append(ps.Goals, plausible.Goal{ID: g.ID, DisplayName: g.DisplayName, EventName: g.EventName, PagePath: g.PagePath})
 	}
-	ps.StatsStart = a.firstDay(classSite, s.ID)
+	ps.StatsStart = start
 	return ps
 }
 

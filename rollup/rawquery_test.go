@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // only returns the world narrowed to the site events keep accepts.
@@ -27,7 +28,7 @@ func (w *genWorld) only(keep func(ev *ingest.Event) bool) *genWorld {
 func TestRawQueryMatchesReference(t *testing.T) {
 	w := generate(7)
 	a, _ := feedWorld(t, w)
-	filters := []DimFilter{{Dimension: "country", Op: "is", Values: []string{"DE"}}, {Dimension: "device", Op: "is_not", Values: []string{"tablet"}}}
+	filters := []query.DimFilter{{Dimension: "country", Op: "is", Values: []string{"DE"}}, {Dimension: "device", Op: "is_not", Values: []string{"tablet"}}}
 	narrow := w.only(func(ev *ingest.Event) bool { return ev.Country == "DE" && ev.Device != "tablet" })
 	byCountry := w.only(func(ev *ingest.Event) bool { return ev.Country == "DE" })
 	for i, r := range worldRanges(t) {
@@ -64,7 +65,7 @@ func TestRawQueryMatchesReference(t *testing.T) {
 		wantEqual(t, "breakdown total", bd.Total, pref.pageviews)
 		wantEqual(t, "breakdown total is the rows", total, bd.Total)
 
-		pts, err := a.SiteTimeseries(genSite, r, Day, filters)
+		pts, err := a.SiteTimeseries(genSite, r, query.Day, filters)
 		if err != nil {
 			t.Fatalf("SiteTimeseries: %v", err)
 		}
@@ -92,12 +93,12 @@ func TestRawQueryMatchesReference(t *testing.T) {
 
 func TestRawQueryRefusals(t *testing.T) {
 	a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
-	r := Range{From: base.Add(-time.Hour), To: base}
-	for _, fs := range [][]DimFilter{
+	r := query.Range{From: base.Add(-time.Hour), To: base}
+	for _, fs := range [][]query.DimFilter{
 		{{Dimension: "country", Op: "is", Values: []string{"DE"}}, {Dimension: "nope", Op: "is", Values: []string{"x"}}},
 		{{Dimension: "country", Op: "is", Values: []string{"DE"}}, {Dimension: "device", Op: "matches", Values: []string{"x"}}},
 	} {
-		if _, err := a.SiteAggregate(genSite, r, fs); !errors.Is(err, ErrUnsupportedQuery) {
+		if _, err := a.SiteAggregate(genSite, r, fs); !errors.Is(err, query.ErrUnsupportedQuery) {
 			t.Errorf("filters %+v: got %v; want ErrUnsupportedQuery", fs, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/store"
 )
 
@@ -104,9 +105,9 @@ func writeJSON(ctx *fasthttp.RequestCtx, v any) {
 // queryError answers an error from the query API.
 func (a *Aggregator) queryError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
-	case errors.Is(err, ErrUnsupportedQuery):
+	case errors.Is(err, query.ErrUnsupportedQuery):
 		writeProblem(ctx, "invalid-request", err.Error())
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, query.ErrClosed):
 		writeProblem(ctx, "unavailable", "the aggregator is shutting down")
 	default:
 		a.log.Error("cannot answer stats query", "path", string(ctx.Path()), "err", err)
@@ -117,7 +118,7 @@ func (a *Aggregator) queryError(ctx *fasthttp.RequestCtx, err error) {
 // parseRange reads from, to and tz. Dates (YYYY-MM-DD) are days in the
 // zone, to inclusive; RFC 3339 instants are taken as they are. The default
 // is the last 7 days up to now.
-func (a *Aggregator) parseRange(args *fasthttp.Args, defTZ string) (Range, error) {
+func (a *Aggregator) parseRange(args *fasthttp.Args, defTZ string) (query.Range, error) {
 	tz := string(args.Peek("tz"))
 	if tz == "" {
 		tz = defTZ
@@ -127,22 +128,22 @@ func (a *Aggregator) parseRange(args *fasthttp.Args, defTZ string) (Range, error
 	}
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
-		return Range{}, errors.New("unknown time zone " + strconv.Quote(tz))
+		return query.Range{}, errors.New("unknown time zone " + strconv.Quote(tz))
 	}
-	r := Range{Loc: loc, To: a.cfg.Now()}
+	r := query.Range{Loc: loc, To: a.cfg.Now()}
 	if v := string(args.Peek("to")); v != "" {
 		if r.To, err = parseTime(v, loc, true); err != nil {
-			return Range{}, err
+			return query.Range{}, err
 		}
 	}
 	r.From = r.To.Add(-7 * 24 * time.Hour)
 	if v := string(args.Peek("from")); v != "" {
 		if r.From, err = parseTime(v, loc, false); err != nil {
-			return Range{}, err
+			return query.Range{}, err
 		}
 	}
 	if !r.To.After(r.From) {
-		return Range{}, errors.New("from must be before to")
+		return query.Range{}, errors.New("from must be before to")
 	}
 	return r, nil
 }
@@ -161,11 +162,11 @@ func parseTime(v string, loc *time.Location, end bool) (time.Time, error) {
 	return t, nil
 }
 
-func granularityArg(args *fasthttp.Args) (Granularity, error) {
-	switch g := Granularity(args.Peek("granularity")); g {
+func granularityArg(args *fasthttp.Args) (query.Granularity, error) {
+	switch g := query.Granularity(args.Peek("granularity")); g {
 	case "":
-		return Day, nil
-	case Hour, Day, Week, Month:
+		return query.Day, nil
+	case query.Hour, query.Day, query.Week, query.Month:
 		return g, nil
 	default:
 		return "", errors.New("granularity must be hour, day, week or month")
@@ -244,15 +245,15 @@ func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []str
 
 // filtersArg reads filters=dimension==value|dimension!=value|dimension~value
 // (separated by ";"), the v1-style shorthand.
-func filtersArg(v string) ([]DimFilter, error) {
-	var out []DimFilter
+func filtersArg(v string) ([]query.DimFilter, error) {
+	var out []query.DimFilter
 	for _, part := range strings.Split(v, ";") {
 		if part == "" {
 			continue
 		}
 		for _, op := range []struct{ sep, name string }{{"!=", "is_not"}, {"==", "is"}, {"~", "contains"}} {
 			if d, val, ok := strings.Cut(part, op.sep); ok {
-				out = append(out, DimFilter{Dimension: d, Op: op.name, Values: strings.Split(val, "|")})
+				out = append(out, query.DimFilter{Dimension: d, Op: op.name, Values: strings.Split(val, "|")})
 				goto next
 			}
 		}
@@ -264,7 +265,7 @@ func filtersArg(v string) ([]DimFilter, error) {
 
 // SiteAggregateAnswer is the JSON of GET /v1/sites/{id}/stats/aggregate.
 type SiteAggregateAnswer struct {
-	SiteMetrics
+	query.SiteMetrics
 	From      time.Time `json:"from"`
 	To        time.Time `json:"to"`
 	Timezone  string    `json:"timezone"`
@@ -308,7 +309,7 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 		writeProblem(ctx, "invalid-request", err.Error())
 		return
 	}
-	raw := needsRaw("", filters)
+	raw := query.NeedsRaw("", filters)
 	estimated := []string{"visitors"}
 	if raw {
 		estimated = []string{}
@@ -325,7 +326,7 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			a.queryError(ctx, err)
 			return
 		}
-		writeJSON(ctx, SiteAggregateAnswer{SiteMetrics: m, From: r.From, To: r.To, Timezone: r.loc().String(),
+		writeJSON(ctx, SiteAggregateAnswer{SiteMetrics: m, From: r.From, To: r.To, Timezone: r.Location().String(),
 			Estimated: estimated, FromRawEvents: raw, DroppedEvents: dropped})
 	case "timeseries":
 		g, err := granularityArg(args)
@@ -338,7 +339,7 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			a.queryError(ctx, err)
 			return
 		}
-		out := map[string]any{"granularity": g, "timezone": r.loc().String(), "series": pts, "estimated": estimated,
+		out := map[string]any{"granularity": g, "timezone": r.Location().String(), "series": pts, "estimated": estimated,
 			"dropped_events": dropped}
 		if raw {
 			out["from_raw_events"] = true

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/store"
 )
 
@@ -50,7 +51,7 @@ func feedWorld(t *testing.T, w *genWorld) (*Aggregator, Config) {
 	return a, cfg
 }
 
-func checkSite(t *testing.T, a *Aggregator, w *genWorld, r Range) {
+func checkSite(t *testing.T, a *Aggregator, w *genWorld, r query.Range) {
 	t.Helper()
 	ref := w.refSite(r.From, r.To)
 	got, err := a.SiteAggregate(genSite, r, nil)
@@ -95,10 +96,10 @@ func checkSite(t *testing.T, a *Aggregator, w *genWorld, r Range) {
 	}
 }
 
-func checkLink(t *testing.T, a *Aggregator, w *genWorld, r Range) {
+func checkLink(t *testing.T, a *Aggregator, w *genWorld, r query.Range) {
 	t.Helper()
 	clicks, bots, uniques, byCountry := w.refClicks(r.From, r.To)
-	st, err := a.LinkStats(genCode, r, Day)
+	st, err := a.LinkStats(genCode, r, query.Day)
 	if err != nil {
 		t.Fatalf("LinkStats: %v", err)
 	}
@@ -127,18 +128,18 @@ func checkLink(t *testing.T, a *Aggregator, w *genWorld, r Range) {
 }
 
 // nextDay is the end of the day bucket starting at t, clipped to r.
-func nextDay(t time.Time, r Range) time.Time {
-	l := t.In(r.loc())
-	end := time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, r.loc()).AddDate(0, 0, 1)
+func nextDay(t time.Time, r query.Range) time.Time {
+	l := t.In(r.Location())
+	end := time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, r.Location()).AddDate(0, 0, 1)
 	if end.After(r.To) {
 		return r.To
 	}
 	return end
 }
 
-func worldRanges(t *testing.T) []Range {
+func worldRanges(t *testing.T) []query.Range {
 	ny := mustLoc(t, genTZ)
-	return []Range{
+	return []query.Range{
 		{From: base.Add(-72 * time.Hour), To: base.Add(24 * time.Hour), Loc: time.UTC},
 		// Local days in New York: the seam between UTC day rows and hour rows.
 		{From: time.Date(2026, 11, 28, 0, 0, 0, 0, ny), To: time.Date(2026, 11, 30, 0, 0, 0, 0, ny), Loc: ny},
@@ -220,9 +221,9 @@ func TestTodaySeamNonUTC(t *testing.T) {
 		click("s", 3, "abc", time.Date(2026, 11, 29, 23, 10, 0, 0, time.UTC), false), // 18:10 NY on the 29th
 		click("s", 4, "abc", time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC), false),   // 21:00 NY on the 29th
 	))
-	r := Range{From: time.Date(2026, 11, 28, 0, 0, 0, 0, ny), To: time.Date(2026, 11, 30, 0, 0, 0, 0, ny), Loc: ny}
+	r := query.Range{From: time.Date(2026, 11, 28, 0, 0, 0, 0, ny), To: time.Date(2026, 11, 30, 0, 0, 0, 0, ny), Loc: ny}
 	series := func() []int64 {
-		st, err := a.LinkStats("abc", r, Day)
+		st, err := a.LinkStats("abc", r, query.Day)
 		if err != nil {
 			t.Fatalf("LinkStats: %v", err)
 		}
@@ -308,14 +309,14 @@ func TestVisitAcrossMidnight(t *testing.T) {
 	}
 	// Shipped in reverse order: the visit must come out the same.
 	srv.ship(t, segmentBytes("edge-1", 1, evs[2]), segmentBytes("edge-1", 2, evs[1]), segmentBytes("edge-1", 3, evs[0]))
-	m, err := a.SiteAggregate("s1", Range{From: mid.Add(-time.Hour), To: mid.Add(time.Hour)}, nil)
+	m, err := a.SiteAggregate("s1", query.Range{From: mid.Add(-time.Hour), To: mid.Add(time.Hour)}, nil)
 	if err != nil {
 		t.Fatalf("SiteAggregate: %v", err)
 	}
 	if m.Visits != 1 || m.Pageviews != 3 || m.BounceRate != 0 || m.VisitDuration != 1800 || m.ViewsPerVisit != 3 {
 		t.Errorf("got %+v; want 1 visit, 3 pageviews, bounce 0, 1800 s, 3 per visit", m)
 	}
-	after, err := a.SiteAggregate("s1", Range{From: mid, To: mid.Add(time.Hour)}, nil)
+	after, err := a.SiteAggregate("s1", query.Range{From: mid, To: mid.Add(time.Hour)}, nil)
 	if err != nil {
 		t.Fatalf("SiteAggregate: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/rollup/plausible"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // The native site endpoints answer filters the rollups cannot (several
@@ -16,24 +17,6 @@ import (
 // through the same engine as /api/v2/query: the v1 request is written as a
 // v2 query, evaluated, and the rows mapped back. One definition of every
 // metric, wherever it is asked.
-
-// needsRaw reports whether a site query must be answered from the raw
-// events: its filters are all valid but name more than one dimension, or
-// a breakdown (dimension, "" for none) is filtered on another dimension.
-// Rows are kept per dimension, not per combination.
-func needsRaw(dimension string, filters []DimFilter) bool {
-	if len(filters) == 0 {
-		return false
-	}
-	dims := make(map[string]bool)
-	for _, f := range filters {
-		if _, ok := siteDims[f.Dimension]; !ok || (f.Op != "is" && f.Op != "is_not" && f.Op != "contains") {
-			return false // filterOn reports it
-		}
-		dims[f.Dimension] = true
-	}
-	return len(dims) > 1 || (dimension != "" && !dims[dimension])
-}
 
 // v1ToV2Dims maps the native API's dimension names to Plausible's.
 var v1ToV2Dims = map[string]string{
@@ -50,13 +33,13 @@ var v1ToV2Dims = map[string]string{
 // labels it) or a breakdown value, and its metrics.
 type rawRow struct {
 	key string
-	m   SiteMetrics
+	m   query.SiteMetrics
 }
 
 // rawSite answers a site query from the raw events: over r, by g (""
 // for no series) or by dimension ("" for none), narrowed by filters.
-func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension string, filters []DimFilter) ([]rawRow, error) {
-	loc := r.loc()
+func (a *Aggregator) rawSite(site string, r query.Range, g query.Granularity, dimension string, filters []query.DimFilter) ([]rawRow, error) {
+	loc := r.Location()
 	body := map[string]any{
 		"site_id":    site,
 		"date_range": []string{r.From.In(loc).Format(time.RFC3339), r.To.Add(-time.Second).In(loc).Format(time.RFC3339)},
@@ -70,7 +53,7 @@ func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension stri
 	if dimension != "" {
 		d, ok := v1ToV2Dims[dimension]
 		if !ok {
-			return nil, fmt.Errorf("%w: dimension %q", ErrUnsupportedQuery, dimension)
+			return nil, fmt.Errorf("%w: dimension %q", query.ErrUnsupportedQuery, dimension)
 		}
 		dims = append(dims, d)
 	}
@@ -78,7 +61,7 @@ func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension stri
 	for _, f := range filters {
 		d, ok := v1ToV2Dims[f.Dimension]
 		if !ok {
-			return nil, fmt.Errorf("%w: filter dimension %q", ErrUnsupportedQuery, f.Dimension)
+			return nil, fmt.Errorf("%w: filter dimension %q", query.ErrUnsupportedQuery, f.Dimension)
 		}
 		pageScoped = pageScoped || f.Dimension == "page"
 		vals := make([]any, len(f.Values))
@@ -86,7 +69,7 @@ func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension stri
 			if d == "visit:city" { // Plausible's city values are GeoNames ids, integers
 				id, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					return nil, fmt.Errorf("%w: a city filter value is a GeoNames id, not %q", ErrUnsupportedQuery, v)
+					return nil, fmt.Errorf("%w: a city filter value is a GeoNames id, not %q", query.ErrUnsupportedQuery, v)
 				}
 				vals[i] = id
 				continue
@@ -118,13 +101,13 @@ func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension stri
 	}
 	q, err := plausible.Parse(raw, plausible.Site{ID: site, Domain: site, Timezone: loc.String()}, a.cfg.Now())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsupportedQuery, err)
+		return nil, fmt.Errorf("%w: %v", query.ErrUnsupportedQuery, err)
 	}
 	res, err := plausible.Evaluate(q, rawSource{a}, a.v2Config())
 	var qe *plausible.QueryError
 	var se *plausible.ScanLimitError
 	if errors.As(err, &qe) || errors.As(err, &se) {
-		return nil, fmt.Errorf("%w: %v", ErrUnsupportedQuery, err)
+		return nil, fmt.Errorf("%w: %v", query.ErrUnsupportedQuery, err)
 	}
 	if err != nil {
 		return nil, err
@@ -178,8 +161,8 @@ func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension stri
 }
 
 // rawLabel is how Plausible labels the bucket starting at t by g.
-func rawLabel(t time.Time, g Granularity) string {
-	if g == Hour {
+func rawLabel(t time.Time, g query.Granularity) string {
+	if g == query.Hour {
 		return t.Format(time.DateTime)
 	}
 	return t.Format(time.DateOnly)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/rollup/plausible"
-	"github.com/waymark/waymark/store"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // The v2 fast path: queries the rollups hold exactly are answered from
@@ -43,7 +43,7 @@ var v2FastMetrics = map[string]map[string]bool{
 
 // v2Fast answers q from the rollups when they hold it exactly; ok is false
 // when the raw engine must answer.
-func (a *Aggregator) v2Fast(q *plausible.Query, site store.Site) (*plausible.Result, bool, error) {
+func (a *Aggregator) v2Fast(q *plausible.Query, site string) (*plausible.Result, bool, error) {
 	if len(q.Filters) > 0 || len(q.Dimensions) > 1 {
 		return nil, false, nil
 	}
@@ -71,15 +71,15 @@ func (a *Aggregator) v2Fast(q *plausible.Query, site store.Site) (*plausible.Res
 			return nil, false, nil
 		}
 	}
-	r := Range{From: q.From, To: q.To, Loc: q.Timezone}
+	r := query.Range{From: q.From, To: q.To, Loc: q.Timezone}
 	if timeDim != "" && !seriesHeld(q) {
 		return nil, false, nil
 	}
 	if timeDim != "" {
-		rows, err := a.v2Series(q, site.ID, r, timeDim)
+		rows, err := a.v2Series(q, site, r, timeDim)
 		return a.v2Result(q, rows), err == nil, err
 	}
-	rows, err := a.v2Breakdown(q, site.ID, r, kind, dim)
+	rows, err := a.v2Breakdown(q, site, r, kind, dim)
 	return a.v2Result(q, rows), err == nil, err
 }
 
@@ -163,7 +163,7 @@ func (c *v2Cell) metric(name string, page, sessions bool) plausible.Value {
 
 // v2Breakdown computes the cells of an aggregate (kind "") or of a
 // breakdown by one visit dimension or by page.
-func (a *Aggregator) v2Breakdown(q *plausible.Query, site string, r Range, kind, dimName string) ([]v2Cell, error) {
+func (a *Aggregator) v2Breakdown(q *plausible.Query, site string, r query.Range, kind, dimName string) ([]v2Cell, error) {
 	dim := byte(dimTotal)
 	switch kind {
 	case "page":
@@ -216,9 +216,9 @@ func (a *Aggregator) v2Breakdown(q *plausible.Query, site string, r Range, kind,
 
 // v2Series computes the cells of a time series by day, week or month,
 // bucketed in the site's zone; only buckets with events are rows.
-func (a *Aggregator) v2Series(q *plausible.Query, site string, r Range, timeDim string) ([]v2Cell, error) {
-	g := map[string]Granularity{"time:day": Day, "time:week": Week, "time:month": Month}[timeDim]
-	buckets, err := r.buckets(g)
+func (a *Aggregator) v2Series(q *plausible.Query, site string, r query.Range, timeDim string) ([]v2Cell, error) {
+	g := map[string]query.Granularity{"time:day": query.Day, "time:week": query.Week, "time:month": query.Month}[timeDim]
+	buckets, err := r.Buckets(g)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +229,7 @@ func (a *Aggregator) v2Series(q *plausible.Query, site string, r Range, timeDim 
 		if !b.To.After(b.From) {
 			continue
 		}
-		if g == Week {
+		if g == query.Week {
 			label = b.From // Plausible clamps the first week to the range
 		}
 		rows, err := a.rows(kindSite, site, dimTotal, b, false, nil)
@@ -240,7 +240,7 @@ func (a *Aggregator) v2Series(q *plausible.Query, site string, r Range, timeDim 
 		if c == nil || (c[fCount] == 0 && c[fEvents] == 0 && c[fVisits] == 0 && c[fSessions] == 0) {
 			continue
 		}
-		cell := v2Cell{label: label.In(r.loc()).Format(time.DateOnly), c: *c}
+		cell := v2Cell{label: label.In(r.Location()).Format(time.DateOnly), c: *c}
 		if q.HasMetric("visitors") {
 			sets, err := a.setsOf(kindSite, site, dimTotal, b, []string{""})
 			if err != nil {
@@ -265,13 +265,13 @@ func (a *Aggregator) v2Series(q *plausible.Query, site string, r Range, timeDim 
 // bucketed by that event, outside the range (the crossing row at the
 // range's end holds those sessions). It is labelled with the bucket just
 // after the range, which holds every such session shorter than a day.
-func (a *Aggregator) v2SeriesTail(site string, r Range, g Granularity) (*v2Cell, error) {
-	after := Range{From: r.To, To: r.To.Add(time.Hour), Loc: r.Loc}
-	bs, err := after.buckets(g)
+func (a *Aggregator) v2SeriesTail(site string, r query.Range, g query.Granularity) (*v2Cell, error) {
+	after := query.Range{From: r.To, To: r.To.Add(time.Hour), Loc: r.Loc}
+	bs, err := after.Buckets(g)
 	if err != nil || len(bs) == 0 {
 		return nil, err
 	}
-	_, h1 := r.hours()
+	_, h1 := hoursOf(r)
 	c, _, err := a.sumRows(kindSite, site, dimCode(dimTotal), h1, h1, true, nil)
 	if err != nil {
 		return nil, err
@@ -280,7 +280,7 @@ func (a *Aggregator) v2SeriesTail(site string, r Range, g Granularity) (*v2Cell,
 	if total == nil || total[fSessions] <= 0 {
 		return nil, nil
 	}
-	return &v2Cell{label: bs[0].From.In(r.loc()).Format(time.DateOnly), c: *total}, nil
+	return &v2Cell{label: bs[0].From.In(r.Location()).Format(time.DateOnly), c: *total}, nil
 }
 
 // v2Label is the value Plausible shows for a stored value.

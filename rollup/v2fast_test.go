@@ -50,11 +50,11 @@ func checkV2Fast(t *testing.T, w *genWorld, visitorsAtLeast bool) {
 	for _, dr := range ranges {
 		for _, shape := range shapes {
 			body := []byte(fmt.Sprintf(`{"site_id":%q,"date_range":%s,%s}`, genSite, dr, shape))
-			q, err := plausible.Parse(body, a.plausibleSite(site), base)
+			q, err := plausible.Parse(body, plausibleSite(site, a.firstDay(classSite, site.ID)), base)
 			if err != nil {
 				t.Fatalf("Parse(%s): %v", body, err)
 			}
-			fast, ok, err := a.v2Fast(q, site)
+			fast, ok, err := a.v2Fast(q, site.ID)
 			if err != nil || !ok {
 				t.Fatalf("v2Fast(%s): ok %v, err %v; want an answer", body, ok, err)
 			}
