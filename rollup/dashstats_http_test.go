@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/rollup/api"
 	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/store"
 )
@@ -39,7 +40,7 @@ func startDashStats(t *testing.T, a *Aggregator) string {
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	srv := &fasthttp.Server{Handler: a.StatsHandler(dashAuth{})}
+	srv := &fasthttp.Server{Handler: api.StatsHandler(a, dashAuth{}, api.Config{Now: a.cfg.Now, Logger: a.log})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Shutdown() })
 	return "http://" + ln.Addr().String()

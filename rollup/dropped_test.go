@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/api"
 	"github.com/waymark/waymark/rollup/query"
 )
 
@@ -74,7 +75,7 @@ func TestDroppedEventsInAnswers(t *testing.T) {
 		t.Errorf("link breakdown: %s (%v); want dropped_events 9, total 3", body, err)
 	}
 	_, _, body = call(t, "GET", url+"/v1/sites/"+genSite+"/stats/aggregate?"+q, "key-a", "")
-	var agg SiteAggregateAnswer
+	var agg api.SiteAggregateAnswer
 	if err := json.Unmarshal(body, &agg); err != nil || agg.DroppedEvents != 5 {
 		t.Errorf("site aggregate: %s (%v); want dropped_events 5", body, err)
 	}

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/store"
 )
@@ -153,20 +151,4 @@ func unionAdd(u *visitorSet, v *visitorAcc) error {
 		return u.sk.Merge(src.sk)
 	}
 	return nil
-}
-
-// serveSiteGoals answers GET /v1/sites/{id}/stats/goals with period= or
-// from/to/tz.
-func (a *Aggregator) serveSiteGoals(ctx *fasthttp.RequestCtx, s store.Site) {
-	r, err := a.siteRangeArg(ctx.QueryArgs(), s.Timezone)
-	if err != nil {
-		writeProblem(ctx, "invalid-request", err.Error())
-		return
-	}
-	out, err := a.SiteGoalStats(s.ID, s.Goals, r)
-	if err != nil {
-		a.queryError(ctx, err)
-		return
-	}
-	writeJSON(ctx, out)
 }

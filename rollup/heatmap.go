@@ -1,16 +1,7 @@
 package rollup
 
 import (
-	"errors"
-	"fmt"
-	"regexp"
-	"strconv"
-	"time"
-
-	"github.com/valyala/fasthttp"
-
 	"github.com/waymark/waymark/rollup/query"
-	"github.com/waymark/waymark/store"
 )
 
 var weekdayNames = [7]string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
@@ -72,70 +63,4 @@ func (a *Aggregator) SiteHeatmap(site string, r query.Range) (*query.Heatmap, er
 		}
 	}
 	return out, nil
-}
-
-// serveSiteHeatmap answers GET /v1/sites/{id}/stats/heatmap with period=
-// or from/to/tz.
-func (a *Aggregator) serveSiteHeatmap(ctx *fasthttp.RequestCtx, s store.Site) {
-	r, err := a.siteRangeArg(ctx.QueryArgs(), s.Timezone)
-	if err != nil {
-		writeProblem(ctx, "invalid-request", err.Error())
-		return
-	}
-	out, err := a.SiteHeatmap(s.ID, r)
-	if err != nil {
-		a.queryError(ctx, err)
-		return
-	}
-	writeJSON(ctx, out)
-}
-
-// siteRangeArg reads period= (Plausible's relative ranges) or, without it,
-// from/to as the other site stats do; tz defaults to the site's zone.
-func (a *Aggregator) siteRangeArg(args *fasthttp.Args, siteTZ string) (query.Range, error) {
-	p := string(args.Peek("period"))
-	if p == "" {
-		return a.parseRange(args, siteTZ)
-	}
-	if len(args.Peek("from")) > 0 || len(args.Peek("to")) > 0 {
-		return query.Range{}, errors.New("give period or from/to, not both")
-	}
-	loc, err := tzArg(args, siteTZ)
-	if err != nil {
-		return query.Range{}, err
-	}
-	return periodRange(p, a.cfg.Now(), loc)
-}
-
-var daysPeriod = regexp.MustCompile(`^([1-9][0-9]{0,3})d$`)
-
-// periodRange is a relative range as Plausible's Stats API v2 date_range
-// defines it (stats/query_builder.ex): "day" is today; "Nd" the N days
-// before today (7d and 30d end yesterday); "month" and "year" the current
-// ones, whole.
-func periodRange(p string, now time.Time, loc *time.Location) (query.Range, error) {
-	t := now.In(loc)
-	midnight := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
-	r := query.Range{Loc: loc}
-	switch p {
-	case "day", "today":
-		r.From, r.To = midnight, midnight.AddDate(0, 0, 1)
-	case "month":
-		r.From = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, loc)
-		r.To = r.From.AddDate(0, 1, 0)
-	case "year":
-		r.From = time.Date(t.Year(), 1, 1, 0, 0, 0, 0, loc)
-		r.To = r.From.AddDate(1, 0, 0)
-	default:
-		m := daysPeriod.FindStringSubmatch(p)
-		if m == nil {
-			return r, fmt.Errorf("period %q: want day, month, year or Nd (1 to 5000 days)", p)
-		}
-		n, _ := strconv.Atoi(m[1]) // the pattern allows digits only
-		if n > 5000 {
-			return r, fmt.Errorf("period %q: at most 5000 days", p)
-		}
-		r.From, r.To = midnight.AddDate(0, 0, -n), midnight
-	}
-	return r, nil
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/valyala/fasthttp"
 
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/rollup/query"
@@ -259,35 +258,4 @@ func (a *Aggregator) hourTotals(kind byte, entity string, gran byte, h0, h1 uint
 		}
 	}
 	return nil
-}
-
-// serveLinkOverview answers GET /v1/links/{code}/stats/overview?tz=ZONE.
-func (a *Aggregator) serveLinkOverview(ctx *fasthttp.RequestCtx, code string) {
-	loc, err := tzArg(ctx.QueryArgs(), "UTC")
-	if err != nil {
-		writeProblem(ctx, "invalid-request", err.Error())
-		return
-	}
-	out, err := a.LinkOverview(code, loc)
-	if err != nil {
-		a.queryError(ctx, err)
-		return
-	}
-	writeJSON(ctx, out)
-}
-
-// tzArg reads the tz parameter, def when it is absent.
-func tzArg(args *fasthttp.Args, def string) (*time.Location, error) {
-	tz := string(args.Peek("tz"))
-	if tz == "" {
-		tz = def
-	}
-	if tz == "" {
-		tz = "UTC"
-	}
-	loc, err := time.LoadLocation(tz)
-	if err != nil {
-		return nil, fmt.Errorf("unknown time zone %q", tz)
-	}
-	return loc, nil
 }

@@ -12,10 +12,11 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/rollup/api"
 	"github.com/waymark/waymark/store"
 )
 
-// testAuth is an Authorizer over fixed tables: two owners, each with one
+// testAuth is an api.Authorizer over fixed tables: two owners, each with one
 // link and one site.
 type testAuth struct{}
 
@@ -65,7 +66,7 @@ func startStats(t *testing.T, a *Aggregator) string {
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	srv := &fasthttp.Server{Handler: a.StatsHandler(testAuth{})}
+	srv := &fasthttp.Server{Handler: api.StatsHandler(a, testAuth{}, api.Config{Now: a.cfg.Now, Logger: a.log})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Shutdown() })
 	return "http://" + ln.Addr().String()
@@ -185,7 +186,7 @@ func TestStatsHTTPAnswers(t *testing.T) {
 
 	// Site aggregate: the site's own zone by default.
 	_, _, body = call(t, "GET", url+"/v1/sites/"+genSite+"/stats/aggregate?from=2026-11-28&to=2026-11-29", "key-a", "")
-	var agg SiteAggregateAnswer
+	var agg api.SiteAggregateAnswer
 	if err := json.Unmarshal(body, &agg); err != nil {
 		t.Fatalf("decode %s: %v", body, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/waymark/waymark/rollup/plausible"
+	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/store"
 )
 
@@ -50,7 +51,7 @@ func checkV2Fast(t *testing.T, w *genWorld, visitorsAtLeast bool) {
 	for _, dr := range ranges {
 		for _, shape := range shapes {
 			body := []byte(fmt.Sprintf(`{"site_id":%q,"date_range":%s,%s}`, genSite, dr, shape))
-			q, err := plausible.Parse(body, plausibleSite(site, a.firstDay(classSite, site.ID)), base)
+			q, err := plausible.Parse(body, query.PlausibleSite(site, a.firstDay(classSite, site.ID)), base)
 			if err != nil {
 				t.Fatalf("Parse(%s): %v", body, err)
 			}

@@ -1,4 +1,4 @@
-package rollup
+package api
 
 import (
 	"bytes"
@@ -33,7 +33,8 @@ type Authorizer interface {
 //
 // Another owner's link or site answers 404, exactly as a missing one.
 // Errors are RFC 9457 problem+json with types /problems/<name>.
-func (a *Aggregator) StatsHandler(auth Authorizer) fasthttp.RequestHandler {
+func StatsHandler(b query.Backend, auth Authorizer, cfg Config) fasthttp.RequestHandler {
+	a := &stats{b: b, auth: auth, cfg: cfg}
 	return func(ctx *fasthttp.RequestCtx) {
 		path := string(ctx.Path())
 		owner, ok := bearerOwner(ctx, auth)
@@ -48,7 +49,7 @@ func (a *Aggregator) StatsHandler(auth Authorizer) fasthttp.RequestHandler {
 				writeProblem(ctx, "method-not-allowed", "use POST")
 				return
 			}
-			a.serveV2(ctx, auth, owner)
+			a.serveV2(ctx, owner)
 			return
 		}
 		if !ctx.IsGet() && !ctx.IsHead() {
@@ -103,14 +104,14 @@ func writeJSON(ctx *fasthttp.RequestCtx, v any) {
 }
 
 // queryError answers an error from the query API.
-func (a *Aggregator) queryError(ctx *fasthttp.RequestCtx, err error) {
+func (a *stats) queryError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, query.ErrUnsupportedQuery):
 		writeProblem(ctx, "invalid-request", err.Error())
 	case errors.Is(err, query.ErrClosed):
 		writeProblem(ctx, "unavailable", "the aggregator is shutting down")
 	default:
-		a.log.Error("cannot answer stats query", "path", string(ctx.Path()), "err", err)
+		a.log().Error("cannot answer stats query", "path", string(ctx.Path()), "err", err)
 		writeProblem(ctx, "internal", "cannot read stats")
 	}
 }
@@ -118,7 +119,7 @@ func (a *Aggregator) queryError(ctx *fasthttp.RequestCtx, err error) {
 // parseRange reads from, to and tz. Dates (YYYY-MM-DD) are days in the
 // zone, to inclusive; RFC 3339 instants are taken as they are. The default
 // is the last 7 days up to now.
-func (a *Aggregator) parseRange(args *fasthttp.Args, defTZ string) (query.Range, error) {
+func (a *stats) parseRange(args *fasthttp.Args, defTZ string) (query.Range, error) {
 	tz := string(args.Peek("tz"))
 	if tz == "" {
 		tz = defTZ
@@ -130,7 +131,7 @@ func (a *Aggregator) parseRange(args *fasthttp.Args, defTZ string) (query.Range,
 	if err != nil {
 		return query.Range{}, errors.New("unknown time zone " + strconv.Quote(tz))
 	}
-	r := query.Range{Loc: loc, To: a.cfg.Now()}
+	r := query.Range{Loc: loc, To: a.now()}
 	if v := string(args.Peek("to")); v != "" {
 		if r.To, err = parseTime(v, loc, true); err != nil {
 			return query.Range{}, err
@@ -185,10 +186,10 @@ func limitArg(args *fasthttp.Args) (int, error) {
 	return n, nil
 }
 
-func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []string) {
+func (a *stats) serveLink(ctx *fasthttp.RequestCtx, code string, rest []string) {
 	args := ctx.QueryArgs()
 	if len(rest) == 1 && rest[0] == "overview" {
-		a.serveLinkOverview(ctx, code) // overview.go
+		a.serveLinkOverview(ctx, code) // linkoverview.go
 		return
 	}
 	if len(rest) == 1 && rest[0] == "realtime" {
@@ -200,7 +201,7 @@ func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []str
 		if len(args.Peek("limit")) == 0 {
 			n = 20
 		}
-		out, err := a.LinkRealtime(code, n)
+		out, err := a.b.LinkRealtime(code, n)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
@@ -220,7 +221,7 @@ func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []str
 			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
-		out, err := a.LinkStats(code, r, g)
+		out, err := a.b.LinkStats(code, r, g)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
@@ -232,7 +233,7 @@ func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []str
 			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
-		out, err := a.LinkBreakdown(code, string(args.Peek("dimension")), r, limit)
+		out, err := a.b.LinkBreakdown(code, string(args.Peek("dimension")), r, limit)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
@@ -276,22 +277,22 @@ type SiteAggregateAnswer struct {
 	// DroppedEvents is how many events of the site, in the hours the
 	// range touches, the edges dropped before writing them (a full queue
 	// or disk, a failed write): the numbers above are short by up to that
-	// much (dropped.go).
+	// much (query.Backend.DroppedEvents).
 	DroppedEvents int64 `json:"dropped_events"`
 }
 
-func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what string) {
+func (a *stats) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what string) {
 	args := ctx.QueryArgs()
 	switch what {
 	case "heatmap":
-		a.serveSiteHeatmap(ctx, s) // heatmap.go
+		a.serveSiteHeatmap(ctx, s) // sitepages.go
 		return
 	case "goals":
-		a.serveSiteGoals(ctx, s) // goalstats.go
+		a.serveSiteGoals(ctx, s) // sitepages.go
 		return
 	}
 	if what == "realtime" {
-		out, err := a.SiteRealtime(s.ID)
+		out, err := a.b.SiteRealtime(s.ID)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
@@ -314,14 +315,14 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 	if raw {
 		estimated = []string{}
 	}
-	dropped, err := a.DroppedEvents(ingest.ScopeSite, s.ID, r)
+	dropped, err := a.b.DroppedEvents(ingest.ScopeSite, s.ID, r)
 	if err != nil {
 		a.queryError(ctx, err)
 		return
 	}
 	switch what {
 	case "aggregate":
-		m, err := a.SiteAggregate(s.ID, r, filters)
+		m, err := a.b.SiteAggregate(s.ID, r, filters)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
@@ -334,7 +335,7 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
-		pts, err := a.SiteTimeseries(s.ID, r, g, filters)
+		pts, err := a.b.SiteTimeseries(s.ID, r, g, filters)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
@@ -351,7 +352,7 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
-		out, err := a.SiteBreakdown(s.ID, string(args.Peek("dimension")), r, limit, filters)
+		out, err := a.b.SiteBreakdown(s.ID, string(args.Peek("dimension")), r, limit, filters)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
