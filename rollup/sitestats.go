@@ -164,7 +164,7 @@ func (a *Aggregator) SiteTimeseries(site string, r query.Range, g query.Granular
 		}
 		out := make([]query.SitePoint, 0, len(buckets))
 		for _, b := range buckets {
-			out = append(out, query.SitePoint{T: b.From, SiteMetrics: byLabel[rawLabel(b.From.In(r.Location()), g)]})
+			out = append(out, query.SitePoint{T: b.From, SiteMetrics: byLabel[query.BucketLabel(b.From.In(r.Location()), g)]})
 		}
 		return out, nil
 	}

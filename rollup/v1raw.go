@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/waymark/waymark/rollup/plausible"
@@ -17,17 +16,6 @@ import (
 // through the same engine as /api/v2/query: the v1 request is written as a
 // v2 query, evaluated, and the rows mapped back. One definition of every
 // metric, wherever it is asked.
-
-// v1ToV2Dims maps the native API's dimension names to Plausible's.
-var v1ToV2Dims = map[string]string{
-	"page": "event:page", "entry_page": "visit:entry_page", "exit_page": "visit:exit_page",
-	"referrer": "visit:referrer", "source": "visit:source", "channel": "visit:channel",
-	"utm_source": "visit:utm_source", "utm_medium": "visit:utm_medium", "utm_campaign": "visit:utm_campaign",
-	"utm_term": "visit:utm_term", "utm_content": "visit:utm_content",
-	"country": "visit:country", "device": "visit:device", "browser": "visit:browser", "os": "visit:os",
-	"region": "visit:region", "city": "visit:city", "browser_version": "visit:browser_version",
-	"os_version": "visit:os_version", "event": "event:name",
-}
 
 // rawRow is one row of a raw answer: a time bucket's start (as Plausible
 // labels it) or a breakdown value, and its metrics.
@@ -51,7 +39,7 @@ func (a *Aggregator) rawSite(site string, r query.Range, g query.Granularity, di
 	}
 	pageScoped := dimension == "page"
 	if dimension != "" {
-		d, ok := v1ToV2Dims[dimension]
+		d, ok := query.V2Dimensions[dimension]
 		if !ok {
 			return nil, fmt.Errorf("%w: dimension %q", query.ErrUnsupportedQuery, dimension)
 		}
@@ -59,7 +47,7 @@ func (a *Aggregator) rawSite(site string, r query.Range, g query.Granularity, di
 	}
 	var fs [][]any
 	for _, f := range filters {
-		d, ok := v1ToV2Dims[f.Dimension]
+		d, ok := query.V2Dimensions[f.Dimension]
 		if !ok {
 			return nil, fmt.Errorf("%w: filter dimension %q", query.ErrUnsupportedQuery, f.Dimension)
 		}
@@ -74,7 +62,7 @@ func (a *Aggregator) rawSite(site string, r query.Range, g query.Granularity, di
 				vals[i] = id
 				continue
 			}
-			vals[i] = v1ToV2Value(d, v)
+			vals[i] = query.PlausibleValue(d, v)
 		}
 		fs = append(fs, []any{f.Op, d, vals, map[string]bool{"case_sensitive": f.Op != "contains"}})
 	}
@@ -117,7 +105,7 @@ func (a *Aggregator) rawSite(site string, r query.Range, g query.Granularity, di
 		rr := rawRow{}
 		if len(row.Dimensions) > 0 {
 			last := row.Dimensions[len(row.Dimensions)-1]
-			rr.key = v2ToV1Value(dims[len(dims)-1], last.Str)
+			rr.key = query.StoredValue(dims[len(dims)-1], last.Str)
 			if last.Kind == plausible.Int { // visit:city; 0 is unknown
 				rr.key = ""
 				if last.Int != 0 {
@@ -158,38 +146,4 @@ func (a *Aggregator) rawSite(site string, r query.Range, g query.Granularity, di
 		out = append(out, rr)
 	}
 	return out, nil
-}
-
-// rawLabel is how Plausible labels the bucket starting at t by g.
-func rawLabel(t time.Time, g query.Granularity) string {
-	if g == query.Hour {
-		return t.Format(time.DateTime)
-	}
-	return t.Format(time.DateOnly)
-}
-
-// v1ToV2Value turns a native filter value (a stored value) into the value
-// Plausible shows and filters by.
-func v1ToV2Value(dim, v string) string {
-	if dim == "visit:device" {
-		return v2Label(dim, v)
-	}
-	if v == "" {
-		return v2Label(dim, "")
-	}
-	return v
-}
-
-// v2ToV1Value turns a Plausible label back into the stored value the
-// native API answers with ("" for none).
-func v2ToV1Value(dim, v string) string {
-	switch {
-	case dim == "visit:device":
-		return strings.ToLower(v)
-	case dim == "visit:country" && v == "\x00\x00":
-		return ""
-	case v == "Direct / None" || v == "(not set)":
-		return ""
-	}
-	return v
 }

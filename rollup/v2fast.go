@@ -1,11 +1,7 @@
 package rollup
 
 import (
-	"cmp"
 	"math"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/waymark/waymark/rollup/plausible"
@@ -198,7 +194,7 @@ func (a *Aggregator) v2Breakdown(q *plausible.Query, site string, r query.Range,
 	}
 	cells := make([]v2Cell, 0, len(values))
 	for _, v := range values {
-		cell := v2Cell{label: v2Label(dimName, v)}
+		cell := v2Cell{label: query.PlausibleLabel(dimName, v)}
 		if c := rows[v]; c != nil {
 			cell.c = *c
 		}
@@ -283,54 +279,8 @@ func (a *Aggregator) v2SeriesTail(site string, r query.Range, g query.Granularit
 	return &v2Cell{label: bs[0].From.In(r.Location()).Format(time.DateOnly), c: *total}, nil
 }
 
-// v2Label is the value Plausible shows for a stored value.
-func v2Label(dim, v string) string {
-	switch dim {
-	case "visit:device":
-		switch v {
-		case "desktop", "tv":
-			return "Desktop"
-		case "mobile":
-			return "Mobile"
-		case "tablet":
-			return "Tablet"
-		}
-	case "visit:country":
-		if v == "" {
-			return "\x00\x00"
-		}
-	}
-	if v != "" {
-		return v
-	}
-	switch {
-	case dim == "visit:source" || dim == "visit:referrer":
-		return "Direct / None"
-	case dim == "visit:channel":
-		return "Direct"
-	case strings.HasPrefix(dim, "visit:utm_"), dim == "visit:device", dim == "visit:browser", dim == "visit:os",
-		dim == "visit:browser_version", dim == "visit:os_version":
-		return "(not set)"
-	}
-	return v // visit:region: "" as Plausible shows it; visit:city: see v2DimValue
-}
-
-// v2DimValue is a row's dimension value: a string, but visit:city is
-// Plausible's integer city_geoname_id (0 when unknown), as the raw engine
-// gives it.
-func v2DimValue(dim, label string) plausible.Value {
-	if dim == "visit:city" {
-		if label == "" {
-			return plausible.IntValue(0)
-		}
-		if n, err := strconv.ParseInt(label, 10, 64); err == nil {
-			return plausible.IntValue(n)
-		}
-	}
-	return plausible.StringValue(label)
-}
-
-// v2Result orders and pages the cells as q asks, and wraps them.
+// v2Result computes the cells' metrics, and orders and pages them as q
+// asks (query.V2Result).
 func (a *Aggregator) v2Result(q *plausible.Query, cells []v2Cell) *plausible.Result {
 	page := len(q.Dimensions) == 1 && q.Dimensions[0] == "event:page"
 	sessions := !page
@@ -345,73 +295,12 @@ func (a *Aggregator) v2Result(q *plausible.Query, cells []v2Cell) *plausible.Res
 		c := &cells[i]
 		row := plausible.Row{Metrics: make([]plausible.Value, len(q.Metrics))}
 		if len(q.Dimensions) == 1 {
-			row.Dimensions = []plausible.Value{v2DimValue(q.Dimensions[0], c.label)}
+			row.Dimensions = []plausible.Value{query.PlausibleDimValue(q.Dimensions[0], c.label)}
 		}
 		for j, m := range q.Metrics {
 			row.Metrics[j] = c.metric(m, page, sessions)
 		}
 		rows[i] = row
 	}
-	key := func(r *plausible.Row, k string) (plausible.Value, bool) {
-		for j, m := range q.Metrics {
-			if m == k {
-				return r.Metrics[j], true
-			}
-		}
-		for j, d := range q.Dimensions {
-			if d == k && j < len(r.Dimensions) {
-				return r.Dimensions[j], true
-			}
-		}
-		return plausible.Value{}, false
-	}
-	slices.SortStableFunc(rows, func(x, y plausible.Row) int {
-		for _, o := range q.OrderBy {
-			vx, _ := key(&x, o.Key)
-			vy, _ := key(&y, o.Key)
-			if c := compareValues(vx, vy); c != 0 {
-				if o.Desc {
-					return -c
-				}
-				return c
-			}
-		}
-		for j := range x.Dimensions {
-			if c := compareValues(x.Dimensions[j], y.Dimensions[j]); c != 0 {
-				return c
-			}
-		}
-		return 0
-	})
-	total := len(rows)
-	lo := min(q.Pagination.Offset, len(rows))
-	hi := len(rows)
-	if q.Pagination.Limit > 0 {
-		hi = min(lo+q.Pagination.Limit, len(rows))
-	}
-	res := plausible.NewResult(q, rows[lo:hi], total)
-	res.Estimated = []string{}
-	if q.HasMetric("visitors") {
-		res.Estimated = append(res.Estimated, "visitors")
-	}
-	return res
-}
-
-func compareValues(x, y plausible.Value) int {
-	switch {
-	case x.Kind == plausible.Null || y.Kind == plausible.Null:
-		return cmp.Compare(x.Kind, y.Kind)
-	case x.Kind == plausible.String:
-		return strings.Compare(x.Str, y.Str)
-	case x.Kind == plausible.Float || y.Kind == plausible.Float:
-		return cmp.Compare(numberOf(x), numberOf(y))
-	}
-	return cmp.Compare(x.Int, y.Int)
-}
-
-func numberOf(v plausible.Value) float64 {
-	if v.Kind == plausible.Float {
-		return v.Float
-	}
-	return float64(v.Int)
+	return query.V2Result(q, rows)
 }
