@@ -25,7 +25,8 @@ type Authorizer interface {
 	SiteByDomain(domain string) (store.Site, bool) // for /api/v2/query site_id
 }
 
-// StatsHandler serves the stats API, scoped to the owner of the API key:
+// StatsHandler serves the stats API from b, scoped to the owner of the API
+// key (auth):
 //
 //	GET  /v1/links/{code}/stats[/breakdown|/realtime|/overview]
 //	GET  /v1/sites/{id}/stats/aggregate|timeseries|breakdown|realtime|heatmap|goals
