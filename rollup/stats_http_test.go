@@ -178,7 +178,7 @@ func TestStatsHTTPAnswers(t *testing.T) {
 	if err := json.Unmarshal(body, &ls); err != nil {
 		t.Fatalf("decode %s: %v", body, err)
 	}
-	clicks, _, uniques, _ := w.refClicks(from, to)
+	clicks, _, uniques, _ := w.RefClicks(from, to)
 	wantEqual(t, "clicks", ls.Totals.Clicks, clicks)
 	wantEstimate(t, "unique visitors", ls.Totals.UniqueVisitors, uniques)
 	wantEqual(t, "series length", len(ls.Series), 2)
@@ -190,9 +190,9 @@ func TestStatsHTTPAnswers(t *testing.T) {
 	if err := json.Unmarshal(body, &agg); err != nil {
 		t.Fatalf("decode %s: %v", body, err)
 	}
-	ref := w.refSite(from, to)
-	want := ref.metrics()
-	wantEstimate(t, "visitors", agg.Visitors, ref.visitors)
+	ref := w.RefSite(from, to)
+	want := ref.Metrics()
+	wantEstimate(t, "visitors", agg.Visitors, ref.Visitors)
 	agg.SiteMetrics.Visitors = 0
 	if agg.SiteMetrics != want {
 		t.Errorf("aggregate: got %+v; want %+v", agg.SiteMetrics, want)
@@ -216,7 +216,7 @@ func TestStatsHTTPAnswers(t *testing.T) {
 		t.Fatalf("v2 results: got %s; want one row", body)
 	}
 	m := v2.Results[0].Metrics
-	wantEstimate(t, "v2 visitors", uint64(m[0]), ref.visitors)
+	wantEstimate(t, "v2 visitors", uint64(m[0]), ref.Visitors)
 	wantEqual(t, "v2 visits", int64(m[1]), want.Visits)
 	wantEqual(t, "v2 pageviews", int64(m[2]), want.Pageviews)
 	wantEqual(t, "v2 bounce_rate", m[3], want.BounceRate)
@@ -233,7 +233,7 @@ func TestStatsHTTPAnswers(t *testing.T) {
 	}
 	wantEqual(t, "v2 blog pages", len(v2.Results), 2)
 	for _, r := range v2.Results {
-		wantEqual(t, "v2 pageviews of "+r.Dimensions[0], int64(r.Metrics[0]), ref.pagePV[r.Dimensions[0]])
+		wantEqual(t, "v2 pageviews of "+r.Dimensions[0], int64(r.Metrics[0]), ref.PagePV[r.Dimensions[0]])
 	}
 	// v2 time series by day.
 	_, _, body = call(t, "POST", url+"/api/v2/query", "key-a",

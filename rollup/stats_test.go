@@ -25,7 +25,7 @@ func feedWorld(t *testing.T, w *genWorld) (*Aggregator, Config) {
 		t.Fatalf("Open: %v", err)
 	}
 	srv := startServer(t, a)
-	segs := w.segments("edge-1", 97)
+	segs := w.Segments("edge-1", 97)
 	half := len(segs) / 2
 	for _, s := range segs[:half] {
 		srv.ship(t, s)
@@ -53,13 +53,13 @@ func feedWorld(t *testing.T, w *genWorld) (*Aggregator, Config) {
 
 func checkSite(t *testing.T, a *Aggregator, w *genWorld, r query.Range) {
 	t.Helper()
-	ref := w.refSite(r.From, r.To)
+	ref := w.RefSite(r.From, r.To)
 	got, err := a.SiteAggregate(genSite, r, nil)
 	if err != nil {
 		t.Fatalf("SiteAggregate: %v", err)
 	}
-	want := ref.metrics()
-	wantEstimate(t, "visitors", got.Visitors, ref.visitors)
+	want := ref.Metrics()
+	wantEstimate(t, "visitors", got.Visitors, ref.Visitors)
 	got.Visitors = 0
 	// Plausible divides engaged time and scroll by the visits with an
 	// engagement event in the range; rollups count a visit's engagement in
@@ -77,13 +77,13 @@ func checkSite(t *testing.T, a *Aggregator, w *genWorld, r query.Range) {
 	if err != nil {
 		t.Fatalf("SiteBreakdown: %v", err)
 	}
-	wantEqual(t, "pages", len(pages.Results), len(ref.pagePV))
+	wantEqual(t, "pages", len(pages.Results), len(ref.PagePV))
 	for _, row := range pages.Results {
-		wantEqual(t, "pageviews of "+row.Value, row.Pageviews, ref.pagePV[row.Value])
-		wantEstimate(t, "visitors of "+row.Value, row.Visitors, int64(len(ref.pageVisitors[row.Value])))
+		wantEqual(t, "pageviews of "+row.Value, row.Pageviews, ref.PagePV[row.Value])
+		wantEstimate(t, "visitors of "+row.Value, row.Visitors, int64(len(ref.PageVisitors[row.Value])))
 	}
 	for dim, m := range map[string]map[string]int64{
-		"country": ref.countryVisit, "entry_page": ref.entryVisits, "exit_page": ref.exitVisits, "source": ref.sourceVisits,
+		"country": ref.CountryVisit, "entry_page": ref.EntryVisits, "exit_page": ref.ExitVisits, "source": ref.SourceVisits,
 	} {
 		bd, err := a.SiteBreakdown(genSite, dim, r, 100, nil)
 		if err != nil {
@@ -98,7 +98,7 @@ func checkSite(t *testing.T, a *Aggregator, w *genWorld, r query.Range) {
 
 func checkLink(t *testing.T, a *Aggregator, w *genWorld, r query.Range) {
 	t.Helper()
-	clicks, bots, uniques, byCountry := w.refClicks(r.From, r.To)
+	clicks, bots, uniques, byCountry := w.RefClicks(r.From, r.To)
 	st, err := a.LinkStats(genCode, r, query.Day)
 	if err != nil {
 		t.Fatalf("LinkStats: %v", err)
@@ -108,7 +108,7 @@ func checkLink(t *testing.T, a *Aggregator, w *genWorld, r query.Range) {
 	wantEstimate(t, "unique visitors", st.Totals.UniqueVisitors, uniques)
 	var sum int64
 	for _, p := range st.Series {
-		c, _, u, _ := w.refClicks(p.T, nextDay(p.T, r))
+		c, _, u, _ := w.RefClicks(p.T, nextDay(p.T, r))
 		wantEqual(t, "clicks on "+p.T.String(), p.Clicks, c)
 		wantEstimate(t, "uniques on "+p.T.String(), p.UniqueVisitors, u)
 		sum += p.Clicks
@@ -157,10 +157,10 @@ func TestStatsMatchReference(t *testing.T) {
 		checkSite(t, a, w, r)
 		checkLink(t, a, w, r)
 	}
-	if got := a.rm.eventsLate.Get(); got != uint64(len(w.late)) {
-		t.Errorf("late events: got %d; want %d", got, len(w.late))
+	if got := a.rm.eventsLate.Get(); got != uint64(len(w.Late)) {
+		t.Errorf("late events: got %d; want %d", got, len(w.Late))
 	}
-	wantCount(t, a, Filter{}, uint64(len(w.events))) // late ones are folded too
+	wantCount(t, a, Filter{}, uint64(len(w.Events))) // late ones are folded too
 }
 
 // snapshotRollups returns every rollup row and sketch, key and value.

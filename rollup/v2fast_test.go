@@ -17,7 +17,7 @@ import (
 // hand-computed scenarios of the definitions themselves are in
 // rollup/plausible.
 func TestV2FastMatchesRaw(t *testing.T) {
-	checkV2Fast(t, generate(11).inTimeOrder(), false)
+	checkV2Fast(t, generate(11).InTimeOrder(), false)
 }
 
 // TestV2FastShuffledArrival: delivered in random order, the counts are
