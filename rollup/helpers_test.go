@@ -100,13 +100,6 @@ func segmentBytes(node string, seq uint64, events ...ingest.Event) []byte {
 	return world.SegmentBytes(node, seq, events...)
 }
 
-// segmentRef reads the identity from the header of a segment made by
-// segmentBytes (node ids shorter than 128 bytes).
-func segmentRef(seg []byte) ingest.SegmentRef {
-	n := int(seg[21])
-	return ingest.SegmentRef{Node: string(seg[22 : 22+n]), Seq: binary.BigEndian.Uint64(seg[5:])}
-}
-
 // corrupt flips one byte in the last record's payload of a segment.
 func corrupt(seg []byte) []byte {
 	out := append([]byte(nil), seg...)

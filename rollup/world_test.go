@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/api"
 	"github.com/waymark/waymark/rollup/internal/world"
 )
 
@@ -41,6 +43,27 @@ func wantEqual[T comparable](t *testing.T, what string, got, want T) {
 func mustLoc(t testing.TB, name string) *time.Location {
 	t.Helper()
 	return world.MustLoc(t, name)
+}
+
+// testAuth is the world's two owners (world.Auth).
+type testAuth = world.Auth
+
+func call(t *testing.T, method, url, key, body string) (int, string, []byte) {
+	t.Helper()
+	return world.Call(t, method, url, key, body)
+}
+
+func segmentRef(seg []byte) ingest.SegmentRef { return world.SegmentRef(seg) }
+
+func encodeBatch(t testing.TB, bs []ingest.BatchSegment) []byte {
+	t.Helper()
+	return world.EncodeBatch(t, bs)
+}
+
+// startStats serves the stats API (rollup/api) over a.
+func startStats(t *testing.T, a *Aggregator) string {
+	t.Helper()
+	return world.Serve(t, api.StatsHandler(a, testAuth{}, api.Config{Now: a.cfg.Now, Logger: a.log}))
 }
 
 // The world's model is the aggregator's.
