@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the browser tests (cmd/waymark/e2e_browser*_test.go,
-# e2e_dashboard_test.go, rollup/dashboard) need:
+# e2e_dashboard_test.go, rollup/api/dashboard) need:
 # Debian's chromium at /usr/bin/chromium, and npm, with which the tests
 # fetch Plausible's official tracker. Idempotent: does nothing when both
 # are there already. Needs root (CI containers run as root).

@@ -23,6 +23,7 @@ import (
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/raft"
 	"github.com/waymark/waymark/rollup"
+	"github.com/waymark/waymark/rollup/api"
 	"github.com/waymark/waymark/store"
 )
 
@@ -399,7 +400,7 @@ func (n *Node) publicRoutes() map[string]fasthttp.RequestHandler {
 	routes["/s.js"] = n.ingest.ScriptHandler()
 	routes["/api/event"] = n.ingest.EventHandler()
 	routes["/api/v2/query"] = n.statsHandler()
-	routes["/dashboard"] = rollup.DashboardHandler()
+	routes["/dashboard"] = api.DashboardHandler()
 	routes["/readyz/detail"] = n.serveHealthDetail
 	if n.agg != nil {
 		// Batches the aggregator cannot store are refused whole: the

@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/waymark/waymark/edge/problem"
+	"github.com/waymark/waymark/rollup/api"
 	"github.com/waymark/waymark/store"
 )
 
@@ -65,7 +66,7 @@ func isStatsPath(path string) bool {
 // statsHandler answers stats locally on an aggregator, or proxies them.
 func (n *Node) statsHandler() fasthttp.RequestHandler {
 	if n.agg != nil {
-		return n.agg.StatsHandler(authorizer{n})
+		return api.StatsHandler(n.agg, authorizer{n}, api.Config{Now: time.Now, Logger: n.log})
 	}
 	target := n.aggregatorURL()
 	if target == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // Pebble sizing for the aggregator database.
@@ -32,9 +33,6 @@ const (
 	// visitor states are mostly far smaller.
 	separateValuesFrom = 16 << 10
 )
-
-// ErrClosed is returned by every method called after Close.
-var ErrClosed = errors.New("aggregator closed")
 
 // ErrOldFormat means the aggregator folder holds a database of an earlier
 // layout, which this version does not read.
@@ -304,7 +302,7 @@ func (a *Aggregator) enterWriter() error {
 	a.life.RLock()
 	if a.closed {
 		a.life.RUnlock()
-		return ErrClosed
+		return query.ErrClosed
 	}
 	return nil
 }
@@ -320,7 +318,7 @@ func (a *Aggregator) retentionLoop() {
 	c := time.NewTicker(a.cfg.CheckpointInterval / 2)
 	defer c.Stop()
 	for {
-		if err := a.ApplyRetention(); err != nil && !errors.Is(err, ErrClosed) {
+		if err := a.ApplyRetention(); err != nil && !errors.Is(err, query.ErrClosed) {
 			a.log.Error("cannot apply retention", "err", err)
 		}
 		for wait := true; wait; {
@@ -330,11 +328,11 @@ func (a *Aggregator) retentionLoop() {
 			case <-t.C:
 				wait = false
 			case <-s.C:
-				if err := a.Seal(); err != nil && !errors.Is(err, ErrClosed) {
+				if err := a.Seal(); err != nil && !errors.Is(err, query.ErrClosed) {
 					a.log.Error("cannot seal rollups", "err", err)
 				}
 			case <-c.C:
-				if err := a.checkpointIfDue(); err != nil && !errors.Is(err, ErrClosed) {
+				if err := a.checkpointIfDue(); err != nil && !errors.Is(err, query.ErrClosed) {
 					a.log.Error("cannot write rollup checkpoint", "err", err)
 				}
 			}
@@ -426,3 +424,6 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	panic(fmt.Sprintf(format, args...))
 }
+
+// The aggregator answers the stats APIs (rollup/api) through query.Backend.
+var _ query.Backend = (*Aggregator)(nil)

@@ -47,7 +47,7 @@ func TestCrashBeforeCheckpoint(t *testing.T) {
 	cfg.CheckpointInterval, cfg.CheckpointEvents = time.Hour, 1<<30 // only reads and crashes end a checkpoint
 	a := openTest(t, cfg)
 	srv := startServer(t, a)
-	segs := w.segments("edge-1", 97)
+	segs := w.Segments("edge-1", 97)
 	third := len(segs) / 3
 	for _, s := range segs[:third] {
 		srv.ship(t, s)
@@ -81,7 +81,7 @@ func TestCrashBeforeCheckpoint(t *testing.T) {
 		checkSite(t, a, w, r)
 		checkLink(t, a, w, r)
 	}
-	wantCount(t, a, Filter{}, uint64(len(w.events)))
+	wantCount(t, a, Filter{}, uint64(len(w.Events)))
 	if n := journalEntries(t, a); n != 0 {
 		t.Errorf("journal after the reads' checkpoint: %d entries; want 0", n)
 	}
@@ -95,7 +95,7 @@ func TestCheckpointByAge(t *testing.T) {
 	cfg.CheckpointInterval = 50 * time.Millisecond
 	a := openTest(t, cfg)
 	srv := startServer(t, a)
-	segs := w.segments("edge-1", 97)
+	segs := w.Segments("edge-1", 97)
 	srv.ship(t, segs[:4]...)
 	deadline := time.Now().Add(10 * time.Second)
 	for a.pendingEvents.Load() != 0 || a.m.checkpoints.Get() == 0 {

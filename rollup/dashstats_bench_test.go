@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/store"
 )
 
@@ -19,7 +20,7 @@ import (
 func BenchmarkDashboardQueries(b *testing.B) {
 	a, r := openSeeded(b, dimPage, 1000)
 	seedRecentRaw(b, a, 20, 4000)
-	ny := r.loc()
+	ny := r.Location()
 	goals := []store.Goal{
 		{ID: "one", PagePath: "/page/0001", DisplayName: "One page"},
 		{ID: "few", PagePath: "/page/000*", DisplayName: "Ten pages"},
@@ -30,7 +31,7 @@ func BenchmarkDashboardQueries(b *testing.B) {
 	b.Run("baseline-link-series-day", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := a.LinkStats("big", r, Day); err != nil {
+			if _, err := a.LinkStats("big", r, query.Day); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -38,7 +39,7 @@ func BenchmarkDashboardQueries(b *testing.B) {
 	b.Run("baseline-site-timeseries-day", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := a.SiteTimeseries("bigsite", r, Day, nil); err != nil {
+			if _, err := a.SiteTimeseries("bigsite", r, query.Day, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

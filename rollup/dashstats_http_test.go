@@ -8,6 +8,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waymark/waymark/rollup/api"
+	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/store"
 )
 
@@ -38,7 +40,7 @@ func startDashStats(t *testing.T, a *Aggregator) string {
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	srv := &fasthttp.Server{Handler: a.StatsHandler(dashAuth{})}
+	srv := &fasthttp.Server{Handler: api.StatsHandler(a, dashAuth{}, api.Config{Now: a.cfg.Now, Logger: a.log})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Shutdown() })
 	return "http://" + ln.Addr().String()
@@ -109,7 +111,7 @@ func TestStatsHTTPOverviewHeatmapGoals(t *testing.T) {
 	get("/v1/links/ovw1/stats/overview", "", 401)
 
 	// Heatmap: period in the site's zone (Berlin) by default.
-	var h Heatmap
+	var h query.Heatmap
 	body = get("/v1/sites/site-heat/stats/heatmap?period=7d", "key-a", 200)
 	if err := json.Unmarshal(body, &h); err != nil {
 		t.Fatalf("decode %s: %v", body, err)
@@ -131,7 +133,7 @@ func TestStatsHTTPOverviewHeatmapGoals(t *testing.T) {
 	get("/v1/sites/site-heat/stats/heatmap?period=7d", "key-b", 404)
 
 	// Goals: the site's own goals from the authorizer.
-	var g SiteGoals
+	var g query.SiteGoals
 	body = get("/v1/sites/site-goals/stats/goals?from=2026-11-29T10:00:00Z&to=2026-11-30T00:00:00Z", "key-a", 200)
 	if err := json.Unmarshal(body, &g); err != nil {
 		t.Fatalf("decode %s: %v", body, err)
@@ -150,7 +152,7 @@ func TestStatsHTTPOverviewHeatmapGoals(t *testing.T) {
 	get("/v1/sites/site-goals/stats/goals", "key-b", 404)
 
 	// Channel is a site breakdown dimension.
-	var bd SiteBreakdown
+	var bd query.SiteBreakdown
 	body = get("/v1/sites/site-goals/stats/breakdown?dimension=channel&from=2026-11-29&to=2026-11-29", "key-a", 200)
 	if err := json.Unmarshal(body, &bd); err != nil {
 		t.Fatalf("decode %s: %v", body, err)

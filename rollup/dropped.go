@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // Drop tallies (ingest.DropTally) come in segments beside the events and
@@ -49,7 +50,7 @@ func stageTallies(b *pebble.Batch, tallies []ingest.DropTally, cutoff day, maxMS
 
 // DroppedEvents is the number of events of one link or site (by scope)
 // that the edges dropped unwritten in the UTC hours r touches.
-func (a *Aggregator) DroppedEvents(scope ingest.Scope, name string, r Range) (int64, error) {
+func (a *Aggregator) DroppedEvents(scope ingest.Scope, name string, r query.Range) (int64, error) {
 	if err := a.enter(); err != nil {
 		return 0, err
 	}
@@ -59,8 +60,8 @@ func (a *Aggregator) DroppedEvents(scope ingest.Scope, name string, r Range) (in
 
 // droppedIn sums the tallies of one link or site over the UTC hours that
 // r touches. Callers hold the life lock (enter).
-func (a *Aggregator) droppedIn(scope ingest.Scope, name string, r Range) (int64, error) {
-	h0, h1 := r.hours()
+func (a *Aggregator) droppedIn(scope ingest.Scope, name string, r query.Range) (int64, error) {
+	h0, h1 := hoursOf(r)
 	if h1 <= h0 {
 		return 0, nil
 	}

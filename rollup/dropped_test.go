@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/api"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // TestDroppedEventsInAnswers ships a segment whose edge dropped events
@@ -52,7 +54,7 @@ func TestDroppedEventsInAnswers(t *testing.T) {
 		{h.Add(2 * time.Hour), base, 0},
 		{h.Add(-24 * time.Hour), base, 9},
 	} {
-		ls, err := a.LinkStats(genCode, Range{From: c.from, To: c.to}, Hour)
+		ls, err := a.LinkStats(genCode, query.Range{From: c.from, To: c.to}, query.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +62,7 @@ func TestDroppedEventsInAnswers(t *testing.T) {
 			t.Errorf("link %s..%s: dropped %d; want %d", c.from.Format("15:04"), c.to.Format("15:04"), ls.DroppedEvents, c.want)
 		}
 	}
-	ls, err := a.LinkStats(genCode, Range{From: h, To: base}, Hour)
+	ls, err := a.LinkStats(genCode, query.Range{From: h, To: base}, query.Hour)
 	if err != nil || ls.Totals.Clicks != 3 {
 		t.Fatalf("clicks %d (%v); want the 3 written, tallies are not clicks", ls.Totals.Clicks, err)
 	}
@@ -68,12 +70,12 @@ func TestDroppedEventsInAnswers(t *testing.T) {
 	// The HTTP answers: link breakdown, site aggregate, Plausible v2 meta.
 	q := "from=2026-11-30&to=2026-11-30&tz=UTC"
 	_, _, body := call(t, "GET", url+"/v1/links/"+genCode+"/stats/breakdown?dimension=country&"+q, "key-a", "")
-	var lb LinkBreakdown
+	var lb query.LinkBreakdown
 	if err := json.Unmarshal(body, &lb); err != nil || lb.DroppedEvents != 9 || lb.Total != 3 {
 		t.Errorf("link breakdown: %s (%v); want dropped_events 9, total 3", body, err)
 	}
 	_, _, body = call(t, "GET", url+"/v1/sites/"+genSite+"/stats/aggregate?"+q, "key-a", "")
-	var agg SiteAggregateAnswer
+	var agg api.SiteAggregateAnswer
 	if err := json.Unmarshal(body, &agg); err != nil || agg.DroppedEvents != 5 {
 		t.Errorf("site aggregate: %s (%v); want dropped_events 5", body, err)
 	}
@@ -97,7 +99,7 @@ func TestDroppedEventsInAnswers(t *testing.T) {
 	if err := a.ApplyRetention(); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := a.DroppedEvents(ingest.ScopeLink, genCode, Range{From: h, To: base}); err != nil || n != 0 {
+	if n, err := a.DroppedEvents(ingest.ScopeLink, genCode, query.Range{From: h, To: base}); err != nil || n != 0 {
 		t.Errorf("after retention: dropped %d (%v); want 0", n, err)
 	}
 }

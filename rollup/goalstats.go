@@ -3,44 +3,10 @@ package rollup
 import (
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/valyala/fasthttp"
-
+	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/store"
 )
-
-// SiteGoals answers GET /v1/sites/{id}/stats/goals: every goal of the site
-// with its conversions over the range, as Plausible's goal breakdown
-// (event:goal with visitors, events and conversion_rate) gives them.
-type SiteGoals struct {
-	From     time.Time `json:"from"`
-	To       time.Time `json:"to"`
-	Timezone string    `json:"timezone"`
-	// TotalVisitors is every visitor of the range: the conversion rate's
-	// denominator.
-	TotalVisitors uint64     `json:"total_visitors"`
-	Goals         []GoalStat `json:"goals"` // most converting visitors first
-	Estimated     []string   `json:"estimated"`
-}
-
-// GoalStat is one goal's numbers.
-type GoalStat struct {
-	ID          string  `json:"id"`
-	DisplayName string  `json:"display_name"`
-	GoalType    string  `json:"goal_type"` // "event" or "page"
-	EventName   *string `json:"event_name"`
-	PagePath    *string `json:"page_path"`
-	// Visitors converted: the union of the visitors of the goal's event
-	// name, or of every page its pattern matches.
-	Visitors uint64 `json:"visitors"`
-	// Events are the completions: custom events of the name, or
-	// pageviews of the matching pages.
-	Events int64 `json:"events"`
-	// ConversionRate is Visitors / TotalVisitors in percent, two decimals
-	// (half to even), 0 without visitors.
-	ConversionRate float64 `json:"conversion_rate"`
-}
 
 var goalsEstimated = []string{"total_visitors", "visitors", "conversion_rate"}
 
@@ -50,15 +16,15 @@ var goalsEstimated = []string{"total_visitors", "visitors", "conversion_rate"}
 const goalUnionByPoint = 64
 
 // SiteGoalStats computes the conversions of goals on site over r.
-func (a *Aggregator) SiteGoalStats(site string, goals []store.Goal, r Range) (*SiteGoals, error) {
-	if err := checkRange(r); err != nil {
+func (a *Aggregator) SiteGoalStats(site string, goals []store.Goal, r query.Range) (*query.SiteGoals, error) {
+	if err := query.CheckRange(r); err != nil {
 		return nil, err
 	}
 	if err := a.enter(); err != nil {
 		return nil, err
 	}
 	defer a.leave()
-	out := &SiteGoals{From: r.From, To: r.To, Timezone: r.loc().String(), Goals: []GoalStat{}, Estimated: goalsEstimated}
+	out := &query.SiteGoals{From: r.From, To: r.To, Timezone: r.Location().String(), Goals: []query.GoalStat{}, Estimated: goalsEstimated}
 	tot, err := a.setsOf(kindSite, site, dimTotal, r, []string{""})
 	if err != nil {
 		return nil, err
@@ -67,7 +33,7 @@ func (a *Aggregator) SiteGoalStats(site string, goals []store.Goal, r Range) (*S
 	var events, pages map[string]*counters // read once, for every goal
 	for i := range goals {
 		g := &goals[i]
-		st := GoalStat{ID: g.ID, DisplayName: g.DisplayName, GoalType: g.Type()}
+		st := query.GoalStat{ID: g.ID, DisplayName: g.DisplayName, GoalType: g.Type()}
 		var converted uint64
 		if g.IsPage() {
 			p := g.PagePath
@@ -110,7 +76,7 @@ func (a *Aggregator) SiteGoalStats(site string, goals []store.Goal, r Range) (*S
 		}
 		out.Goals = append(out.Goals, st)
 	}
-	slices.SortStableFunc(out.Goals, func(x, y GoalStat) int {
+	slices.SortStableFunc(out.Goals, func(x, y query.GoalStat) int {
 		if x.Visitors != y.Visitors {
 			if x.Visitors > y.Visitors {
 				return -1
@@ -124,7 +90,7 @@ func (a *Aggregator) SiteGoalStats(site string, goals []store.Goal, r Range) (*S
 
 // unionOf estimates the visitors of the union of values of a site
 // dimension over r.
-func (a *Aggregator) unionOf(site string, dim byte, r Range, values []string) (uint64, error) {
+func (a *Aggregator) unionOf(site string, dim byte, r query.Range, values []string) (uint64, error) {
 	var sets map[string]*visitorAcc
 	var err error
 	switch {
@@ -185,20 +151,4 @@ func unionAdd(u *visitorSet, v *visitorAcc) error {
 		return u.sk.Merge(src.sk)
 	}
 	return nil
-}
-
-// serveSiteGoals answers GET /v1/sites/{id}/stats/goals with period= or
-// from/to/tz.
-func (a *Aggregator) serveSiteGoals(ctx *fasthttp.RequestCtx, s store.Site) {
-	r, err := a.siteRangeArg(ctx.QueryArgs(), s.Timezone)
-	if err != nil {
-		writeProblem(ctx, "invalid-request", err.Error())
-		return
-	}
-	out, err := a.SiteGoalStats(s.ID, s.Goals, r)
-	if err != nil {
-		a.queryError(ctx, err)
-		return
-	}
-	writeJSON(ctx, out)
 }

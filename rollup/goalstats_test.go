@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/store"
 )
 
@@ -72,7 +73,7 @@ func shipGoalEvents(t *testing.T, a *Aggregator) {
 }
 
 // goalRange is the range of goalEvents.
-var goalRange = Range{From: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), To: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
+var goalRange = query.Range{From: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), To: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
 
 type wantGoal struct {
 	id       string
@@ -105,7 +106,7 @@ func TestSiteGoalStats(t *testing.T) {
 	checkGoals(t, got.Goals, goalsByHand)
 }
 
-func checkGoals(t *testing.T, got []GoalStat, want []wantGoal) {
+func checkGoals(t *testing.T, got []query.GoalStat, want []wantGoal) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("goals: got %d %+v; want %d", len(got), got, len(want))

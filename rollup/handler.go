@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // SegmentsHandler answers POST /internal/v1/segments (ingest.ShipPath): a
@@ -106,7 +107,7 @@ func (a *Aggregator) handleSegments(ctx *fasthttp.RequestCtx) {
 	if err != nil {
 		a.m.requestsFailed.Inc()
 		status := fasthttp.StatusInternalServerError
-		if errors.Is(err, ErrClosed) {
+		if errors.Is(err, query.ErrClosed) {
 			status = fasthttp.StatusServiceUnavailable
 		} else {
 			a.log.Error("cannot store segment batch", "segments", scratch.n, "err", err)

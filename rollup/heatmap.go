@@ -1,64 +1,28 @@
 package rollup
 
 import (
-	"errors"
-	"fmt"
-	"regexp"
-	"strconv"
-	"time"
-
-	"github.com/valyala/fasthttp"
-
-	"github.com/waymark/waymark/store"
+	"github.com/waymark/waymark/rollup/query"
 )
-
-// Heatmap answers GET /v1/sites/{id}/stats/heatmap: a site's traffic by
-// day of the week (Monday first) and hour of the day in its zone, summed
-// over the range. Each cell is the sum, over the range's hours that fall
-// on that weekday and hour, of Plausible's time:hour numbers: pageviews in
-// the hour, and visits active in the hour (a visit counts in every hour
-// from its first to its last event, Plausible's smeared sessions).
-type Heatmap struct {
-	From      time.Time     `json:"from"`
-	To        time.Time     `json:"to"`
-	Timezone  string        `json:"timezone"`
-	Weekdays  [7]string     `json:"weekdays"`
-	Pageviews [7][24]int64  `json:"pageviews"`
-	Visits    [7][24]int64  `json:"visits"`
-	Max       HeatmapTotals `json:"max"`   // the largest cell of each
-	Total     HeatmapTotals `json:"total"` // pageviews in the range; visits summed over cells
-	// HoursFrom is the first hour counted. Hour rows are kept for the hour
-	// tier's retention (30 days by default): a range reaching further back
-	// is counted from there, and Clipped says so.
-	HoursFrom time.Time `json:"hours_from"`
-	Clipped   bool      `json:"clipped"`
-}
-
-// HeatmapTotals are a pageview and a visit number.
-type HeatmapTotals struct {
-	Pageviews int64 `json:"pageviews"`
-	Visits    int64 `json:"visits"`
-}
 
 var weekdayNames = [7]string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
 
 // SiteHeatmap adds a site's hour rows over r up by weekday and hour of
 // the day in r's zone. Hours are UTC hours: in a zone whose offset is not
 // a whole number of hours, an hour counts for the local hour it starts in.
-func (a *Aggregator) SiteHeatmap(site string, r Range) (*Heatmap, error) {
-	if err := checkRange(r); err != nil {
+func (a *Aggregator) SiteHeatmap(site string, r query.Range) (*query.Heatmap, error) {
+	if err := query.CheckRange(r); err != nil {
 		return nil, err
 	}
 	if err := a.enter(); err != nil {
 		return nil, err
 	}
 	defer a.leave()
-	loc := r.loc()
+	loc := r.Location()
 	now := a.cfg.Now()
-	h0, h1 := r.hours()
+	h0, h1 := hoursOf(r)
 	h1 = min(h1, hourOf(now.UnixMilli())+1)
 	hcut, _ := a.tierCutoffs(now)
-	out := &Heatmap{From: r.From, To: r.To, Timezone: loc.String(), Weekdays: weekdayNames}
+	out := &query.Heatmap{From: r.From, To: r.To, Timezone: loc.String(), Weekdays: weekdayNames}
 	if h0 < hcut {
 		out.Clipped = true
 		h0 = hcut
@@ -99,70 +63,4 @@ func (a *Aggregator) SiteHeatmap(site string, r Range) (*Heatmap, error) {
 		}
 	}
 	return out, nil
-}
-
-// serveSiteHeatmap answers GET /v1/sites/{id}/stats/heatmap with period=
-// or from/to/tz.
-func (a *Aggregator) serveSiteHeatmap(ctx *fasthttp.RequestCtx, s store.Site) {
-	r, err := a.siteRangeArg(ctx.QueryArgs(), s.Timezone)
-	if err != nil {
-		writeProblem(ctx, "invalid-request", err.Error())
-		return
-	}
-	out, err := a.SiteHeatmap(s.ID, r)
-	if err != nil {
-		a.queryError(ctx, err)
-		return
-	}
-	writeJSON(ctx, out)
-}
-
-// siteRangeArg reads period= (Plausible's relative ranges) or, without it,
-// from/to as the other site stats do; tz defaults to the site's zone.
-func (a *Aggregator) siteRangeArg(args *fasthttp.Args, siteTZ string) (Range, error) {
-	p := string(args.Peek("period"))
-	if p == "" {
-		return a.parseRange(args, siteTZ)
-	}
-	if len(args.Peek("from")) > 0 || len(args.Peek("to")) > 0 {
-		return Range{}, errors.New("give period or from/to, not both")
-	}
-	loc, err := tzArg(args, siteTZ)
-	if err != nil {
-		return Range{}, err
-	}
-	return periodRange(p, a.cfg.Now(), loc)
-}
-
-var daysPeriod = regexp.MustCompile(`^([1-9][0-9]{0,3})d$`)
-
-// periodRange is a relative range as Plausible's Stats API v2 date_range
-// defines it (stats/query_builder.ex): "day" is today; "Nd" the N days
-// before today (7d and 30d end yesterday); "month" and "year" the current
-// ones, whole.
-func periodRange(p string, now time.Time, loc *time.Location) (Range, error) {
-	t := now.In(loc)
-	midnight := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
-	r := Range{Loc: loc}
-	switch p {
-	case "day", "today":
-		r.From, r.To = midnight, midnight.AddDate(0, 0, 1)
-	case "month":
-		r.From = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, loc)
-		r.To = r.From.AddDate(0, 1, 0)
-	case "year":
-		r.From = time.Date(t.Year(), 1, 1, 0, 0, 0, 0, loc)
-		r.To = r.From.AddDate(1, 0, 0)
-	default:
-		m := daysPeriod.FindStringSubmatch(p)
-		if m == nil {
-			return r, fmt.Errorf("period %q: want day, month, year or Nd (1 to 5000 days)", p)
-		}
-		n, _ := strconv.Atoi(m[1]) // the pattern allows digits only
-		if n > 5000 {
-			return r, fmt.Errorf("period %q: at most 5000 days", p)
-		}
-		r.From, r.To = midnight.AddDate(0, 0, -n), midnight
-	}
-	return r, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // heatmapEvents is TestSiteHeatmap's site traffic, in UTC; the site is in
@@ -70,7 +71,7 @@ func TestSiteHeatmap(t *testing.T) {
 	shipHeatmapEvents(t, a, "site-heat")
 	berlin := mustLoc(t, "Europe/Berlin")
 
-	week, err := periodRange("7d", base, berlin)
+	week, err := query.PeriodRange("7d", base, berlin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestSiteHeatmap(t *testing.T) {
 	// first pageview (Sunday Nov 22, 23:50) is inside now: V5 is active
 	// in Sun 23 as well. The second pageview of V3 is still after the
 	// range.
-	month, err := periodRange("30d", base, berlin)
+	month, err := query.PeriodRange("30d", base, berlin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestSiteHeatmap(t *testing.T) {
 
 	// The same week in UTC moves every cell by an hour, and V3's first
 	// pageview and V5's onto other days.
-	weekUTC, _ := periodRange("7d", base, time.UTC) // Nov 23..29 UTC
+	weekUTC, _ := query.PeriodRange("7d", base, time.UTC) // Nov 23..29 UTC
 	h, err = a.SiteHeatmap("site-heat", weekUTC)
 	if err != nil {
 		t.Fatalf("SiteHeatmap: %v", err)
@@ -126,7 +127,7 @@ func TestSiteHeatmap(t *testing.T) {
 		map[cell]int64{{wed, 9}: 1, {sat, 18}: 1, {sat, 19}: 1, {sun, 22}: 1, {sun, 23}: 1})
 }
 
-func checkHeatmap(t *testing.T, what string, h *Heatmap, pageviews, visits map[cell]int64) {
+func checkHeatmap(t *testing.T, what string, h *query.Heatmap, pageviews, visits map[cell]int64) {
 	t.Helper()
 	for wd := range 7 {
 		for hr := range 24 {
@@ -137,38 +138,6 @@ func checkHeatmap(t *testing.T, what string, h *Heatmap, pageviews, visits map[c
 			if got := h.Visits[wd][hr]; got != visits[c] {
 				t.Errorf("%s: visits of %s %02d h: got %d; want %d", what, weekdayNames[wd], hr, got, visits[c])
 			}
-		}
-	}
-}
-
-// TestPeriodRange: Plausible's relative ranges (stats/query_builder.ex).
-func TestPeriodRange(t *testing.T) {
-	ny := mustLoc(t, "America/New_York")
-	now := time.Date(2026, 3, 10, 3, 0, 0, 0, time.UTC) // Mar 9 23:00 EDT (DST began Mar 8)
-	d := func(m time.Month, day int) time.Time { return time.Date(2026, m, day, 0, 0, 0, 0, ny) }
-	for _, c := range []struct {
-		period   string
-		from, to time.Time
-	}{
-		{"day", d(3, 9), d(3, 10)},
-		{"7d", d(3, 2), d(3, 9)}, // ends yesterday; a 167-hour week across the DST change
-		{"30d", d(2, 7), d(3, 9)},
-		{"1d", d(3, 8), d(3, 9)},
-		{"month", d(3, 1), d(4, 1)},
-		{"year", d(1, 1), time.Date(2027, 1, 1, 0, 0, 0, 0, ny)},
-	} {
-		r, err := periodRange(c.period, now, ny)
-		if err != nil {
-			t.Errorf("%s: %v", c.period, err)
-			continue
-		}
-		if !r.From.Equal(c.from) || !r.To.Equal(c.to) {
-			t.Errorf("%s: %v..%v; want %v..%v", c.period, r.From, r.To, c.from, c.to)
-		}
-	}
-	for _, bad := range []string{"0d", "7", "d", "-3d", "5001d", "12mo", "7D", "07d"} {
-		if _, err := periodRange(bad, now, ny); err == nil {
-			t.Errorf("period %q: no error", bad)
 		}
 	}
 }

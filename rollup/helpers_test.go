@@ -2,7 +2,6 @@ package rollup
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"log/slog"
 	"sync"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/internal/world"
 )
 
 const testToken = "test-token"
@@ -94,35 +94,10 @@ func pageview(label string, n int, site string, t time.Time, bot bool) ingest.Ev
 	return ev
 }
 
-// segmentBytes frames events as a sealed segment file, by the layout
-// documented in ingest/segment.go (the ingest package exports no segment
-// encoder; its writer only writes files).
+// segmentBytes frames events as a sealed segment file
+// (world.SegmentBytes).
 func segmentBytes(node string, seq uint64, events ...ingest.Event) []byte {
-	crcTable := crc32.MakeTable(crc32.Castagnoli)
-	b := []byte("WMSG")
-	b = append(b, 1)
-	b = binary.BigEndian.AppendUint64(b, seq)
-	b = binary.BigEndian.AppendUint64(b, uint64(base.UnixMilli()))
-	b = binary.AppendUvarint(b, uint64(len(node)))
-	b = append(b, node...)
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
-	var payload []byte
-	for i := range events {
-		payload = ingest.AppendEvent(payload[:0], &events[i])
-		b = binary.AppendUvarint(b, uint64(len(payload)))
-		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(payload, crcTable))
-		b = append(b, payload...)
-	}
-	footer := binary.BigEndian.AppendUint64([]byte{0}, uint64(len(events)))
-	footer = binary.LittleEndian.AppendUint32(footer, crc32.Checksum(footer, crcTable))
-	return append(b, footer...)
-}
-
-// segmentRef reads the identity from the header of a segment made by
-// segmentBytes (node ids shorter than 128 bytes).
-func segmentRef(seg []byte) ingest.SegmentRef {
-	n := int(seg[21])
-	return ingest.SegmentRef{Node: string(seg[22 : 22+n]), Seq: binary.BigEndian.Uint64(seg[5:])}
+	return world.SegmentBytes(node, seq, events...)
 }
 
 // corrupt flips one byte in the last record's payload of a segment.

@@ -5,39 +5,8 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
-
-// LinkTotals are a link's numbers over a range.
-type LinkTotals struct {
-	Clicks         int64  `json:"clicks"`
-	UniqueVisitors uint64 `json:"unique_visitors"` // estimate
-	BotClicks      int64  `json:"bot_clicks"`
-}
-
-// LinkPoint is one bucket of a link's series; T is its start in the
-// query's zone.
-type LinkPoint struct {
-	T              time.Time `json:"t"`
-	Clicks         int64     `json:"clicks"`
-	UniqueVisitors uint64    `json:"unique_visitors"` // estimate
-}
-
-// LinkStats answers GET /v1/links/{code}/stats.
-type LinkStats struct {
-	Code        string      `json:"code"`
-	From        time.Time   `json:"from"`
-	To          time.Time   `json:"to"`
-	Timezone    string      `json:"timezone"`
-	Granularity Granularity `json:"granularity"`
-	Totals      LinkTotals  `json:"totals"`
-	Series      []LinkPoint `json:"series"`
-	// Estimated names the fields that are HyperLogLog estimates.
-	Estimated []string `json:"estimated"`
-	// DroppedEvents is how many clicks of the link in the hours the range
-	// touches the edges dropped before writing them (dropped.go): the
-	// numbers above are short by that much.
-	DroppedEvents int64 `json:"dropped_events"`
-}
 
 // estimatedUniques is the Estimated list of every answer with uniques.
 var estimatedUniques = []string{"unique_visitors"}
@@ -51,11 +20,11 @@ var linkDims = map[string]byte{
 
 // LinkStats returns a link's totals over r and its series by g. Clicks
 // are exact; unique visitors are merged HyperLogLog sketches.
-func (a *Aggregator) LinkStats(code string, r Range, g Granularity) (*LinkStats, error) {
-	if err := checkRange(r); err != nil {
+func (a *Aggregator) LinkStats(code string, r query.Range, g query.Granularity) (*query.LinkStats, error) {
+	if err := query.CheckRange(r); err != nil {
 		return nil, err
 	}
-	buckets, err := r.buckets(g)
+	buckets, err := r.Buckets(g)
 	if err != nil {
 		return nil, err
 	}
@@ -63,8 +32,8 @@ func (a *Aggregator) LinkStats(code string, r Range, g Granularity) (*LinkStats,
 		return nil, err
 	}
 	defer a.leave()
-	out := &LinkStats{Code: code, From: r.From, To: r.To, Timezone: r.loc().String(), Granularity: g,
-		Series: make([]LinkPoint, 0, len(buckets)), Estimated: estimatedUniques}
+	out := &query.LinkStats{Code: code, From: r.From, To: r.To, Timezone: r.Location().String(), Granularity: g,
+		Series: make([]query.LinkPoint, 0, len(buckets)), Estimated: estimatedUniques}
 	rows, err := a.rows(kindLink, code, dimTotal, r, false, nil)
 	if err != nil {
 		return nil, err
@@ -88,7 +57,7 @@ func (a *Aggregator) LinkStats(code string, r Range, g Granularity) (*LinkStats,
 		if b.To.After(r.To) {
 			b.To = r.To
 		}
-		p := LinkPoint{T: b.From}
+		p := query.LinkPoint{T: b.From}
 		rows, err := a.rows(kindLink, code, dimTotal, b, false, nil)
 		if err != nil {
 			return nil, err
@@ -108,34 +77,15 @@ func (a *Aggregator) LinkStats(code string, r Range, g Granularity) (*LinkStats,
 	return out, nil
 }
 
-// LinkBreakdownRow is one value of a link breakdown.
-type LinkBreakdownRow struct {
-	Value          string  `json:"value"` // "" is none (direct, unknown)
-	Clicks         int64   `json:"clicks"`
-	UniqueVisitors uint64  `json:"unique_visitors"` // estimate
-	Share          float64 `json:"share"`           // of all clicks in the range, 0-1
-}
-
-// LinkBreakdown answers GET /v1/links/{code}/stats/breakdown.
-type LinkBreakdown struct {
-	Dimension string             `json:"dimension"`
-	Total     int64              `json:"total"`
-	Results   []LinkBreakdownRow `json:"results"`
-	// Other is the clicks of the values past the limit.
-	Other         int64    `json:"other"`
-	Estimated     []string `json:"estimated"`
-	DroppedEvents int64    `json:"dropped_events"` // as in LinkStats
-}
-
 // LinkBreakdown returns the top limit values of a dimension (country,
 // device, browser, os, referrer, utm_source, utm_medium, utm_campaign) by
 // clicks over r.
-func (a *Aggregator) LinkBreakdown(code, dimension string, r Range, limit int) (*LinkBreakdown, error) {
+func (a *Aggregator) LinkBreakdown(code, dimension string, r query.Range, limit int) (*query.LinkBreakdown, error) {
 	dim, ok := linkDims[dimension]
 	if !ok {
-		return nil, fmt.Errorf("%w: dimension %q", ErrUnsupportedQuery, dimension)
+		return nil, fmt.Errorf("%w: dimension %q", query.ErrUnsupportedQuery, dimension)
 	}
-	if err := checkRange(r); err != nil {
+	if err := query.CheckRange(r); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
@@ -145,7 +95,7 @@ func (a *Aggregator) LinkBreakdown(code, dimension string, r Range, limit int) (
 		return nil, err
 	}
 	defer a.leave()
-	out := &LinkBreakdown{Dimension: dimension, Results: []LinkBreakdownRow{}, Estimated: estimatedUniques}
+	out := &query.LinkBreakdown{Dimension: dimension, Results: []query.LinkBreakdownRow{}, Estimated: estimatedUniques}
 	totals, err := a.rows(kindLink, code, dimTotal, r, false, nil)
 	if err != nil {
 		return nil, err
@@ -161,9 +111,9 @@ func (a *Aggregator) LinkBreakdown(code, dimension string, r Range, limit int) (
 		return nil, err
 	}
 	for v, c := range rows {
-		out.Results = append(out.Results, LinkBreakdownRow{Value: v, Clicks: c[fCount]})
+		out.Results = append(out.Results, query.LinkBreakdownRow{Value: v, Clicks: c[fCount]})
 	}
-	sortByCount(out.Results, func(x *LinkBreakdownRow) int64 { return x.Clicks }, func(x *LinkBreakdownRow) string { return x.Value })
+	sortByCount(out.Results, func(x *query.LinkBreakdownRow) int64 { return x.Clicks }, func(x *query.LinkBreakdownRow) string { return x.Value })
 	if len(out.Results) > limit {
 		for _, x := range out.Results[limit:] {
 			out.Other += x.Clicks
@@ -188,26 +138,9 @@ func (a *Aggregator) LinkBreakdown(code, dimension string, r Range, limit int) (
 
 func round4(v float64) float64 { return float64(int64(v*10000+0.5)) / 10000 }
 
-// RecentClick is one click in a link's realtime answer.
-type RecentClick struct {
-	Time     time.Time `json:"time"`
-	Country  string    `json:"country"`
-	Device   string    `json:"device"`
-	Referrer string    `json:"referrer"`
-}
-
-// LinkRealtime answers GET /v1/links/{code}/stats/realtime: non-bot clicks
-// in the windows ending now, straight from the raw events.
-type LinkRealtime struct {
-	LastMinute   int64         `json:"last_minute"`
-	Last5Minutes int64         `json:"last_5_minutes"`
-	LastHour     int64         `json:"last_hour"`
-	Recent       []RecentClick `json:"recent"` // newest first
-}
-
 // LinkRealtime counts the link's non-bot clicks of the last minute, five
 // minutes and hour, and lists the last n of them.
-func (a *Aggregator) LinkRealtime(code string, n int) (*LinkRealtime, error) {
+func (a *Aggregator) LinkRealtime(code string, n int) (*query.LinkRealtime, error) {
 	if n <= 0 || n > 100 {
 		n = 20
 	}
@@ -217,8 +150,8 @@ func (a *Aggregator) LinkRealtime(code string, n int) (*LinkRealtime, error) {
 	defer a.leave()
 	now := a.cfg.Now()
 	nowMS := now.UnixMilli()
-	out := &LinkRealtime{Recent: []RecentClick{}}
-	var recent []RecentClick
+	out := &query.LinkRealtime{Recent: []query.RecentClick{}}
+	var recent []query.RecentClick
 	err := a.realtimeScan(now.Add(-time.Hour), func(ev *ingest.Event) error {
 		t := ev.Time
 		if t > nowMS {
@@ -234,7 +167,7 @@ func (a *Aggregator) LinkRealtime(code string, n int) (*LinkRealtime, error) {
 		if t >= nowMS-60_000 {
 			out.LastMinute++
 		}
-		recent = append(recent, RecentClick{Time: time.UnixMilli(t).UTC(), Country: ev.Country, Device: ev.Device, Referrer: ev.ReferrerHost})
+		recent = append(recent, query.RecentClick{Time: time.UnixMilli(t).UTC(), Country: ev.Country, Device: ev.Device, Referrer: ev.ReferrerHost})
 		if len(recent) > 2*n {
 			recent = append(recent[:0], recent[len(recent)-n:]...)
 		}

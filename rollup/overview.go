@@ -8,62 +8,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/valyala/fasthttp"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
-
-// LinkOverview answers GET /v1/links/{code}/stats/overview: the numbers a
-// link's owner looks at first, in one request. Days are days of Timezone.
-// Last7Days and Last30Days end yesterday, as Plausible's 7d and 30d do;
-// Previous7Days is the week before Last7Days, for WeeklyGrowth.
-type LinkOverview struct {
-	Code          string         `json:"code"`
-	Timezone      string         `json:"timezone"`
-	Now           time.Time      `json:"now"`
-	Today         OverviewWindow `json:"today"` // midnight to now
-	Yesterday     OverviewWindow `json:"yesterday"`
-	Last7Days     OverviewWindow `json:"last_7_days"`
-	Previous7Days OverviewWindow `json:"previous_7_days"`
-	Last30Days    OverviewWindow `json:"last_30_days"`
-	// AllTimeClicks is exact: the counter the click limit is checked
-	// against, kept whatever the retention of the other tiers.
-	AllTimeClicks int64 `json:"all_time_clicks"`
-	// DailyGrowth is today's clicks so far against yesterday's, and
-	// WeeklyGrowth the last 7 days against the 7 before, in percent with
-	// one decimal (+25.0 is a quarter more); null when the earlier
-	// period had no click.
-	DailyGrowth  *float64 `json:"daily_growth"`
-	WeeklyGrowth *float64 `json:"weekly_growth"`
-	// LastClick is the newest non-bot click of the last 30 days, from the
-	// raw events; null when there is none that recent (AllTimeClicks then
-	// tells whether the link was ever clicked).
-	LastClick *time.Time `json:"last_click"`
-	// PeakHour is the hour of the day with the most clicks over the last
-	// 30 days; null without clicks.
-	PeakHour  *PeakHour `json:"peak_hour"`
-	Estimated []string  `json:"estimated"`
-}
-
-// OverviewWindow is a link's numbers over [From, To).
-type OverviewWindow struct {
-	From           time.Time `json:"from"`
-	To             time.Time `json:"to"`
-	Clicks         int64     `json:"clicks"`
-	UniqueVisitors uint64    `json:"unique_visitors"` // estimate
-	// Coarse is set when part of the window is older than the hour tier
-	// and was counted at whole days (rollup/DESIGN.md, "Tiers").
-	Coarse bool `json:"coarse,omitempty"`
-}
-
-// PeakHour is an hour of the day (0-23 in the answer's zone) and the
-// clicks in it over [From, To): the 720 hours of the hour tier up to now.
-type PeakHour struct {
-	Hour   int       `json:"hour"`
-	Clicks int64     `json:"clicks"`
-	From   time.Time `json:"from"`
-	To     time.Time `json:"to"`
-}
 
 // overviewEstimated names the estimates of a LinkOverview.
 var overviewEstimated = []string{"today.unique_visitors", "yesterday.unique_visitors", "last_7_days.unique_visitors",
@@ -75,7 +23,7 @@ const peakHours = 30 * 24
 
 // LinkOverview computes a link's overview at the aggregator's now, with
 // days in loc.
-func (a *Aggregator) LinkOverview(code string, loc *time.Location) (*LinkOverview, error) {
+func (a *Aggregator) LinkOverview(code string, loc *time.Location) (*query.LinkOverview, error) {
 	if loc == nil {
 		loc = time.UTC
 	}
@@ -87,9 +35,9 @@ func (a *Aggregator) LinkOverview(code string, loc *time.Location) (*LinkOvervie
 	local := now.In(loc)
 	midnight := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, loc)
 	daysBack := func(n int) time.Time { return midnight.AddDate(0, 0, -n) }
-	out := &LinkOverview{Code: code, Timezone: loc.String(), Now: now, Estimated: overviewEstimated}
+	out := &query.LinkOverview{Code: code, Timezone: loc.String(), Now: now, Estimated: overviewEstimated}
 	for _, w := range []struct {
-		dst      *OverviewWindow
+		dst      *query.OverviewWindow
 		from, to time.Time
 	}{
 		{&out.Today, midnight, now},
@@ -129,13 +77,13 @@ func (a *Aggregator) LinkOverview(code string, loc *time.Location) (*LinkOvervie
 
 // overviewWindow fills w with the link's clicks and unique visitors over
 // [from, to).
-func (a *Aggregator) overviewWindow(code string, from, to time.Time, loc *time.Location, w *OverviewWindow) error {
+func (a *Aggregator) overviewWindow(code string, from, to time.Time, loc *time.Location, w *query.OverviewWindow) error {
 	w.From, w.To = from, to
 	if !to.After(from) {
 		return nil // the first instant of the day
 	}
-	r := Range{From: from, To: to, Loc: loc}
-	h0, h1 := r.hours()
+	r := query.Range{From: from, To: to, Loc: loc}
+	h0, h1 := hoursOf(r)
 	rows, coarse, err := a.sumRows(kindLink, code, dimCode(dimTotal), h0, h1, false, nil)
 	if err != nil {
 		return err
@@ -169,7 +117,7 @@ func growth(now, before int64) *float64 {
 // in loc and returns the busiest (the earliest on a tie), or nil when
 // there are none. In a zone whose offset is not a whole number of hours,
 // a UTC hour counts for the local hour it starts in.
-func peakHour(clicks []int64, h0 uint32, loc *time.Location) *PeakHour {
+func peakHour(clicks []int64, h0 uint32, loc *time.Location) *query.PeakHour {
 	var byHour [24]int64
 	var total int64
 	for i, n := range clicks {
@@ -188,7 +136,7 @@ func peakHour(clicks []int64, h0 uint32, loc *time.Location) *PeakHour {
 			best = h
 		}
 	}
-	return &PeakHour{Hour: best, Clicks: byHour[best], From: hourStart(h0).In(loc),
+	return &query.PeakHour{Hour: best, Clicks: byHour[best], From: hourStart(h0).In(loc),
 		To: hourStart(h0 + uint32(len(clicks))).In(loc)}
 }
 
@@ -310,35 +258,4 @@ func (a *Aggregator) hourTotals(kind byte, entity string, gran byte, h0, h1 uint
 		}
 	}
 	return nil
-}
-
-// serveLinkOverview answers GET /v1/links/{code}/stats/overview?tz=ZONE.
-func (a *Aggregator) serveLinkOverview(ctx *fasthttp.RequestCtx, code string) {
-	loc, err := tzArg(ctx.QueryArgs(), "UTC")
-	if err != nil {
-		writeProblem(ctx, "invalid-request", err.Error())
-		return
-	}
-	out, err := a.LinkOverview(code, loc)
-	if err != nil {
-		a.queryError(ctx, err)
-		return
-	}
-	writeJSON(ctx, out)
-}
-
-// tzArg reads the tz parameter, def when it is absent.
-func tzArg(args *fasthttp.Args, def string) (*time.Location, error) {
-	tz := string(args.Peek("tz"))
-	if tz == "" {
-		tz = def
-	}
-	if tz == "" {
-		tz = "UTC"
-	}
-	loc, err := time.LoadLocation(tz)
-	if err != nil {
-		return nil, fmt.Errorf("unknown time zone %q", tz)
-	}
-	return loc, nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // overviewClicks is the hand-made click history of TestLinkOverview. The
@@ -77,7 +79,7 @@ func TestLinkOverview(t *testing.T) {
 	nyDay := func(d int) time.Time { return time.Date(2026, 11, d, 0, 0, 0, 0, ny) }
 	for _, w := range []struct {
 		name     string
-		got      OverviewWindow
+		got      query.OverviewWindow
 		from, to time.Time
 		clicks   int64
 		uniques  uint64

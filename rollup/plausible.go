@@ -1,88 +1,43 @@
 package rollup
 
 import (
-	"errors"
 	"strconv"
 	"time"
-
-	"github.com/valyala/fasthttp"
 
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/rollup/plausible"
 	"github.com/waymark/waymark/rollup/sources"
-	"github.com/waymark/waymark/store"
 )
-
-// maxV2Body bounds a /api/v2/query body.
-const maxV2Body = 64 << 10
 
 // maxRawDayEvents bounds the raw events (of every site) a v2 query may
 // decode to find one site's: the raw engine reads whole days of blocks.
 const maxRawDayEvents = 50_000_000
 
-// serveV2 answers POST /api/v2/query: Plausible's Stats API v2, parsed and
-// checked as Plausible does (rollup/plausible), answered from the rollups
-// when they hold the answer exactly (v2fast.go) and otherwise from the raw
-// events. Errors use Plausible's {"error": "..."} body, which its clients
-// parse; another owner's site is 404, as every stats read here.
-func (a *Aggregator) serveV2(ctx *fasthttp.RequestCtx, auth Authorizer, owner string) {
-	body := ctx.PostBody()
-	if len(body) > maxV2Body {
-		v2Error(ctx, fasthttp.StatusRequestEntityTooLarge, "Query body is larger than "+strconv.Itoa(maxV2Body)+" bytes.")
-		return
-	}
-	siteID, err := plausible.SiteIDFromBody(body)
-	if err != nil {
-		v2Error(ctx, fasthttp.StatusBadRequest, err.Error())
-		return
-	}
-	site, ok := auth.SiteByDomain(siteID)
-	if !ok || site.Owner != owner {
-		v2Error(ctx, fasthttp.StatusNotFound, "Invalid API key or site ID. Please make sure you're using a valid API key with access to the site you've requested.")
-		return
-	}
+// SiteStatsStart is the start of the oldest held day with events of
+// site (query.Backend).
+func (a *Aggregator) SiteStatsStart(site string) (time.Time, error) {
 	if err := a.enter(); err != nil {
-		v2Error(ctx, fasthttp.StatusServiceUnavailable, "The aggregator is shutting down.")
-		return
+		return time.Time{}, err
 	}
 	defer a.leave()
-	psite := a.plausibleSite(site)
-	q, err := plausible.Parse(body, psite, a.cfg.Now())
-	if err != nil {
-		v2Error(ctx, fasthttp.StatusBadRequest, err.Error())
-		return
+	return a.firstDay(classSite, site), nil
+}
+
+// QueryV2 answers a parsed v2 query (query.Backend): from the rollups when
+// they hold the answer exactly (v2fast.go), otherwise from the raw events
+// (exact, nothing estimated).
+func (a *Aggregator) QueryV2(site string, q *plausible.Query) (*plausible.Result, error) {
+	if err := a.enter(); err != nil {
+		return nil, err
 	}
+	defer a.leave()
 	res, ok, err := a.v2Fast(q, site)
 	if err == nil && !ok {
 		if res, err = plausible.Evaluate(q, rawSource{a}, a.v2Config()); err == nil {
 			res.Estimated = []string{} // exact, from the raw events
 		}
 	}
-	var qe *plausible.QueryError
-	var se *plausible.ScanLimitError
-	switch {
-	case errors.As(err, &qe), errors.As(err, &se), errors.Is(err, ErrUnsupportedQuery):
-		v2Error(ctx, fasthttp.StatusBadRequest, err.Error())
-		return
-	case err != nil:
-		a.log.Error("cannot answer a v2 query", "site", site.ID, "err", err)
-		v2Error(ctx, fasthttp.StatusInternalServerError, "The query could not be answered.")
-		return
-	}
-	if res.DroppedEvents, err = a.droppedIn(ingest.ScopeSite, site.ID, Range{From: q.From, To: q.To}); err != nil {
-		a.log.Error("cannot read drop tallies", "site", site.ID, "err", err)
-		v2Error(ctx, fasthttp.StatusInternalServerError, "The query could not be answered.")
-		return
-	}
-	ctx.SetContentType("application/json")
-	ctx.SetBody(res.AppendJSON(nil))
-}
-
-func v2Error(ctx *fasthttp.RequestCtx, status int, msg string) {
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/json")
-	b := append([]byte(`{"error":`), strconv.Quote(msg)...)
-	ctx.SetBody(append(b, '}'))
+	return res, err
 }
 
 // v2Config is the raw engine's configuration: Waymark's referrer names
@@ -94,17 +49,6 @@ func (a *Aggregator) v2Config() plausible.Config {
 			return sources.Channel(src, sources.UTM{Source: utmSource, Medium: utmMedium, Campaign: utmCampaign}, "")
 		},
 	}
-}
-
-// plausibleSite is the engine's view of a site: its goals, and when its
-// first event held was.
-func (a *Aggregator) plausibleSite(s store.Site) plausible.Site {
-	ps := plausible.Site{ID: s.ID, Domain: s.Domain, Timezone: s.Timezone}
-	for _, g := range s.Goals {
-		ps.Goals = append(ps.Goals, plausible.Goal{ID: g.ID, DisplayName: g.DisplayName, EventName: g.EventName, PagePath: g.PagePath})
-	}
-	ps.StatsStart = a.firstDay(classSite, s.ID)
-	return ps
 }
 
 // firstDay is the start of the oldest held day with events of a counter

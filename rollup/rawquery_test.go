@@ -8,18 +8,8 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
-
-// only returns the world narrowed to the site events keep accepts.
-func (w *genWorld) only(keep func(ev *ingest.Event) bool) *genWorld {
-	out := &genWorld{late: w.late}
-	for _, ev := range w.events {
-		if ev.SiteID == genSite && keep(&ev) {
-			out.events = append(out.events, ev)
-		}
-	}
-	return out
-}
 
 // TestRawQueryMatchesReference: filters on two dimensions, and a
 // breakdown filtered on another dimension, are answered exactly from the
@@ -27,17 +17,17 @@ func (w *genWorld) only(keep func(ev *ingest.Event) bool) *genWorld {
 func TestRawQueryMatchesReference(t *testing.T) {
 	w := generate(7)
 	a, _ := feedWorld(t, w)
-	filters := []DimFilter{{Dimension: "country", Op: "is", Values: []string{"DE"}}, {Dimension: "device", Op: "is_not", Values: []string{"tablet"}}}
-	narrow := w.only(func(ev *ingest.Event) bool { return ev.Country == "DE" && ev.Device != "tablet" })
-	byCountry := w.only(func(ev *ingest.Event) bool { return ev.Country == "DE" })
+	filters := []query.DimFilter{{Dimension: "country", Op: "is", Values: []string{"DE"}}, {Dimension: "device", Op: "is_not", Values: []string{"tablet"}}}
+	narrow := w.Only(func(ev *ingest.Event) bool { return ev.Country == "DE" && ev.Device != "tablet" })
+	byCountry := w.Only(func(ev *ingest.Event) bool { return ev.Country == "DE" })
 	for i, r := range worldRanges(t) {
-		ref := narrow.refSite(r.From, r.To)
+		ref := narrow.RefSite(r.From, r.To)
 		got, err := a.SiteAggregate(genSite, r, filters)
 		if err != nil {
 			t.Fatalf("SiteAggregate: %v", err)
 		}
-		want := ref.metrics()
-		want.Visitors = uint64(ref.visitors)
+		want := ref.Metrics()
+		want.Visitors = uint64(ref.Visitors)
 		// The raw engine answers as Plausible's API does: no bot counts,
 		// and time on page and scroll depth only with a page filter.
 		want.BotEvents, want.TimeOnPage, want.ScrollDepth = 0, 0, 0
@@ -48,23 +38,23 @@ func TestRawQueryMatchesReference(t *testing.T) {
 			t.Errorf("range %d, two filters:\n got %+v\nwant %+v", i, got, want)
 		}
 
-		pref := byCountry.refSite(r.From, r.To)
+		pref := byCountry.RefSite(r.From, r.To)
 		bd, err := a.SiteBreakdown(genSite, "page", r, 100, filters[:1])
 		if err != nil {
 			t.Fatalf("SiteBreakdown: %v", err)
 		}
 		wantEqual(t, "raw breakdown", bd.FromRawEvents, true)
-		wantEqual(t, "pages", len(bd.Results), len(pref.pagePV))
+		wantEqual(t, "pages", len(bd.Results), len(pref.PagePV))
 		var total int64
 		for _, row := range bd.Results {
-			wantEqual(t, "pageviews of "+row.Value, row.Pageviews, pref.pagePV[row.Value])
-			wantEqual(t, "visitors of "+row.Value, row.Visitors, uint64(len(pref.pageVisitors[row.Value])))
+			wantEqual(t, "pageviews of "+row.Value, row.Pageviews, pref.PagePV[row.Value])
+			wantEqual(t, "visitors of "+row.Value, row.Visitors, uint64(len(pref.PageVisitors[row.Value])))
 			total += row.Pageviews
 		}
-		wantEqual(t, "breakdown total", bd.Total, pref.pageviews)
+		wantEqual(t, "breakdown total", bd.Total, pref.Pageviews)
 		wantEqual(t, "breakdown total is the rows", total, bd.Total)
 
-		pts, err := a.SiteTimeseries(genSite, r, Day, filters)
+		pts, err := a.SiteTimeseries(genSite, r, query.Day, filters)
 		if err != nil {
 			t.Fatalf("SiteTimeseries: %v", err)
 		}
@@ -74,7 +64,7 @@ func TestRawQueryMatchesReference(t *testing.T) {
 		// count of the visits overlapping the day.
 		for _, p := range pts {
 			end := minTime(nextDay(p.T, r), r.To)
-			wantEqual(t, "visits on "+p.T.String(), p.Visits, narrow.refSite(p.T, end).visits)
+			wantEqual(t, "visits on "+p.T.String(), p.Visits, narrow.RefSite(p.T, end).Visits)
 		}
 	}
 	// One dimension still comes from the rollups and agrees with the raw
@@ -87,17 +77,17 @@ func TestRawQueryMatchesReference(t *testing.T) {
 	if len(bd.Results) != 1 || bd.Results[0].Value != "DE" {
 		t.Fatalf("country breakdown: got %+v; want DE only", bd.Results)
 	}
-	wantEqual(t, "DE visits", bd.Results[0].Visits, narrow.refSite(r.From, r.To).visits)
+	wantEqual(t, "DE visits", bd.Results[0].Visits, narrow.RefSite(r.From, r.To).Visits)
 }
 
 func TestRawQueryRefusals(t *testing.T) {
 	a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
-	r := Range{From: base.Add(-time.Hour), To: base}
-	for _, fs := range [][]DimFilter{
+	r := query.Range{From: base.Add(-time.Hour), To: base}
+	for _, fs := range [][]query.DimFilter{
 		{{Dimension: "country", Op: "is", Values: []string{"DE"}}, {Dimension: "nope", Op: "is", Values: []string{"x"}}},
 		{{Dimension: "country", Op: "is", Values: []string{"DE"}}, {Dimension: "device", Op: "matches", Values: []string{"x"}}},
 	} {
-		if _, err := a.SiteAggregate(genSite, r, fs); !errors.Is(err, ErrUnsupportedQuery) {
+		if _, err := a.SiteAggregate(genSite, r, fs); !errors.Is(err, query.ErrUnsupportedQuery) {
 			t.Errorf("filters %+v: got %v; want ErrUnsupportedQuery", fs, err)
 		}
 	}
@@ -123,16 +113,16 @@ func TestRawQueryV2HTTP(t *testing.T) {
 		t.Fatalf("decode %s: %v", body, err)
 	}
 	ny := mustLoc(t, genTZ)
-	ref := w.only(func(ev *ingest.Event) bool {
+	ref := w.Only(func(ev *ingest.Event) bool {
 		return ev.Country == "US" && (ev.Device == "mobile" || ev.Device == "desktop")
-	}).refSite(time.Date(2026, 11, 26, 0, 0, 0, 0, ny), time.Date(2026, 12, 2, 0, 0, 0, 0, ny))
-	if len(v2.Results) != 1 || ref.visits == 0 {
-		t.Fatalf("results: got %s; want one row (reference visits %d)", body, ref.visits)
+	}).RefSite(time.Date(2026, 11, 26, 0, 0, 0, 0, ny), time.Date(2026, 12, 2, 0, 0, 0, 0, ny))
+	if len(v2.Results) != 1 || ref.Visits == 0 {
+		t.Fatalf("results: got %s; want one row (reference visits %d)", body, ref.Visits)
 	}
 	m := v2.Results[0].Metrics
-	wantEqual(t, "visitors", int64(m[0]), ref.visitors)
-	wantEqual(t, "visits", int64(m[1]), ref.visits)
-	wantEqual(t, "bounce_rate", m[2], ref.metrics().BounceRate)
+	wantEqual(t, "visitors", int64(m[0]), ref.Visitors)
+	wantEqual(t, "visits", int64(m[1]), ref.Visits)
+	wantEqual(t, "bounce_rate", m[2], ref.Metrics().BounceRate)
 	if !strings.Contains(string(body), `"estimated_metrics":[]`) {
 		t.Errorf("raw answer marks an estimate: %s", body)
 	}

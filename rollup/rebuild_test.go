@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // TestRebuildRefusesPastRawRetention: once a day's raw events are gone its
@@ -26,7 +27,7 @@ func TestRebuildRefusesPastRawRetention(t *testing.T) {
 		evs = append(evs, ev)
 	}
 	srv.ship(t, segmentBytes("edge-1", 1, evs...))
-	day := Range{From: old.Truncate(24 * time.Hour), To: old.Truncate(24 * time.Hour).Add(24 * time.Hour)}
+	day := query.Range{From: old.Truncate(24 * time.Hour), To: old.Truncate(24 * time.Hour).Add(24 * time.Hour)}
 	want := func(when string) {
 		t.Helper()
 		m, err := a.SiteAggregate("s1", day, nil)
@@ -83,7 +84,7 @@ func TestRebuildDuringIngestLosesNothing(t *testing.T) {
 	}
 	wg.Wait()
 	wantCount(t, a, Filter{Code: "abc"}, first+later)
-	st, err := a.LinkStats("abc", Range{From: base.Add(-72 * time.Hour), To: base.Add(time.Hour)}, Day)
+	st, err := a.LinkStats("abc", query.Range{From: base.Add(-72 * time.Hour), To: base.Add(time.Hour)}, query.Day)
 	if err != nil {
 		t.Fatalf("LinkStats: %v", err)
 	}
@@ -106,10 +107,10 @@ func TestLateEventsFolded(t *testing.T) {
 	if got := a.rm.eventsLate.Get(); got != 2 {
 		t.Errorf("late events counted: got %d; want 2", got)
 	}
-	r := Range{From: at.Add(-time.Hour), To: at.Add(time.Hour)}
+	r := query.Range{From: at.Add(-time.Hour), To: at.Add(time.Hour)}
 	check := func(when string) {
 		t.Helper()
-		st, err := a.LinkStats("abc", r, Hour)
+		st, err := a.LinkStats("abc", r, query.Hour)
 		if err != nil {
 			t.Fatalf("LinkStats: %v", err)
 		}
@@ -142,7 +143,7 @@ func TestNewAndReturningVisits(t *testing.T) {
 		segmentBytes("edge-1", 1, mk(1, 2*time.Hour, 1)),
 		segmentBytes("edge-1", 2, mk(2, 0, 1), mk(3, time.Minute, 1)),
 		segmentBytes("edge-1", 3, mk(4, 30*time.Minute, 2)))
-	bd, err := a.SiteBreakdown("s1", "visitor_type", Range{From: at.Add(-time.Hour), To: at.Add(4 * time.Hour)}, 10, nil)
+	bd, err := a.SiteBreakdown("s1", "visitor_type", query.Range{From: at.Add(-time.Hour), To: at.Add(4 * time.Hour)}, 10, nil)
 	if err != nil {
 		t.Fatalf("SiteBreakdown: %v", err)
 	}
@@ -174,7 +175,7 @@ func TestDaySealedAfterMidnight(t *testing.T) {
 	}
 	srv.ship(t, segmentBytes("edge-1", 1, evs...))
 	today := base.Truncate(24 * time.Hour)
-	r := Range{From: today, To: today.Add(24 * time.Hour)}
+	r := query.Range{From: today, To: today.Add(24 * time.Hour)}
 	check := func(when string) {
 		t.Helper()
 		m, err := a.SiteAggregate("s1", r, nil)
@@ -184,7 +185,7 @@ func TestDaySealedAfterMidnight(t *testing.T) {
 		if m.Pageviews != 30 || m.Visits != 10 || m.Visitors != 10 {
 			t.Errorf("%s: got %d pageviews, %d visits, %d visitors; want 30, 10, 10", when, m.Pageviews, m.Visits, m.Visitors)
 		}
-		st, err := a.LinkStats("abc", r, Day)
+		st, err := a.LinkStats("abc", r, query.Day)
 		if err != nil || st.Totals.Clicks != 30 || len(st.Series) != 1 || st.Series[0].Clicks != 30 {
 			t.Errorf("%s: link stats %+v (err %v); want 30 clicks in one day", when, st, err)
 		}

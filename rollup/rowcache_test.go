@@ -3,6 +3,8 @@ package rollup
 import (
 	"testing"
 	"time"
+
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // TestRowCacheSeesLateUpdates: a finished hour's rowset, cached by a
@@ -28,7 +30,7 @@ func TestRowCacheSeesLateUpdates(t *testing.T) {
 	first.VisitorHash = 7
 	srv.ship(t, segmentBytes("edge-rc", 1, first))
 
-	hour := Range{From: at("09:00"), To: at("10:00")}
+	hour := query.Range{From: at("09:00"), To: at("10:00")}
 	ask := func(want float64) {
 		t.Helper()
 		for range 2 { // the second answer comes from the row cache

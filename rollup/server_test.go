@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/valyala/fasthttp"
 
 	"github.com/waymark/waymark/ingest"
@@ -55,17 +54,6 @@ func batch(t *testing.T, segs ...[]byte) []byte {
 		bs = append(bs, ingest.BatchSegment{Ref: segmentRef(raw), Data: raw})
 	}
 	return encodeBatch(t, bs)
-}
-
-// encodeBatch is the shipper's encoding: ingest.AppendBatch under zstd.
-func encodeBatch(t testing.TB, bs []ingest.BatchSegment) []byte {
-	t.Helper()
-	enc, err := zstd.NewWriter(nil)
-	if err != nil {
-		t.Fatalf("zstd: %v", err)
-	}
-	defer enc.Close()
-	return enc.EncodeAll(ingest.AppendBatch(nil, bs), nil)
 }
 
 type postResult struct {

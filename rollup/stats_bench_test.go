@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // BenchmarkRollupThroughput applies batches of 4,000 fresh events (70 %
@@ -99,7 +100,7 @@ func seedRollups(b *testing.B, a *Aggregator, kind byte, entity string, dim byte
 	}
 }
 
-func openSeeded(b *testing.B, dim byte, values int) (*Aggregator, Range) {
+func openSeeded(b *testing.B, dim byte, values int) (*Aggregator, query.Range) {
 	a, err := Open(testConfig(&testing.T{}, b.TempDir(), &testClock{now: base}))
 	if err != nil {
 		b.Fatalf("Open: %v", err)
@@ -112,7 +113,7 @@ func openSeeded(b *testing.B, dim byte, values int) (*Aggregator, Range) {
 	start := time.Date(2026, 10, 31, 0, 0, 0, 0, ny)
 	seedRollups(b, a, kindLink, "big", dimCountry, 50, 1_000_000, start.Add(-24*time.Hour))
 	seedRollups(b, a, kindSite, "bigsite", dim, values, 1_000_000, start.Add(-24*time.Hour))
-	return a, Range{From: start, To: start.AddDate(0, 0, 30), Loc: ny}
+	return a, query.Range{From: start, To: start.AddDate(0, 0, 30), Loc: ny}
 }
 
 // BenchmarkQuery30Days: a link with 1,000,000 clicks a day and a site
@@ -123,7 +124,7 @@ func BenchmarkQuery30Days(b *testing.B) {
 	b.Run("link-series-day", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			st, err := a.LinkStats("big", r, Day)
+			st, err := a.LinkStats("big", r, query.Day)
 			if err != nil || st.Totals.Clicks < 28_000_000 {
 				b.Fatalf("LinkStats: %v %+v", err, st.Totals)
 			}
@@ -132,7 +133,7 @@ func BenchmarkQuery30Days(b *testing.B) {
 	b.Run("link-series-hour", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := a.LinkStats("big", r, Hour); err != nil {
+			if _, err := a.LinkStats("big", r, query.Hour); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -148,7 +149,7 @@ func BenchmarkQuery30Days(b *testing.B) {
 	b.Run("site-timeseries-day", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := a.SiteTimeseries("bigsite", r, Day, nil); err != nil {
+			if _, err := a.SiteTimeseries("bigsite", r, query.Day, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/store"
 )
 
@@ -24,7 +25,7 @@ func feedWorld(t *testing.T, w *genWorld) (*Aggregator, Config) {
 		t.Fatalf("Open: %v", err)
 	}
 	srv := startServer(t, a)
-	segs := w.segments("edge-1", 97)
+	segs := w.Segments("edge-1", 97)
 	half := len(segs) / 2
 	for _, s := range segs[:half] {
 		srv.ship(t, s)
@@ -50,15 +51,15 @@ func feedWorld(t *testing.T, w *genWorld) (*Aggregator, Config) {
 	return a, cfg
 }
 
-func checkSite(t *testing.T, a *Aggregator, w *genWorld, r Range) {
+func checkSite(t *testing.T, a *Aggregator, w *genWorld, r query.Range) {
 	t.Helper()
-	ref := w.refSite(r.From, r.To)
+	ref := w.RefSite(r.From, r.To)
 	got, err := a.SiteAggregate(genSite, r, nil)
 	if err != nil {
 		t.Fatalf("SiteAggregate: %v", err)
 	}
-	want := ref.metrics()
-	wantEstimate(t, "visitors", got.Visitors, ref.visitors)
+	want := ref.Metrics()
+	wantEstimate(t, "visitors", got.Visitors, ref.Visitors)
 	got.Visitors = 0
 	// Plausible divides engaged time and scroll by the visits with an
 	// engagement event in the range; rollups count a visit's engagement in
@@ -76,13 +77,13 @@ func checkSite(t *testing.T, a *Aggregator, w *genWorld, r Range) {
 	if err != nil {
 		t.Fatalf("SiteBreakdown: %v", err)
 	}
-	wantEqual(t, "pages", len(pages.Results), len(ref.pagePV))
+	wantEqual(t, "pages", len(pages.Results), len(ref.PagePV))
 	for _, row := range pages.Results {
-		wantEqual(t, "pageviews of "+row.Value, row.Pageviews, ref.pagePV[row.Value])
-		wantEstimate(t, "visitors of "+row.Value, row.Visitors, int64(len(ref.pageVisitors[row.Value])))
+		wantEqual(t, "pageviews of "+row.Value, row.Pageviews, ref.PagePV[row.Value])
+		wantEstimate(t, "visitors of "+row.Value, row.Visitors, int64(len(ref.PageVisitors[row.Value])))
 	}
 	for dim, m := range map[string]map[string]int64{
-		"country": ref.countryVisit, "entry_page": ref.entryVisits, "exit_page": ref.exitVisits, "source": ref.sourceVisits,
+		"country": ref.CountryVisit, "entry_page": ref.EntryVisits, "exit_page": ref.ExitVisits, "source": ref.SourceVisits,
 	} {
 		bd, err := a.SiteBreakdown(genSite, dim, r, 100, nil)
 		if err != nil {
@@ -95,10 +96,10 @@ func checkSite(t *testing.T, a *Aggregator, w *genWorld, r Range) {
 	}
 }
 
-func checkLink(t *testing.T, a *Aggregator, w *genWorld, r Range) {
+func checkLink(t *testing.T, a *Aggregator, w *genWorld, r query.Range) {
 	t.Helper()
-	clicks, bots, uniques, byCountry := w.refClicks(r.From, r.To)
-	st, err := a.LinkStats(genCode, r, Day)
+	clicks, bots, uniques, byCountry := w.RefClicks(r.From, r.To)
+	st, err := a.LinkStats(genCode, r, query.Day)
 	if err != nil {
 		t.Fatalf("LinkStats: %v", err)
 	}
@@ -107,7 +108,7 @@ func checkLink(t *testing.T, a *Aggregator, w *genWorld, r Range) {
 	wantEstimate(t, "unique visitors", st.Totals.UniqueVisitors, uniques)
 	var sum int64
 	for _, p := range st.Series {
-		c, _, u, _ := w.refClicks(p.T, nextDay(p.T, r))
+		c, _, u, _ := w.RefClicks(p.T, nextDay(p.T, r))
 		wantEqual(t, "clicks on "+p.T.String(), p.Clicks, c)
 		wantEstimate(t, "uniques on "+p.T.String(), p.UniqueVisitors, u)
 		sum += p.Clicks
@@ -127,18 +128,18 @@ func checkLink(t *testing.T, a *Aggregator, w *genWorld, r Range) {
 }
 
 // nextDay is the end of the day bucket starting at t, clipped to r.
-func nextDay(t time.Time, r Range) time.Time {
-	l := t.In(r.loc())
-	end := time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, r.loc()).AddDate(0, 0, 1)
+func nextDay(t time.Time, r query.Range) time.Time {
+	l := t.In(r.Location())
+	end := time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, r.Location()).AddDate(0, 0, 1)
 	if end.After(r.To) {
 		return r.To
 	}
 	return end
 }
 
-func worldRanges(t *testing.T) []Range {
+func worldRanges(t *testing.T) []query.Range {
 	ny := mustLoc(t, genTZ)
-	return []Range{
+	return []query.Range{
 		{From: base.Add(-72 * time.Hour), To: base.Add(24 * time.Hour), Loc: time.UTC},
 		// Local days in New York: the seam between UTC day rows and hour rows.
 		{From: time.Date(2026, 11, 28, 0, 0, 0, 0, ny), To: time.Date(2026, 11, 30, 0, 0, 0, 0, ny), Loc: ny},
@@ -156,10 +157,10 @@ func TestStatsMatchReference(t *testing.T) {
 		checkSite(t, a, w, r)
 		checkLink(t, a, w, r)
 	}
-	if got := a.rm.eventsLate.Get(); got != uint64(len(w.late)) {
-		t.Errorf("late events: got %d; want %d", got, len(w.late))
+	if got := a.rm.eventsLate.Get(); got != uint64(len(w.Late)) {
+		t.Errorf("late events: got %d; want %d", got, len(w.Late))
 	}
-	wantCount(t, a, Filter{}, uint64(len(w.events))) // late ones are folded too
+	wantCount(t, a, Filter{}, uint64(len(w.Events))) // late ones are folded too
 }
 
 // snapshotRollups returns every rollup row and sketch, key and value.
@@ -220,9 +221,9 @@ func TestTodaySeamNonUTC(t *testing.T) {
 		click("s", 3, "abc", time.Date(2026, 11, 29, 23, 10, 0, 0, time.UTC), false), // 18:10 NY on the 29th
 		click("s", 4, "abc", time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC), false),   // 21:00 NY on the 29th
 	))
-	r := Range{From: time.Date(2026, 11, 28, 0, 0, 0, 0, ny), To: time.Date(2026, 11, 30, 0, 0, 0, 0, ny), Loc: ny}
+	r := query.Range{From: time.Date(2026, 11, 28, 0, 0, 0, 0, ny), To: time.Date(2026, 11, 30, 0, 0, 0, 0, ny), Loc: ny}
 	series := func() []int64 {
-		st, err := a.LinkStats("abc", r, Day)
+		st, err := a.LinkStats("abc", r, query.Day)
 		if err != nil {
 			t.Fatalf("LinkStats: %v", err)
 		}
@@ -308,14 +309,14 @@ func TestVisitAcrossMidnight(t *testing.T) {
 	}
 	// Shipped in reverse order: the visit must come out the same.
 	srv.ship(t, segmentBytes("edge-1", 1, evs[2]), segmentBytes("edge-1", 2, evs[1]), segmentBytes("edge-1", 3, evs[0]))
-	m, err := a.SiteAggregate("s1", Range{From: mid.Add(-time.Hour), To: mid.Add(time.Hour)}, nil)
+	m, err := a.SiteAggregate("s1", query.Range{From: mid.Add(-time.Hour), To: mid.Add(time.Hour)}, nil)
 	if err != nil {
 		t.Fatalf("SiteAggregate: %v", err)
 	}
 	if m.Visits != 1 || m.Pageviews != 3 || m.BounceRate != 0 || m.VisitDuration != 1800 || m.ViewsPerVisit != 3 {
 		t.Errorf("got %+v; want 1 visit, 3 pageviews, bounce 0, 1800 s, 3 per visit", m)
 	}
-	after, err := a.SiteAggregate("s1", Range{From: mid, To: mid.Add(time.Hour)}, nil)
+	after, err := a.SiteAggregate("s1", query.Range{From: mid, To: mid.Add(time.Hour)}, nil)
 	if err != nil {
 		t.Fatalf("SiteAggregate: %v", err)
 	}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/waymark/waymark/rollup/plausible"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // The native site endpoints answer filters the rollups cannot (several
@@ -17,46 +17,17 @@ import (
 // v2 query, evaluated, and the rows mapped back. One definition of every
 // metric, wherever it is asked.
 
-// needsRaw reports whether a site query must be answered from the raw
-// events: its filters are all valid but name more than one dimension, or
-// a breakdown (dimension, "" for none) is filtered on another dimension.
-// Rows are kept per dimension, not per combination.
-func needsRaw(dimension string, filters []DimFilter) bool {
-	if len(filters) == 0 {
-		return false
-	}
-	dims := make(map[string]bool)
-	for _, f := range filters {
-		if _, ok := siteDims[f.Dimension]; !ok || (f.Op != "is" && f.Op != "is_not" && f.Op != "contains") {
-			return false // filterOn reports it
-		}
-		dims[f.Dimension] = true
-	}
-	return len(dims) > 1 || (dimension != "" && !dims[dimension])
-}
-
-// v1ToV2Dims maps the native API's dimension names to Plausible's.
-var v1ToV2Dims = map[string]string{
-	"page": "event:page", "entry_page": "visit:entry_page", "exit_page": "visit:exit_page",
-	"referrer": "visit:referrer", "source": "visit:source", "channel": "visit:channel",
-	"utm_source": "visit:utm_source", "utm_medium": "visit:utm_medium", "utm_campaign": "visit:utm_campaign",
-	"utm_term": "visit:utm_term", "utm_content": "visit:utm_content",
-	"country": "visit:country", "device": "visit:device", "browser": "visit:browser", "os": "visit:os",
-	"region": "visit:region", "city": "visit:city", "browser_version": "visit:browser_version",
-	"os_version": "visit:os_version", "event": "event:name",
-}
-
 // rawRow is one row of a raw answer: a time bucket's start (as Plausible
 // labels it) or a breakdown value, and its metrics.
 type rawRow struct {
 	key string
-	m   SiteMetrics
+	m   query.SiteMetrics
 }
 
 // rawSite answers a site query from the raw events: over r, by g (""
 // for no series) or by dimension ("" for none), narrowed by filters.
-func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension string, filters []DimFilter) ([]rawRow, error) {
-	loc := r.loc()
+func (a *Aggregator) rawSite(site string, r query.Range, g query.Granularity, dimension string, filters []query.DimFilter) ([]rawRow, error) {
+	loc := r.Location()
 	body := map[string]any{
 		"site_id":    site,
 		"date_range": []string{r.From.In(loc).Format(time.RFC3339), r.To.Add(-time.Second).In(loc).Format(time.RFC3339)},
@@ -68,17 +39,17 @@ func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension stri
 	}
 	pageScoped := dimension == "page"
 	if dimension != "" {
-		d, ok := v1ToV2Dims[dimension]
+		d, ok := query.V2Dimensions[dimension]
 		if !ok {
-			return nil, fmt.Errorf("%w: dimension %q", ErrUnsupportedQuery, dimension)
+			return nil, fmt.Errorf("%w: dimension %q", query.ErrUnsupportedQuery, dimension)
 		}
 		dims = append(dims, d)
 	}
 	var fs [][]any
 	for _, f := range filters {
-		d, ok := v1ToV2Dims[f.Dimension]
+		d, ok := query.V2Dimensions[f.Dimension]
 		if !ok {
-			return nil, fmt.Errorf("%w: filter dimension %q", ErrUnsupportedQuery, f.Dimension)
+			return nil, fmt.Errorf("%w: filter dimension %q", query.ErrUnsupportedQuery, f.Dimension)
 		}
 		pageScoped = pageScoped || f.Dimension == "page"
 		vals := make([]any, len(f.Values))
@@ -86,12 +57,12 @@ func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension stri
 			if d == "visit:city" { // Plausible's city values are GeoNames ids, integers
 				id, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					return nil, fmt.Errorf("%w: a city filter value is a GeoNames id, not %q", ErrUnsupportedQuery, v)
+					return nil, fmt.Errorf("%w: a city filter value is a GeoNames id, not %q", query.ErrUnsupportedQuery, v)
 				}
 				vals[i] = id
 				continue
 			}
-			vals[i] = v1ToV2Value(d, v)
+			vals[i] = query.PlausibleValue(d, v)
 		}
 		fs = append(fs, []any{f.Op, d, vals, map[string]bool{"case_sensitive": f.Op != "contains"}})
 	}
@@ -118,13 +89,13 @@ func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension stri
 	}
 	q, err := plausible.Parse(raw, plausible.Site{ID: site, Domain: site, Timezone: loc.String()}, a.cfg.Now())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsupportedQuery, err)
+		return nil, fmt.Errorf("%w: %v", query.ErrUnsupportedQuery, err)
 	}
 	res, err := plausible.Evaluate(q, rawSource{a}, a.v2Config())
 	var qe *plausible.QueryError
 	var se *plausible.ScanLimitError
 	if errors.As(err, &qe) || errors.As(err, &se) {
-		return nil, fmt.Errorf("%w: %v", ErrUnsupportedQuery, err)
+		return nil, fmt.Errorf("%w: %v", query.ErrUnsupportedQuery, err)
 	}
 	if err != nil {
 		return nil, err
@@ -134,7 +105,7 @@ func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension stri
 		rr := rawRow{}
 		if len(row.Dimensions) > 0 {
 			last := row.Dimensions[len(row.Dimensions)-1]
-			rr.key = v2ToV1Value(dims[len(dims)-1], last.Str)
+			rr.key = query.StoredValue(dims[len(dims)-1], last.Str)
 			if last.Kind == plausible.Int { // visit:city; 0 is unknown
 				rr.key = ""
 				if last.Int != 0 {
@@ -175,38 +146,4 @@ func (a *Aggregator) rawSite(site string, r Range, g Granularity, dimension stri
 		out = append(out, rr)
 	}
 	return out, nil
-}
-
-// rawLabel is how Plausible labels the bucket starting at t by g.
-func rawLabel(t time.Time, g Granularity) string {
-	if g == Hour {
-		return t.Format(time.DateTime)
-	}
-	return t.Format(time.DateOnly)
-}
-
-// v1ToV2Value turns a native filter value (a stored value) into the value
-// Plausible shows and filters by.
-func v1ToV2Value(dim, v string) string {
-	if dim == "visit:device" {
-		return v2Label(dim, v)
-	}
-	if v == "" {
-		return v2Label(dim, "")
-	}
-	return v
-}
-
-// v2ToV1Value turns a Plausible label back into the stored value the
-// native API answers with ("" for none).
-func v2ToV1Value(dim, v string) string {
-	switch {
-	case dim == "visit:device":
-		return strings.ToLower(v)
-	case dim == "visit:country" && v == "\x00\x00":
-		return ""
-	case v == "Direct / None" || v == "(not set)":
-		return ""
-	}
-	return v
 }

@@ -1,15 +1,11 @@
 package rollup
 
 import (
-	"cmp"
 	"math"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/waymark/waymark/rollup/plausible"
-	"github.com/waymark/waymark/store"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // The v2 fast path: queries the rollups hold exactly are answered from
@@ -43,7 +39,7 @@ var v2FastMetrics = map[string]map[string]bool{
 
 // v2Fast answers q from the rollups when they hold it exactly; ok is false
 // when the raw engine must answer.
-func (a *Aggregator) v2Fast(q *plausible.Query, site store.Site) (*plausible.Result, bool, error) {
+func (a *Aggregator) v2Fast(q *plausible.Query, site string) (*plausible.Result, bool, error) {
 	if len(q.Filters) > 0 || len(q.Dimensions) > 1 {
 		return nil, false, nil
 	}
@@ -71,15 +67,15 @@ func (a *Aggregator) v2Fast(q *plausible.Query, site store.Site) (*plausible.Res
 			return nil, false, nil
 		}
 	}
-	r := Range{From: q.From, To: q.To, Loc: q.Timezone}
+	r := query.Range{From: q.From, To: q.To, Loc: q.Timezone}
 	if timeDim != "" && !seriesHeld(q) {
 		return nil, false, nil
 	}
 	if timeDim != "" {
-		rows, err := a.v2Series(q, site.ID, r, timeDim)
+		rows, err := a.v2Series(q, site, r, timeDim)
 		return a.v2Result(q, rows), err == nil, err
 	}
-	rows, err := a.v2Breakdown(q, site.ID, r, kind, dim)
+	rows, err := a.v2Breakdown(q, site, r, kind, dim)
 	return a.v2Result(q, rows), err == nil, err
 }
 
@@ -163,7 +159,7 @@ func (c *v2Cell) metric(name string, page, sessions bool) plausible.Value {
 
 // v2Breakdown computes the cells of an aggregate (kind "") or of a
 // breakdown by one visit dimension or by page.
-func (a *Aggregator) v2Breakdown(q *plausible.Query, site string, r Range, kind, dimName string) ([]v2Cell, error) {
+func (a *Aggregator) v2Breakdown(q *plausible.Query, site string, r query.Range, kind, dimName string) ([]v2Cell, error) {
 	dim := byte(dimTotal)
 	switch kind {
 	case "page":
@@ -198,7 +194,7 @@ func (a *Aggregator) v2Breakdown(q *plausible.Query, site string, r Range, kind,
 	}
 	cells := make([]v2Cell, 0, len(values))
 	for _, v := range values {
-		cell := v2Cell{label: v2Label(dimName, v)}
+		cell := v2Cell{label: query.PlausibleLabel(dimName, v)}
 		if c := rows[v]; c != nil {
 			cell.c = *c
 		}
@@ -216,9 +212,9 @@ func (a *Aggregator) v2Breakdown(q *plausible.Query, site string, r Range, kind,
 
 // v2Series computes the cells of a time series by day, week or month,
 // bucketed in the site's zone; only buckets with events are rows.
-func (a *Aggregator) v2Series(q *plausible.Query, site string, r Range, timeDim string) ([]v2Cell, error) {
-	g := map[string]Granularity{"time:day": Day, "time:week": Week, "time:month": Month}[timeDim]
-	buckets, err := r.buckets(g)
+func (a *Aggregator) v2Series(q *plausible.Query, site string, r query.Range, timeDim string) ([]v2Cell, error) {
+	g := map[string]query.Granularity{"time:day": query.Day, "time:week": query.Week, "time:month": query.Month}[timeDim]
+	buckets, err := r.Buckets(g)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +225,7 @@ func (a *Aggregator) v2Series(q *plausible.Query, site string, r Range, timeDim 
 		if !b.To.After(b.From) {
 			continue
 		}
-		if g == Week {
+		if g == query.Week {
 			label = b.From // Plausible clamps the first week to the range
 		}
 		rows, err := a.rows(kindSite, site, dimTotal, b, false, nil)
@@ -240,7 +236,7 @@ func (a *Aggregator) v2Series(q *plausible.Query, site string, r Range, timeDim 
 		if c == nil || (c[fCount] == 0 && c[fEvents] == 0 && c[fVisits] == 0 && c[fSessions] == 0) {
 			continue
 		}
-		cell := v2Cell{label: label.In(r.loc()).Format(time.DateOnly), c: *c}
+		cell := v2Cell{label: label.In(r.Location()).Format(time.DateOnly), c: *c}
 		if q.HasMetric("visitors") {
 			sets, err := a.setsOf(kindSite, site, dimTotal, b, []string{""})
 			if err != nil {
@@ -265,13 +261,13 @@ func (a *Aggregator) v2Series(q *plausible.Query, site string, r Range, timeDim 
 // bucketed by that event, outside the range (the crossing row at the
 // range's end holds those sessions). It is labelled with the bucket just
 // after the range, which holds every such session shorter than a day.
-func (a *Aggregator) v2SeriesTail(site string, r Range, g Granularity) (*v2Cell, error) {
-	after := Range{From: r.To, To: r.To.Add(time.Hour), Loc: r.Loc}
-	bs, err := after.buckets(g)
+func (a *Aggregator) v2SeriesTail(site string, r query.Range, g query.Granularity) (*v2Cell, error) {
+	after := query.Range{From: r.To, To: r.To.Add(time.Hour), Loc: r.Loc}
+	bs, err := after.Buckets(g)
 	if err != nil || len(bs) == 0 {
 		return nil, err
 	}
-	_, h1 := r.hours()
+	_, h1 := hoursOf(r)
 	c, _, err := a.sumRows(kindSite, site, dimCode(dimTotal), h1, h1, true, nil)
 	if err != nil {
 		return nil, err
@@ -280,57 +276,11 @@ func (a *Aggregator) v2SeriesTail(site string, r Range, g Granularity) (*v2Cell,
 	if total == nil || total[fSessions] <= 0 {
 		return nil, nil
 	}
-	return &v2Cell{label: bs[0].From.In(r.loc()).Format(time.DateOnly), c: *total}, nil
+	return &v2Cell{label: bs[0].From.In(r.Location()).Format(time.DateOnly), c: *total}, nil
 }
 
-// v2Label is the value Plausible shows for a stored value.
-func v2Label(dim, v string) string {
-	switch dim {
-	case "visit:device":
-		switch v {
-		case "desktop", "tv":
-			return "Desktop"
-		case "mobile":
-			return "Mobile"
-		case "tablet":
-			return "Tablet"
-		}
-	case "visit:country":
-		if v == "" {
-			return "\x00\x00"
-		}
-	}
-	if v != "" {
-		return v
-	}
-	switch {
-	case dim == "visit:source" || dim == "visit:referrer":
-		return "Direct / None"
-	case dim == "visit:channel":
-		return "Direct"
-	case strings.HasPrefix(dim, "visit:utm_"), dim == "visit:device", dim == "visit:browser", dim == "visit:os",
-		dim == "visit:browser_version", dim == "visit:os_version":
-		return "(not set)"
-	}
-	return v // visit:region: "" as Plausible shows it; visit:city: see v2DimValue
-}
-
-// v2DimValue is a row's dimension value: a string, but visit:city is
-// Plausible's integer city_geoname_id (0 when unknown), as the raw engine
-// gives it.
-func v2DimValue(dim, label string) plausible.Value {
-	if dim == "visit:city" {
-		if label == "" {
-			return plausible.IntValue(0)
-		}
-		if n, err := strconv.ParseInt(label, 10, 64); err == nil {
-			return plausible.IntValue(n)
-		}
-	}
-	return plausible.StringValue(label)
-}
-
-// v2Result orders and pages the cells as q asks, and wraps them.
+// v2Result computes the cells' metrics, and orders and pages them as q
+// asks (query.V2Result).
 func (a *Aggregator) v2Result(q *plausible.Query, cells []v2Cell) *plausible.Result {
 	page := len(q.Dimensions) == 1 && q.Dimensions[0] == "event:page"
 	sessions := !page
@@ -345,73 +295,12 @@ func (a *Aggregator) v2Result(q *plausible.Query, cells []v2Cell) *plausible.Res
 		c := &cells[i]
 		row := plausible.Row{Metrics: make([]plausible.Value, len(q.Metrics))}
 		if len(q.Dimensions) == 1 {
-			row.Dimensions = []plausible.Value{v2DimValue(q.Dimensions[0], c.label)}
+			row.Dimensions = []plausible.Value{query.PlausibleDimValue(q.Dimensions[0], c.label)}
 		}
 		for j, m := range q.Metrics {
 			row.Metrics[j] = c.metric(m, page, sessions)
 		}
 		rows[i] = row
 	}
-	key := func(r *plausible.Row, k string) (plausible.Value, bool) {
-		for j, m := range q.Metrics {
-			if m == k {
-				return r.Metrics[j], true
-			}
-		}
-		for j, d := range q.Dimensions {
-			if d == k && j < len(r.Dimensions) {
-				return r.Dimensions[j], true
-			}
-		}
-		return plausible.Value{}, false
-	}
-	slices.SortStableFunc(rows, func(x, y plausible.Row) int {
-		for _, o := range q.OrderBy {
-			vx, _ := key(&x, o.Key)
-			vy, _ := key(&y, o.Key)
-			if c := compareValues(vx, vy); c != 0 {
-				if o.Desc {
-					return -c
-				}
-				return c
-			}
-		}
-		for j := range x.Dimensions {
-			if c := compareValues(x.Dimensions[j], y.Dimensions[j]); c != 0 {
-				return c
-			}
-		}
-		return 0
-	})
-	total := len(rows)
-	lo := min(q.Pagination.Offset, len(rows))
-	hi := len(rows)
-	if q.Pagination.Limit > 0 {
-		hi = min(lo+q.Pagination.Limit, len(rows))
-	}
-	res := plausible.NewResult(q, rows[lo:hi], total)
-	res.Estimated = []string{}
-	if q.HasMetric("visitors") {
-		res.Estimated = append(res.Estimated, "visitors")
-	}
-	return res
-}
-
-func compareValues(x, y plausible.Value) int {
-	switch {
-	case x.Kind == plausible.Null || y.Kind == plausible.Null:
-		return cmp.Compare(x.Kind, y.Kind)
-	case x.Kind == plausible.String:
-		return strings.Compare(x.Str, y.Str)
-	case x.Kind == plausible.Float || y.Kind == plausible.Float:
-		return cmp.Compare(numberOf(x), numberOf(y))
-	}
-	return cmp.Compare(x.Int, y.Int)
-}
-
-func numberOf(v plausible.Value) float64 {
-	if v.Kind == plausible.Float {
-		return v.Float
-	}
-	return float64(v.Int)
+	return query.V2Result(q, rows)
 }

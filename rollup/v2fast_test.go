@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/waymark/waymark/rollup/plausible"
+	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/store"
 )
 
@@ -16,7 +17,7 @@ import (
 // hand-computed scenarios of the definitions themselves are in
 // rollup/plausible.
 func TestV2FastMatchesRaw(t *testing.T) {
-	checkV2Fast(t, generate(11).inTimeOrder(), false)
+	checkV2Fast(t, generate(11).InTimeOrder(), false)
 }
 
 // TestV2FastShuffledArrival: delivered in random order, the counts are
@@ -50,11 +51,11 @@ func checkV2Fast(t *testing.T, w *genWorld, visitorsAtLeast bool) {
 	for _, dr := range ranges {
 		for _, shape := range shapes {
 			body := []byte(fmt.Sprintf(`{"site_id":%q,"date_range":%s,%s}`, genSite, dr, shape))
-			q, err := plausible.Parse(body, a.plausibleSite(site), base)
+			q, err := plausible.Parse(body, query.PlausibleSite(site, a.firstDay(classSite, site.ID)), base)
 			if err != nil {
 				t.Fatalf("Parse(%s): %v", body, err)
 			}
-			fast, ok, err := a.v2Fast(q, site)
+			fast, ok, err := a.v2Fast(q, site.ID)
 			if err != nil || !ok {
 				t.Fatalf("v2Fast(%s): ok %v, err %v; want an answer", body, ok, err)
 			}

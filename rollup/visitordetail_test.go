@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // visitorDetailWorld: four visitors of ny.example on 2026-11-29 (New York):
@@ -151,7 +152,7 @@ func TestVisitorDetailV2(t *testing.T) {
 
 	// The native breakdown has the same dimensions, with the stored value.
 	_, _, body := call(t, "GET", url+"/v1/sites/"+genSite+"/stats/breakdown?dimension=region&from=2026-11-29&to=2026-11-29", "key-a", "")
-	var bd SiteBreakdown
+	var bd query.SiteBreakdown
 	if err := json.Unmarshal(body, &bd); err != nil {
 		t.Fatalf("decode %s: %v", body, err)
 	}
@@ -172,7 +173,7 @@ func TestVisitorDetailV2(t *testing.T) {
 		{"dimension=city&filters=region==DE-BE", `"2950159":1/1`},
 	} {
 		st, _, body := call(t, "GET", url+"/v1/sites/"+genSite+"/stats/breakdown?"+c.query+"&from=2026-11-29&to=2026-11-29", "key-a", "")
-		var bd SiteBreakdown
+		var bd query.SiteBreakdown
 		if err := json.Unmarshal(body, &bd); st != 200 || err != nil {
 			t.Fatalf("%s: got %d %s (%v)", c.query, st, body, err)
 		}

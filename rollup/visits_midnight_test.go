@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // midnightVisit is one visitor from 23:50 to 00:40 UTC: hash 1 before
@@ -53,7 +54,7 @@ func permutations(n int) [][]int {
 func TestVisitAcrossMidnightNewHash(t *testing.T) {
 	mid := base.Truncate(24 * time.Hour)
 	evs := midnightVisit(mid)
-	whole := Range{From: mid.Add(-time.Hour), To: mid.Add(time.Hour)}
+	whole := query.Range{From: mid.Add(-time.Hour), To: mid.Add(time.Hour)}
 	for _, order := range permutations(len(evs)) {
 		t.Run(fmt.Sprint(order), func(t *testing.T) {
 			a := openTest(t, testConfig(t, t.TempDir(), &testClock{now: base}))
@@ -86,7 +87,7 @@ func TestVisitAcrossMidnightNewHash(t *testing.T) {
 				if m.Visitors != wantVisitors {
 					t.Errorf("%s: visitors got %d; want %d", when, m.Visitors, wantVisitors)
 				}
-				before, err := a.SiteAggregate("s1", Range{From: mid.Add(-time.Hour), To: mid}, nil)
+				before, err := a.SiteAggregate("s1", query.Range{From: mid.Add(-time.Hour), To: mid}, nil)
 				if err != nil {
 					t.Fatalf("SiteAggregate: %v", err)
 				}
@@ -125,7 +126,7 @@ func TestVisitAcrossMidnightStaysApart(t *testing.T) {
 		segmentBytes("edge-1", 3, mk(2, -5*time.Minute, 30, 0)),
 		segmentBytes("edge-1", 4, mk(3, 5*time.Minute, 40, 0)), // another visitor, not linked
 	)
-	m, err := a.SiteAggregate("s1", Range{From: mid.Add(-time.Hour), To: mid.Add(time.Hour)}, nil)
+	m, err := a.SiteAggregate("s1", query.Range{From: mid.Add(-time.Hour), To: mid.Add(time.Hour)}, nil)
 	if err != nil {
 		t.Fatalf("SiteAggregate: %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/waymark/waymark/rollup"
+	"github.com/waymark/waymark/rollup/api"
 )
 
 // ---------------------------------------------------------------------
@@ -106,9 +106,9 @@ func startDashStub(t *testing.T) *dashStub {
 		t.Fatal(err)
 	}
 	s := &dashStub{base: "http://" + ln.Addr().String()}
-	dashboard := rollup.DashboardHandler()
+	dashboard := api.DashboardHandler()
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
-		if string(ctx.Path()) == rollup.DashboardPath {
+		if string(ctx.Path()) == api.DashboardPath {
 			dashboard(ctx)
 			return
 		}

@@ -24,7 +24,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
-	"github.com/waymark/waymark/rollup"
+	rollupapi "github.com/waymark/waymark/rollup/api"
 )
 
 // dashShotPath is where the dashboard screenshot is copied for people to
@@ -267,7 +267,7 @@ func copyFile(t *testing.T, from, to string) {
 func TestE2EDashboardStub(t *testing.T) {
 	br := startBrowser(t)
 	stub := startDashStub(t)
-	p := openDashboard(t, br, stub.base+rollup.DashboardPath)
+	p := openDashboard(t, br, stub.base+rollupapi.DashboardPath)
 
 	p.connect("wm_not_a_key")
 	p.waitFor("the refusal", `!document.querySelector('#connect-error').hidden`)
@@ -474,10 +474,10 @@ func TestE2EDashboardRealNode(t *testing.T) {
 		requireTool(t, "headless Chromium is not installed (%v); on Debian: apt-get install chromium", err)
 	}
 	n := startTrackedNode(t)
-	if r := do(t, "GET", n.base+rollup.DashboardPath, "", ""); r.status == 404 {
-		t.Skipf("GET %s answers 404: the dashboard is not wired into the node yet (route %s -> rollup.DashboardHandler)", rollup.DashboardPath, rollup.DashboardPath)
+	if r := do(t, "GET", n.base+rollupapi.DashboardPath, "", ""); r.status == 404 {
+		t.Skipf("GET %s answers 404: the dashboard is not wired into the node yet (route %s -> rollupapi.DashboardHandler)", rollupapi.DashboardPath, rollupapi.DashboardPath)
 	} else if r.status != 200 {
-		t.Fatalf("GET %s: got %d; want 200\n%s", rollup.DashboardPath, r.status, r.body)
+		t.Fatalf("GET %s: got %d; want 200\n%s", rollupapi.DashboardPath, r.status, r.body)
 	}
 	created := do(t, "POST", n.base+"/v1/links", n.key, `{"url":"https://example.com/dashboard-e2e"}`)
 	if created.status != 201 {
@@ -510,7 +510,7 @@ func TestE2EDashboardRealNode(t *testing.T) {
 
 	br := startBrowser(t)
 	// Today: the clicks were just made, and 7 days end yesterday.
-	p := openDashboard(t, br, n.base+rollup.DashboardPath+"#range=today")
+	p := openDashboard(t, br, n.base+rollupapi.DashboardPath+"#range=today")
 	p.connect(n.key)
 	v := p.waitReady("/v1/links/" + code + "/stats")
 	if v.State != "ready" {
@@ -639,7 +639,7 @@ func TestE2EDashboardPanels(t *testing.T) {
 	if _, err := chromedp.Call(br.ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: zone}); err != nil {
 		t.Fatalf("set the browser's time zone: %v", err)
 	}
-	p := openDashboard(t, br, n.base+rollup.DashboardPath+"#site="+site+"&range=today")
+	p := openDashboard(t, br, n.base+rollupapi.DashboardPath+"#site="+site+"&range=today")
 	p.connect(n.key)
 	v := p.waitReady("/v1/sites/" + site + "/stats/aggregate")
 	if v.State != "ready" || v.Banner != "" || !strings.Contains(v.Source, "tz="+strings.ReplaceAll(zone, "/", "%2F")) {

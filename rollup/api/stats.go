@@ -1,4 +1,4 @@
-package rollup
+package api
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup/query"
 	"github.com/waymark/waymark/store"
 )
 
@@ -24,7 +25,8 @@ type Authorizer interface {
 	SiteByDomain(domain string) (store.Site, bool) // for /api/v2/query site_id
 }
 
-// StatsHandler serves the stats API, scoped to the owner of the API key:
+// StatsHandler serves the stats API from b, scoped to the owner of the API
+// key (auth):
 //
 //	GET  /v1/links/{code}/stats[/breakdown|/realtime|/overview]
 //	GET  /v1/sites/{id}/stats/aggregate|timeseries|breakdown|realtime|heatmap|goals
@@ -32,7 +34,8 @@ type Authorizer interface {
 //
 // Another owner's link or site answers 404, exactly as a missing one.
 // Errors are RFC 9457 problem+json with types /problems/<name>.
-func (a *Aggregator) StatsHandler(auth Authorizer) fasthttp.RequestHandler {
+func StatsHandler(b query.Backend, auth Authorizer, cfg Config) fasthttp.RequestHandler {
+	a := &stats{b: b, auth: auth, cfg: cfg}
 	return func(ctx *fasthttp.RequestCtx) {
 		path := string(ctx.Path())
 		owner, ok := bearerOwner(ctx, auth)
@@ -47,7 +50,7 @@ func (a *Aggregator) StatsHandler(auth Authorizer) fasthttp.RequestHandler {
 				writeProblem(ctx, "method-not-allowed", "use POST")
 				return
 			}
-			a.serveV2(ctx, auth, owner)
+			a.serveV2(ctx, owner)
 			return
 		}
 		if !ctx.IsGet() && !ctx.IsHead() {
@@ -102,14 +105,14 @@ func writeJSON(ctx *fasthttp.RequestCtx, v any) {
 }
 
 // queryError answers an error from the query API.
-func (a *Aggregator) queryError(ctx *fasthttp.RequestCtx, err error) {
+func (a *stats) queryError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
-	case errors.Is(err, ErrUnsupportedQuery):
+	case errors.Is(err, query.ErrUnsupportedQuery):
 		writeProblem(ctx, "invalid-request", err.Error())
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, query.ErrClosed):
 		writeProblem(ctx, "unavailable", "the aggregator is shutting down")
 	default:
-		a.log.Error("cannot answer stats query", "path", string(ctx.Path()), "err", err)
+		a.log().Error("cannot answer stats query", "path", string(ctx.Path()), "err", err)
 		writeProblem(ctx, "internal", "cannot read stats")
 	}
 }
@@ -117,7 +120,7 @@ func (a *Aggregator) queryError(ctx *fasthttp.RequestCtx, err error) {
 // parseRange reads from, to and tz. Dates (YYYY-MM-DD) are days in the
 // zone, to inclusive; RFC 3339 instants are taken as they are. The default
 // is the last 7 days up to now.
-func (a *Aggregator) parseRange(args *fasthttp.Args, defTZ string) (Range, error) {
+func (a *stats) parseRange(args *fasthttp.Args, defTZ string) (query.Range, error) {
 	tz := string(args.Peek("tz"))
 	if tz == "" {
 		tz = defTZ
@@ -127,22 +130,22 @@ func (a *Aggregator) parseRange(args *fasthttp.Args, defTZ string) (Range, error
 	}
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
-		return Range{}, errors.New("unknown time zone " + strconv.Quote(tz))
+		return query.Range{}, errors.New("unknown time zone " + strconv.Quote(tz))
 	}
-	r := Range{Loc: loc, To: a.cfg.Now()}
+	r := query.Range{Loc: loc, To: a.now()}
 	if v := string(args.Peek("to")); v != "" {
 		if r.To, err = parseTime(v, loc, true); err != nil {
-			return Range{}, err
+			return query.Range{}, err
 		}
 	}
 	r.From = r.To.Add(-7 * 24 * time.Hour)
 	if v := string(args.Peek("from")); v != "" {
 		if r.From, err = parseTime(v, loc, false); err != nil {
-			return Range{}, err
+			return query.Range{}, err
 		}
 	}
 	if !r.To.After(r.From) {
-		return Range{}, errors.New("from must be before to")
+		return query.Range{}, errors.New("from must be before to")
 	}
 	return r, nil
 }
@@ -161,11 +164,11 @@ func parseTime(v string, loc *time.Location, end bool) (time.Time, error) {
 	return t, nil
 }
 
-func granularityArg(args *fasthttp.Args) (Granularity, error) {
-	switch g := Granularity(args.Peek("granularity")); g {
+func granularityArg(args *fasthttp.Args) (query.Granularity, error) {
+	switch g := query.Granularity(args.Peek("granularity")); g {
 	case "":
-		return Day, nil
-	case Hour, Day, Week, Month:
+		return query.Day, nil
+	case query.Hour, query.Day, query.Week, query.Month:
 		return g, nil
 	default:
 		return "", errors.New("granularity must be hour, day, week or month")
@@ -184,10 +187,10 @@ func limitArg(args *fasthttp.Args) (int, error) {
 	return n, nil
 }
 
-func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []string) {
+func (a *stats) serveLink(ctx *fasthttp.RequestCtx, code string, rest []string) {
 	args := ctx.QueryArgs()
 	if len(rest) == 1 && rest[0] == "overview" {
-		a.serveLinkOverview(ctx, code) // overview.go
+		a.serveLinkOverview(ctx, code) // linkoverview.go
 		return
 	}
 	if len(rest) == 1 && rest[0] == "realtime" {
@@ -199,7 +202,7 @@ func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []str
 		if len(args.Peek("limit")) == 0 {
 			n = 20
 		}
-		out, err := a.LinkRealtime(code, n)
+		out, err := a.b.LinkRealtime(code, n)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
@@ -219,7 +222,7 @@ func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []str
 			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
-		out, err := a.LinkStats(code, r, g)
+		out, err := a.b.LinkStats(code, r, g)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
@@ -231,7 +234,7 @@ func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []str
 			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
-		out, err := a.LinkBreakdown(code, string(args.Peek("dimension")), r, limit)
+		out, err := a.b.LinkBreakdown(code, string(args.Peek("dimension")), r, limit)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
@@ -244,15 +247,15 @@ func (a *Aggregator) serveLink(ctx *fasthttp.RequestCtx, code string, rest []str
 
 // filtersArg reads filters=dimension==value|dimension!=value|dimension~value
 // (separated by ";"), the v1-style shorthand.
-func filtersArg(v string) ([]DimFilter, error) {
-	var out []DimFilter
+func filtersArg(v string) ([]query.DimFilter, error) {
+	var out []query.DimFilter
 	for _, part := range strings.Split(v, ";") {
 		if part == "" {
 			continue
 		}
 		for _, op := range []struct{ sep, name string }{{"!=", "is_not"}, {"==", "is"}, {"~", "contains"}} {
 			if d, val, ok := strings.Cut(part, op.sep); ok {
-				out = append(out, DimFilter{Dimension: d, Op: op.name, Values: strings.Split(val, "|")})
+				out = append(out, query.DimFilter{Dimension: d, Op: op.name, Values: strings.Split(val, "|")})
 				goto next
 			}
 		}
@@ -264,7 +267,7 @@ func filtersArg(v string) ([]DimFilter, error) {
 
 // SiteAggregateAnswer is the JSON of GET /v1/sites/{id}/stats/aggregate.
 type SiteAggregateAnswer struct {
-	SiteMetrics
+	query.SiteMetrics
 	From      time.Time `json:"from"`
 	To        time.Time `json:"to"`
 	Timezone  string    `json:"timezone"`
@@ -275,22 +278,22 @@ type SiteAggregateAnswer struct {
 	// DroppedEvents is how many events of the site, in the hours the
 	// range touches, the edges dropped before writing them (a full queue
 	// or disk, a failed write): the numbers above are short by up to that
-	// much (dropped.go).
+	// much (query.Backend.DroppedEvents).
 	DroppedEvents int64 `json:"dropped_events"`
 }
 
-func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what string) {
+func (a *stats) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what string) {
 	args := ctx.QueryArgs()
 	switch what {
 	case "heatmap":
-		a.serveSiteHeatmap(ctx, s) // heatmap.go
+		a.serveSiteHeatmap(ctx, s) // sitepages.go
 		return
 	case "goals":
-		a.serveSiteGoals(ctx, s) // goalstats.go
+		a.serveSiteGoals(ctx, s) // sitepages.go
 		return
 	}
 	if what == "realtime" {
-		out, err := a.SiteRealtime(s.ID)
+		out, err := a.b.SiteRealtime(s.ID)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
@@ -308,24 +311,24 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 		writeProblem(ctx, "invalid-request", err.Error())
 		return
 	}
-	raw := needsRaw("", filters)
+	raw := query.NeedsRaw("", filters)
 	estimated := []string{"visitors"}
 	if raw {
 		estimated = []string{}
 	}
-	dropped, err := a.DroppedEvents(ingest.ScopeSite, s.ID, r)
+	dropped, err := a.b.DroppedEvents(ingest.ScopeSite, s.ID, r)
 	if err != nil {
 		a.queryError(ctx, err)
 		return
 	}
 	switch what {
 	case "aggregate":
-		m, err := a.SiteAggregate(s.ID, r, filters)
+		m, err := a.b.SiteAggregate(s.ID, r, filters)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
 		}
-		writeJSON(ctx, SiteAggregateAnswer{SiteMetrics: m, From: r.From, To: r.To, Timezone: r.loc().String(),
+		writeJSON(ctx, SiteAggregateAnswer{SiteMetrics: m, From: r.From, To: r.To, Timezone: r.Location().String(),
 			Estimated: estimated, FromRawEvents: raw, DroppedEvents: dropped})
 	case "timeseries":
 		g, err := granularityArg(args)
@@ -333,12 +336,12 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
-		pts, err := a.SiteTimeseries(s.ID, r, g, filters)
+		pts, err := a.b.SiteTimeseries(s.ID, r, g, filters)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
 		}
-		out := map[string]any{"granularity": g, "timezone": r.loc().String(), "series": pts, "estimated": estimated,
+		out := map[string]any{"granularity": g, "timezone": r.Location().String(), "series": pts, "estimated": estimated,
 			"dropped_events": dropped}
 		if raw {
 			out["from_raw_events"] = true
@@ -350,7 +353,7 @@ func (a *Aggregator) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what stri
 			writeProblem(ctx, "invalid-request", err.Error())
 			return
 		}
-		out, err := a.SiteBreakdown(s.ID, string(args.Peek("dimension")), r, limit, filters)
+		out, err := a.b.SiteBreakdown(s.ID, string(args.Peek("dimension")), r, limit, filters)
 		if err != nil {
 			a.queryError(ctx, err)
 			return
