@@ -21,6 +21,7 @@ import (
 	"github.com/waymark/waymark/internal/chserver"
 	"github.com/waymark/waymark/rollup"
 	"github.com/waymark/waymark/rollup/clickhouse"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // The generated world: three UTC days of site visits (pageviews,
@@ -234,14 +235,14 @@ func TestSameAnswersAsTheEmbeddedStore(t *testing.T) {
 	}
 	t.Logf("%d events in %d segments", len(evs), len(segs))
 	from, to := genDay0, genDay0.AddDate(0, 0, 3)
-	r := rollup.Range{From: from, To: to, Loc: time.UTC}
+	r := query.Range{From: from, To: to, Loc: time.UTC}
 
 	for _, code := range genLinks {
 		got, err := ch.LinkStats(ctx, code, from, to)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := emb.LinkStats(code, r, rollup.Day)
+		want, err := emb.LinkStats(code, r, query.Day)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +270,7 @@ func TestSameAnswersAsTheEmbeddedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := emb.SiteTimeseries(genSite, r, rollup.Day, nil)
+	want, err := emb.SiteTimeseries(genSite, r, query.Day, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
