@@ -21,6 +21,8 @@ import (
 //	review   varint   the link's ReviewUntil, if flagged (only when not 0)
 //	report   ...      store.AppendReport as bytes, if flagged (bit 5; reports)
 //	(bit 6)           the link's NoForwardQuery, a flag without a payload
+//	(bit 7)           a second flags byte follows the first (resultMore*)
+//	tags     string   the link's tags, if flagged in the second byte (bit 1)
 //
 // The error is sent as a stable code so that errors.Is(err, store.ErrX)
 // holds on the forwarding node exactly as it would on the leader.
@@ -34,7 +36,15 @@ const (
 	resultHasReview
 	resultHasReport
 	resultNoForwardQuery // the link's NoForwardQuery; no payload
-	resultKnownFlags     = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite | resultHasReview | resultHasReport | resultNoForwardQuery
+	resultMoreFlags      // a second flags byte follows
+	resultKnownFlags     = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite | resultHasReview | resultHasReport | resultNoForwardQuery | resultMoreFlags
+)
+
+// Bits of the second flags byte. Bit 0 is the link's domain (custom
+// domains), bit 2 a key record (API keys), bit 3 bulk results (bulk).
+const (
+	resultMoreTags  byte = 1 << 1 // the link's tags follow, after every first-byte payload
+	resultMoreKnown      = resultMoreTags
 )
 
 // errCode names a sentinel error on the wire; never renumbered or reused.
@@ -145,7 +155,17 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if flags&resultHasLink != 0 && res.Link.NoForwardQuery {
 		flags |= resultNoForwardQuery
 	}
+	var more byte
+	if flags&resultHasLink != 0 && res.Link.Tags != "" {
+		more |= resultMoreTags
+	}
+	if more != 0 {
+		flags |= resultMoreFlags
+	}
 	dst = append(dst, resultVersion, flags)
+	if more != 0 {
+		dst = append(dst, more)
+	}
 	dst = appendUvarint(dst, res.Index)
 	code := codeOf(res.Err)
 	dst = append(dst, byte(code))
@@ -172,6 +192,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if flags&resultHasReport != 0 {
 		dst = appendReportResult(dst, res.Report)
 	}
+	if more&resultMoreTags != 0 {
+		dst = appendString(dst, res.Link.Tags)
+	}
 	return dst
 }
 
@@ -186,6 +209,13 @@ func decodeResult(b []byte) (*applyResult, error) {
 	flags := r.Byte()
 	if flags&^resultKnownFlags != 0 {
 		r.Fail()
+	}
+	var more byte
+	if flags&resultMoreFlags != 0 {
+		// Never zero: one answer, one encoding.
+		if more = r.Byte(); more == 0 || more&^resultMoreKnown != 0 {
+			r.Fail()
+		}
 	}
 	res := &applyResult{Index: r.Uvarint()}
 	if code := errCode(r.Byte()); code != errCodeNone {
@@ -220,6 +250,12 @@ func decodeResult(b []byte) (*applyResult, error) {
 	}
 	if flags&resultNoForwardQuery != 0 {
 		if res.Link.NoForwardQuery = true; flags&resultHasLink == 0 {
+			r.Fail()
+		}
+	}
+	if more&resultMoreTags != 0 {
+		res.Link.Tags = r.String()
+		if flags&resultHasLink == 0 || res.Link.Tags == "" || store.CheckStoredTags(res.Link.Tags) != nil {
 			r.Fail()
 		}
 	}

@@ -25,6 +25,7 @@ const (
 	tabBlocklist         = 'B' // B canonical entry (name, address or prefix) -> blocklist record
 	tabReport            = 'T' // T id(be64) -> report case record
 	tabReportByCode      = 'U' // U code -> id(be64) of the code's open report case
+	tabTagIndex          = 'G' // G owner 0x00 tag 0x00 ^createIndex(be64) code -> empty (tags.go)
 )
 
 var (
