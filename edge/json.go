@@ -281,7 +281,7 @@ func (o jsonObject) tags(name string) (string, fieldState, error) {
 	}
 	tags, err := store.NormalizeTags(v)
 	if err != nil {
-		return "", st, fmt.Errorf("field %q: %w; a link has at most %d tags, each 1 to %d characters of a-z, 0-9, '-' and '_' starting with a letter or digit (upper case is lowered)",
+		return "", st, fmt.Errorf("field %q: %w (a link has at most %d tags, each 1 to %d characters; upper case is lowered)",
 			name, err, store.MaxTags, store.MaxTagLen)
 	}
 	return tags, st, nil
