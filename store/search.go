@@ -28,15 +28,16 @@ const (
 // EncodeCursor returns the cursor of a position (an index key suffix).
 func EncodeCursor(pos []byte) string { return base64.RawURLEncoding.EncodeToString(pos) }
 
-// DecodeCursor returns the position a cursor names; anything that no
-// EncodeCursor of an index key produced is ErrCorrupt.
+// DecodeCursor returns the position a cursor names: 8 bytes of index and
+// a code of 1 to 64 code characters. Anything else is ErrCorrupt.
 func DecodeCursor(cursor string) ([]byte, error) {
 	pos, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
 	if err != nil || len(pos) < 9 || len(pos) > 8+maxCursorCode {
 		return nil, fmt.Errorf("%w: bad cursor", ErrCorrupt)
 	}
 	for _, c := range pos[8:] {
-		if c == 0 {
+		// Codes and aliases are A-Z, a-z, 0-9, '_' and '-'.
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
 			return nil, fmt.Errorf("%w: bad cursor", ErrCorrupt)
 		}
 	}

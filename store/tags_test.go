@@ -248,6 +248,8 @@ func TestDecodeCursor(t *testing.T) {
 		"", "!!!", "abc=", base64.RawURLEncoding.EncodeToString([]byte("12345678")), // no code
 		base64.StdEncoding.EncodeToString(pos), // padded, standard alphabet
 		base64.RawURLEncoding.EncodeToString(append(bytes.Clone(pos), 0)),
+		base64.RawURLEncoding.EncodeToString(append(bytes.Clone(pos), '/')),
+		"not-a-cursor",
 		base64.RawURLEncoding.EncodeToString(append(bytes.Clone(pos[:8]), bytes.Repeat([]byte("x"), maxCursorCode+1)...)),
 	} {
 		if _, err := DecodeCursor(bad); !errors.Is(err, ErrCorrupt) {
