@@ -282,3 +282,145 @@ func deadAddr(t *testing.T) string {
 	ln.Close()
 	return addr
 }
+
+// TestE2ECLIFlagsAnywhere runs every command of the CLI (each one main.go
+// registers; a command without a row fails the test) through the built
+// binary with its flags before, after and around its positional
+// arguments, and checks each time that the flags were honoured: the
+// environment points every command at a dead node with no token or key,
+// so only the flags can make it reach the --dev node and answer with
+// -format json (or, for commands that must not run for real, reach the
+// dead address the flag names: exit 3 and that address in the message).
+func TestE2ECLIFlagsAnywhere(t *testing.T) {
+	dir := t.TempDir()
+	p := startNode(t, dir, "--dev", "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0")
+	base := "http://" + p.http
+	waitFor(t, "readyz", 30*time.Second, func() bool { return do(t, "GET", base+"/readyz", "", "").status == 200 })
+	var key string
+	waitFor(t, "dev-api-key", 30*time.Second, func() bool { key = readKeyMaybe(filepath.Join(dir, "dev-api-key")); return key != "" })
+	tokenFile, keyFile := filepath.Join(dir, "operator-token"), filepath.Join(dir, "dev-api-key")
+	opEnv := []string{"WAYMARK_ADMIN_ADDR=" + p.admin, "WAYMARK_TOKEN=" + readKey(t, tokenFile)}
+	ownEnv := []string{"WAYMARK_URL=" + base, "WAYMARK_API_KEY=" + key}
+
+	// Fixtures made the plain way, before the table.
+	var owner2 struct {
+		ID string `json:"id"`
+	}
+	ownerCLI(t, opEnv, &owner2, "owners", "create", "flags-suspendee")
+	mk := func(u string) string {
+		var l cliLink
+		ownerCLI(t, ownEnv, &l, "links", "create", u)
+		return l.Code
+	}
+	shown, deleted := mk("https://flags.example/show"), mk("https://flags.example/delete")
+	// One link per order of the arguments ("{mod}"): each goes through
+	// review, block and restore once.
+	moderated := []string{mk("https://flags.example/m0"), mk("https://flags.example/m1"), mk("https://flags.example/m2")}
+	snap := filepath.Join(t.TempDir(), "snap")
+	ownerCLI(t, opEnv, nil, "snapshot", "save", snap)
+	feed := filepath.Join(t.TempDir(), "feed.txt")
+	if err := os.WriteFile(feed, []byte("feed-evil.example\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	caDir := t.TempDir()
+	if _, stderr, code := runCLI(t, nil, "tls", "ca", "create", "-dir", caDir); code != 0 {
+		t.Fatalf("tls ca create: %s", stderr)
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+
+	dead, deadEnv := deadAddr(t), deadAddr(t)
+	env := []string{"WAYMARK_ADMIN_ADDR=" + deadEnv, "WAYMARK_TOKEN=", "WAYMARK_URL=http://" + deadEnv, "WAYMARK_API_KEY="}
+	admin := []string{"--admin-addr", p.admin, "--token-file", tokenFile, "-format", "json"}
+	own := []string{"--url", base, "--api-key-file", keyFile, "-format", "json"}
+	with := func(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
+
+	const unreachable = "UNREACHABLE" // want: exit 3 naming the dead address
+	rows := []struct {
+		cmd   string
+		pos   []string
+		flags []string
+		want  string // a substring of stdout ("{dir}" expanded); JSON output unless the command prints text
+		text  bool   // the command prints text, not JSON
+	}{
+		{"node", nil, []string{"--check-config", "--dev", "--data-dir", "{dir}", "--name", "flags-node"}, `"flags-node"`, false},
+		{"owners create", []string{"flags-owner"}, admin, `"api_key"`, false},
+		{"owners suspend", []string{owner2.ID}, with(admin, "--reason", "flags test"), `"suspended": true`, false},
+		{"owners unsuspend", []string{owner2.ID}, admin, `"suspended": false`, false},
+		{"status", nil, admin, `"applied_index"`, false},
+		{"members", nil, admin, `"status"`, false},
+		{"join", []string{p.gossip}, admin, `"contacted"`, false},
+		{"leave", nil, []string{"--admin-addr", dead}, unreachable, false},
+		{"raft peers", nil, admin, `"suffrage"`, false},
+		{"raft remove-peer", []string{"nobody"}, []string{"--admin-addr", dead}, unreachable, false},
+		{"raft transfer-leader", []string{"nobody"}, []string{"--admin-addr", dead}, unreachable, false},
+		{"regions list", nil, admin, `"slot"`, false},
+		{"regions add", []string{"flagregion"}, admin, `"flagregion"`, false},
+		{"blocklist add", []string{"flags-evil.example"}, with(admin, "--reason", "flags test"), `flags-evil.example`, false},
+		{"blocklist remove", []string{"flags-evil.example"}, admin, `flags-evil.example`, false},
+		{"blocklist list", nil, admin, `[`, false},
+		{"blocklist import", []string{feed}, []string{"--admin-addr", p.admin, "--token-file", tokenFile, "--format", "domains"}, "", true},
+		{"links create", []string{"https://flags.example/new"}, with(own, "--tag", "flagtag"), `"flagtag"`, false},
+		{"links list", nil, with(own, "--tag", "flagtag"), `https://flags.example/new`, false},
+		{"links show", []string{shown}, admin, `"owner"`, false},
+		{"links delete", []string{deleted}, own, `"deleted": true`, false},
+		{"links review", []string{"{mod}"}, with(admin, "--reason", "flags test"), `"status": "review"`, false},
+		{"links block", []string{"{mod}"}, with(admin, "--reason", "flags test"), `"status": "blocked"`, false},
+		{"links restore", []string{"{mod}"}, with(admin, "--reason", "flags test"), `"status": "active"`, false},
+		{"links history", []string{"{mod}"}, admin, `"history"`, false},
+		{"reports list", nil, admin, `[`, false},
+		{"reports resolve", []string{"1"}, []string{"--action", "dismiss", "--admin-addr", dead}, unreachable, false},
+		{"events count", nil, with(admin, "--link", shown), `"count"`, false},
+		{"events tail", nil, with(admin, "-n", "1"), `[`, false},
+		{"rollup rebuild", nil, with(admin, "--from", today, "--to", today), `{`, false},
+		{"snapshot save", []string{"{dir}/snap"}, admin, `"index"`, false},
+		{"snapshot restore", []string{snap}, []string{"--admin-addr", dead}, unreachable, false},
+		{"tls ca create", nil, []string{"-dir", "{dir}"}, "Saved {dir}/waymark-agent-ca.pem", true},
+		{"tls cert create", nil, []string{"--node", "n1", "--role", "voter", "--ca", filepath.Join(caDir, "waymark-agent-ca.pem"),
+			"--ca-key", filepath.Join(caDir, "waymark-agent-ca-key.pem"), "-dir", "{dir}"}, "Saved {dir}/n1-node.pem", true},
+		{"keygen", nil, nil, "=", true},        // takes no flags and no arguments
+		{"version", nil, nil, "waymark", true}, // takes no flags and no arguments
+	}
+	covered := map[string]bool{}
+	for _, r := range rows {
+		covered[r.cmd] = true
+	}
+	for _, c := range commands {
+		if !covered[c.name] {
+			t.Errorf("command %q has no row in this table", c.name)
+		}
+	}
+	for _, r := range rows {
+		// Every order of flags and positionals: flags first, flags last,
+		// and (with two or more flag words) split around the positionals.
+		orders := [][]string{with(r.flags, r.pos...)}
+		if len(r.pos) > 0 {
+			orders = append(orders, with(r.pos, r.flags...))
+			if len(r.flags) >= 2 {
+				orders = append(orders, with(with(r.flags[:2], r.pos...), r.flags[2:]...))
+			}
+		}
+		for n, args := range orders {
+			runDir := t.TempDir()
+			args = slices.Clone(args)
+			for i := range args {
+				args[i] = strings.ReplaceAll(args[i], "{dir}", runDir)
+				args[i] = strings.ReplaceAll(args[i], "{mod}", moderated[n])
+			}
+			full := append(strings.Fields(r.cmd), args...)
+			stdout, stderr, code := runCLI(t, env, full...)
+			name := "waymark " + strings.Join(full, " ")
+			switch {
+			case r.want == unreachable:
+				if code != 3 || !strings.Contains(stderr, dead) {
+					t.Errorf("%s: exit %d %q; want 3 naming %s", name, code, stderr, dead)
+				}
+			case code != 0:
+				t.Errorf("%s: exit %d: %s", name, code, stderr)
+			case !strings.Contains(stdout, strings.ReplaceAll(r.want, "{dir}", runDir)):
+				t.Errorf("%s: output lacks %q:\n%s", name, r.want, stdout)
+			case !r.text && !json.Valid([]byte(stdout)):
+				t.Errorf("%s: output is not JSON:\n%s", name, stdout)
+			}
+		}
+	}
+}
