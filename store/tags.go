@@ -13,8 +13,8 @@ import (
 // Tags label an owner's links ("spring", "sms") for GET /v1/links?tag=.
 // A tag is 1 to MaxTagLen characters of a-z, 0-9, '-' and '_' that start
 // with a letter or digit; input is lower-cased first (ASCII only). A link
-// holds at most MaxTags tags, kept sorted and without duplicates, so a
-// set of tags has one encoding.
+// holds at most MaxTags tags (a request may name no more), kept sorted and
+// without duplicates, so a set of tags has one encoding.
 const (
 	MaxTags   = 10
 	MaxTagLen = 32
@@ -33,6 +33,9 @@ func NormalizeTags(tags []string) (string, error) {
 	if len(tags) == 0 {
 		return "", nil
 	}
+	if len(tags) > MaxTags {
+		return "", fmt.Errorf("%w: %d tags, at most %d", ErrInvalidTags, len(tags), MaxTags)
+	}
 	out := make([]string, 0, len(tags))
 	for _, t := range tags {
 		n := strings.ToLower(t)
@@ -43,9 +46,6 @@ func NormalizeTags(tags []string) (string, error) {
 	}
 	slices.Sort(out)
 	out = slices.Compact(out)
-	if len(out) > MaxTags {
-		return "", fmt.Errorf("%w: %d distinct tags, at most %d", ErrInvalidTags, len(out), MaxTags)
-	}
 	return strings.Join(out, tagSep), nil
 }
 
