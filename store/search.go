@@ -32,7 +32,8 @@ func EncodeCursor(pos []byte) string { return base64.RawURLEncoding.EncodeToStri
 // a code of 1 to 64 code characters. Anything else is ErrCorrupt.
 func DecodeCursor(cursor string) ([]byte, error) {
 	pos, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
-	if err != nil || len(pos) < 9 || len(pos) > 8+maxCursorCode {
+	// The decoder skips \r and \n; one position, one cursor.
+	if err != nil || len(pos) < 9 || len(pos) > 8+maxCursorCode || EncodeCursor(pos) != cursor {
 		return nil, fmt.Errorf("%w: bad cursor", ErrCorrupt)
 	}
 	for _, c := range pos[8:] {
