@@ -572,6 +572,7 @@ func FuzzCreateBody(f *testing.F) {
 		`{"url":"https://example.com/","alias":"abc","expires_at":"2030-01-01T00:00:00Z","click_limit":3,"redirect":301}`,
 		`{"url":null}`, `{"url":1}`, `[]`, `{`, ``, `{"url":"x","redirect":1e400}`, `{"click_limit":9223372036854775808}`,
 		`{"url":"x","expires_at":"0000-01-01T00:00:00Z"}`, `{"url":"x","url":"y"}`,
+		`{"url":"x","tags":["Spring","sms"]}`, `{"url":"x","tags":["a,b"]}`, `{"url":"x","tags":null}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -583,7 +584,7 @@ func FuzzCreateBody(f *testing.F) {
 			}
 			return
 		}
-		if !store.ValidRedirect(req.Redirect) || req.ClickLimit < 0 || req.ExpiresAt < 0 {
+		if !store.ValidRedirect(req.Redirect) || req.ClickLimit < 0 || req.ExpiresAt < 0 || store.CheckStoredTags(req.Tags) != nil {
 			t.Fatalf("decodeCreate(%q) accepted %+v", body, req)
 		}
 	})

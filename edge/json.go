@@ -132,9 +132,12 @@ type createRequest struct {
 	// struct is marshalled into the Idempotency-Key request hash, so it is
 	// named there, and omitted when false so older bodies hash as before.
 	NoForwardQuery bool `json:"no_forward_query,omitempty"`
+	// Tags in normal form (store.NormalizeTags), omitted when none so
+	// older bodies hash as before.
+	Tags string `json:"tags,omitempty"`
 }
 
-var createFields = []string{"url", "alias", "expires_at", "click_limit", "redirect", "forward_query"}
+var createFields = []string{"url", "alias", "expires_at", "click_limit", "redirect", "forward_query", "tags"}
 
 // decodeCreate type-checks a create body. Semantic checks that need the
 // server (destination rules, alias rules, the clock) come later.
@@ -192,6 +195,9 @@ func decodeCreateObject(o jsonObject) (createRequest, error) {
 		return createRequest{}, errors.New(`field "forward_query" cannot be null; send true or false`)
 	}
 	req.NoForwardQuery = st == fieldSet && !forward
+	if req.Tags, _, err = o.tags("tags"); err != nil {
+		return createRequest{}, err
+	}
 	return req, nil
 }
 
@@ -205,9 +211,11 @@ type patchRequest struct {
 	clickLimit int64 // 0 clears
 	status     *store.Status
 	forward    *bool // forward_query
+	setTags    bool
+	tags       string // normal form; "" clears
 }
 
-var patchFields = []string{"url", "expires_at", "click_limit", "status", "forward_query"}
+var patchFields = []string{"url", "expires_at", "click_limit", "status", "forward_query", "tags"}
 
 func decodePatch(body []byte) (patchRequest, error) {
 	o, err := decodeObject(body, patchFields)
@@ -259,7 +267,31 @@ func decodePatch(body []byte) (patchRequest, error) {
 	case st == fieldSet:
 		req.forward = &forward
 	}
+	tags, st, err := o.tags("tags")
+	if err != nil {
+		return patchRequest{}, err
+	}
+	req.setTags, req.tags = st != fieldAbsent, tags
 	return req, nil
+}
+
+// tags reads an array of tags (null or [] for none) in normal form: lower
+// case, sorted, without duplicates (store.NormalizeTags).
+func (o jsonObject) tags(name string) (string, fieldState, error) {
+	st := o.state(name)
+	if st != fieldSet {
+		return "", st, nil
+	}
+	var v []string
+	if err := json.Unmarshal(o[name], &v); err != nil {
+		return "", st, fmt.Errorf("field %q must be an array of strings such as [\"spring\", \"sms\"]", name)
+	}
+	tags, err := store.NormalizeTags(v)
+	if err != nil {
+		return "", st, fmt.Errorf("field %q: %w (a link has at most %d tags, each 1 to %d characters; upper case is lowered)",
+			name, err, store.MaxTags, store.MaxTagLen)
+	}
+	return tags, st, nil
 }
 
 // formatMillis renders Unix milliseconds as RFC 3339 UTC.

@@ -3,7 +3,6 @@ package edge
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -27,6 +26,8 @@ type linkView struct {
 	ReviewUntil *string `json:"review_until,omitempty"`
 	// ForwardQuery: a visit's query string is merged into the destination.
 	ForwardQuery bool `json:"forward_query"`
+	// Tags: lower case, sorted; [] when none.
+	Tags []string `json:"tags"`
 }
 
 func (s *Server) linkView(l *store.Link, now time.Time) linkView {
@@ -40,6 +41,10 @@ func (s *Server) linkView(l *store.Link, now time.Time) linkView {
 		UpdatedAt: formatMillis(l.UpdatedAt),
 
 		ForwardQuery: !l.NoForwardQuery,
+		Tags:         store.SplitTags(l.Tags),
+	}
+	if v.Tags == nil {
+		v.Tags = []string{}
 	}
 	if l.ExpiresAt != 0 {
 		t := formatMillis(l.ExpiresAt)
@@ -197,6 +202,7 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		Redirect:   uint16(req.Redirect),
 
 		NoForwardQuery: req.NoForwardQuery,
+		Tags:           req.Tags,
 	}
 	resp := marshalJSON(s.linkView(&l, now))
 	var idem *store.IdempotencyWrite
@@ -271,42 +277,6 @@ const (
 	maxListLimit     = 1000
 )
 
-func (s *Server) listLinks(ctx *fasthttp.RequestCtx, owner store.Owner) {
-	args := ctx.QueryArgs()
-	limit := defaultListLimit
-	if v := args.Peek("limit"); len(v) > 0 {
-		n, err := strconv.Atoi(string(v))
-		if err != nil || n < 1 || n > maxListLimit {
-			writeProblem(ctx, probInvalidRequest, fmt.Sprintf("limit must be an integer from 1 to %d", maxListLimit))
-			return
-		}
-		limit = n
-	}
-	cursor := string(args.Peek("cursor"))
-	links, next, err := s.st.ListLinks(owner.ID, cursor, limit)
-	if errors.Is(err, store.ErrCorrupt) && cursor != "" {
-		writeProblem(ctx, probInvalidRequest, "cursor is not valid; use the next_cursor of a previous page")
-		return
-	}
-	if err != nil {
-		s.log.Error("cannot list links", "owner", owner.ID, "err", err)
-		writeProblem(ctx, probInternal, "the links could not be listed")
-		return
-	}
-	now := s.now()
-	page := struct {
-		Links      []linkView `json:"links"`
-		NextCursor *string    `json:"next_cursor"`
-	}{Links: make([]linkView, 0, len(links))}
-	for i := range links {
-		page.Links = append(page.Links, s.linkView(&links[i], now))
-	}
-	if next != "" {
-		page.NextCursor = &next
-	}
-	writeJSON(ctx, fasthttp.StatusOK, marshalJSON(page))
-}
-
 // operatorStatus reports whether only an operator may change the status.
 func operatorStatus(st store.Status) bool {
 	return st == store.StatusBlocked || st == store.StatusLegalBlock || st == store.StatusReview
@@ -376,7 +346,10 @@ func (s *Server) updateLink(ctx *fasthttp.RequestCtx, owner store.Owner, code st
 	if req.forward != nil && *req.forward == l.NoForwardQuery {
 		p.SetForwardQuery, p.NoForwardQuery = true, !*req.forward
 	}
-	if !p.SetURL && !p.SetExpiresAt && !p.SetClickLimit && !p.SetStatus && !p.SetForwardQuery {
+	if req.setTags && req.tags != l.Tags {
+		p.SetTags, p.Tags = true, req.tags
+	}
+	if !p.SetURL && !p.SetExpiresAt && !p.SetClickLimit && !p.SetStatus && !p.SetForwardQuery && !p.SetTags {
 		setIndex(ctx, l.Index)
 		writeJSON(ctx, fasthttp.StatusOK, marshalJSON(s.linkView(&l, now)))
 		return

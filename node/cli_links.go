@@ -8,10 +8,18 @@ import (
 	"text/tabwriter"
 )
 
-// CmdLinksShow is `waymark links show CODE`: status, destination, owner,
-// times and the reason of the latest status change.
-func CmdLinksShow(args []string) error {
-	fs, c, err := connect("links show", args, "[flags] CODE", 1, 1)
+// operatorLinksShow is `waymark links show CODE` without an API key (see
+// CmdLinksShow): status, destination, owner, times and the reason of the
+// latest status change, from the admin API.
+func operatorLinksShow(args []string) error {
+	var ignored *string
+	fs, mk, err := parseCommandFlags("links show", args, linksShowUsage, 1, 1, func(fs *flag.FlagSet) {
+		ownerFlagsForShow(fs, &ignored, &ignored)
+	})
+	if err != nil {
+		return err
+	}
+	c, err := mk()
 	if err != nil {
 		return err
 	}

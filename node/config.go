@@ -206,7 +206,9 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&checkOnly, "check-config", false, "print the validated configuration and exit")
-	if err := fs.Parse(args); err != nil {
+	// Flags anywhere, as every command takes them; a stray argument is
+	// still refused below.
+	if err := parseInterspersed(fs, args); err != nil {
 		return Config{}, false, err
 	}
 	if err := applyEnv(fs); err != nil {

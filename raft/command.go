@@ -74,8 +74,8 @@ type commandSpec struct {
 // commandTable maps each type to its decoder; the decoded command applies
 // itself. It is read-only after init.
 var commandTable = map[cmdType]commandSpec{
-	cmdCreateLink:        {name: "create_link", version: 2, decode: decodeCreateLink},
-	cmdUpdateLink:        {name: "update_link", version: 3, decode: decodeUpdateLink},
+	cmdCreateLink:        {name: "create_link", version: 4, decode: decodeCreateLink},
+	cmdUpdateLink:        {name: "update_link", version: 4, decode: decodeUpdateLink},
 	cmdCreateOwner:       {name: "create_owner", version: 1, decode: decodeCreateOwner},
 	cmdCreateSite:        {name: "create_site", version: 1, decode: decodeCreateSite},
 	cmdAllocBlock:        {name: "alloc_block", version: 2, decode: decodeAllocBlock},
@@ -165,6 +165,9 @@ func appendCreateLink(dst []byte, l *store.Link, idem *store.IdempotencyWrite) [
 const (
 	createIdem           byte = 1 << 0 // an idempotency record follows
 	createNoForwardQuery byte = 1 << 1 // version 2: the link does not forward queries
+	// bit 2 is createDomain (custom domains, version 3); its field
+	// precedes the tags.
+	createTags byte = 1 << 3 // version 4: the link's tags (a string, normal form) follow
 )
 
 func (c *createLinkCmd) appendPayload(dst []byte) []byte {
@@ -176,13 +179,19 @@ func (c *createLinkCmd) appendPayload(dst []byte) []byte {
 	if c.Link.NoForwardQuery {
 		flags |= createNoForwardQuery
 	}
-	dst = append(dst, flags)
-	if c.Idem == nil {
-		return dst
+	if c.Link.Tags != "" {
+		flags |= createTags
 	}
-	dst = appendString(dst, c.Idem.Owner)
-	dst = appendString(dst, c.Idem.Key)
-	return appendIdempotency(dst, &c.Idem.Record)
+	dst = append(dst, flags)
+	if c.Idem != nil {
+		dst = appendString(dst, c.Idem.Owner)
+		dst = appendString(dst, c.Idem.Key)
+		dst = appendIdempotency(dst, &c.Idem.Record)
+	}
+	if c.Link.Tags != "" {
+		dst = appendString(dst, c.Link.Tags)
+	}
+	return dst
 }
 
 func decodeCreateLink(version byte, p []byte) (command, error) {
@@ -193,6 +202,9 @@ func decodeCreateLink(version byte, p []byte) (command, error) {
 	if version >= 2 {
 		known |= createNoForwardQuery
 	}
+	if version >= 4 {
+		known |= createTags
+	}
 	flags := r.Byte()
 	if flags&^known != 0 {
 		r.Fail()
@@ -202,8 +214,17 @@ func decodeCreateLink(version byte, p []byte) (command, error) {
 		c.Idem = &store.IdempotencyWrite{Owner: r.String(), Key: r.String()}
 		r.idempotency(&c.Idem.Record)
 	}
+	if flags&createTags != 0 {
+		// One command, one encoding: the flag never carries empty tags.
+		if c.Link.Tags = r.String(); c.Link.Tags == "" {
+			r.Fail()
+		}
+	}
 	if !r.Done() {
 		return nil, corrupt("create_link")
+	}
+	if err := store.CheckStoredTags(c.Link.Tags); err != nil {
+		return nil, invalid("create_link", err)
 	}
 	if err := store.CheckOwnerID(c.Link.Owner); err != nil {
 		return nil, invalid("create_link", err)
@@ -237,6 +258,7 @@ const (
 	patchClickLimit
 	patchStatus
 	patchForwardQuery // version 3
+	patchTags         // version 4: the new tags (a string, normal form; empty clears)
 	patchKnown        = patchURL | patchExpiresAt | patchClickLimit | patchStatus
 )
 
@@ -261,6 +283,9 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 	if p.SetForwardQuery {
 		mask |= patchForwardQuery
 	}
+	if p.SetTags {
+		mask |= patchTags
+	}
 	dst = append(dst, mask)
 	if p.SetURL {
 		dst = appendString(dst, p.URL)
@@ -277,6 +302,9 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 	if p.SetForwardQuery {
 		dst = append(dst, boolByte(p.NoForwardQuery))
 	}
+	if p.SetTags {
+		dst = appendString(dst, p.Tags)
+	}
 	return appendPatchAudit(dst, p)
 }
 
@@ -291,6 +319,9 @@ func decodeUpdateLink(version byte, b []byte) (command, error) {
 	known := patchKnown
 	if version >= 3 {
 		known |= patchForwardQuery
+	}
+	if version >= 4 {
+		known |= patchTags
 	}
 	if mask&^known != 0 {
 		r.Fail()
@@ -310,6 +341,9 @@ func decodeUpdateLink(version byte, b []byte) (command, error) {
 	if p.SetForwardQuery = mask&patchForwardQuery != 0; p.SetForwardQuery {
 		p.NoForwardQuery = r.bool()
 	}
+	if p.SetTags = mask&patchTags != 0; p.SetTags {
+		p.Tags = r.String()
+	}
 	if version >= 2 {
 		r.patchAudit(p)
 	}
@@ -317,6 +351,9 @@ func decodeUpdateLink(version byte, b []byte) (command, error) {
 		return nil, corrupt("update_link")
 	}
 	if err := store.CheckOwnerID(p.Owner); err != nil {
+		return nil, invalid("update_link", err)
+	}
+	if err := store.CheckStoredTags(p.Tags); err != nil {
 		return nil, invalid("update_link", err)
 	}
 	return c, nil

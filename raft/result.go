@@ -21,8 +21,10 @@ import (
 //	review   varint   the link's ReviewUntil, if flagged (only when not 0)
 //	report   ...      store.AppendReport as bytes, if flagged (bit 5; reports)
 //	(bit 6)           the link's NoForwardQuery, a flag without a payload
-//	(bit 7)           a second flags byte follows the first; in it:
-//	                  bit 3 bulk results (appendBulkResults, bulkcmd.go)
+//	(bit 7)           a second flags byte follows the first (resultMore*)
+//	tags     string   the link's tags, if flagged in the second byte (bit 1)
+//	bulk     ...      bulk results (appendBulkResults, bulkcmd.go), if
+//	                  flagged in the second byte (bit 3); always last
 //
 // The error is sent as a stable code so that errors.Is(err, store.ErrX)
 // holds on the forwarding node exactly as it would on the leader.
@@ -40,10 +42,12 @@ const (
 	resultKnownFlags     = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite | resultHasReview | resultHasReport | resultNoForwardQuery | resultMoreFlags
 )
 
-// Bits of the second flags byte (bit 7 of the first).
+// Bits of the second flags byte. Bit 0 is the link's domain (custom
+// domains), bit 1 its tags, bit 3 bulk results.
 const (
-	result2HasBulk    byte = 1 << 3 // bulk results follow everything else
-	result2KnownFlags      = result2HasBulk
+	resultMoreTags  byte = 1 << 1 // the link's tags follow, after every first-byte payload
+	resultMoreBulk  byte = 1 << 3 // bulk results follow everything else
+	resultMoreKnown      = resultMoreTags | resultMoreBulk
 )
 
 // errCode names a sentinel error on the wire; never renumbered or reused.
@@ -156,16 +160,19 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if flags&resultHasLink != 0 && res.Link.NoForwardQuery {
 		flags |= resultNoForwardQuery
 	}
-	var flags2 byte
-	if res.Bulk != nil {
-		flags2 |= result2HasBulk
+	var more byte
+	if flags&resultHasLink != 0 && res.Link.Tags != "" {
+		more |= resultMoreTags
 	}
-	if flags2 != 0 {
+	if res.Bulk != nil {
+		more |= resultMoreBulk
+	}
+	if more != 0 {
 		flags |= resultMoreFlags
 	}
 	dst = append(dst, resultVersion, flags)
-	if flags2 != 0 {
-		dst = append(dst, flags2)
+	if more != 0 {
+		dst = append(dst, more)
 	}
 	dst = appendUvarint(dst, res.Index)
 	code := codeOf(res.Err)
@@ -193,7 +200,10 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if flags&resultHasReport != 0 {
 		dst = appendReportResult(dst, res.Report)
 	}
-	if flags2&result2HasBulk != 0 {
+	if more&resultMoreTags != 0 {
+		dst = appendString(dst, res.Link.Tags)
+	}
+	if more&resultMoreBulk != 0 {
 		dst = appendBulkResults(dst, res.Bulk)
 	}
 	return dst
@@ -211,9 +221,10 @@ func decodeResult(b []byte) (*applyResult, error) {
 	if flags&^resultKnownFlags != 0 {
 		r.Fail()
 	}
-	var flags2 byte
+	var more byte
 	if flags&resultMoreFlags != 0 {
-		if flags2 = r.Byte(); flags2 == 0 || flags2&^result2KnownFlags != 0 {
+		// Never zero: one answer, one encoding.
+		if more = r.Byte(); more == 0 || more&^resultMoreKnown != 0 {
 			r.Fail()
 		}
 	}
@@ -253,7 +264,13 @@ func decodeResult(b []byte) (*applyResult, error) {
 			r.Fail()
 		}
 	}
-	if flags2&result2HasBulk != 0 {
+	if more&resultMoreTags != 0 {
+		res.Link.Tags = r.String()
+		if flags&resultHasLink == 0 || res.Link.Tags == "" || store.CheckStoredTags(res.Link.Tags) != nil {
+			r.Fail()
+		}
+	}
+	if more&resultMoreBulk != 0 {
 		res.Bulk = r.bulkResults()
 	}
 	if !r.Done() {

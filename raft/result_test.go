@@ -46,6 +46,9 @@ func sampleResults() []*applyResult {
 		{Index: 30, Link: edited},
 		{Index: 32, Link: store.Link{Code: "noq", URL: "u", Owner: "o", Redirect: 302, NoForwardQuery: true, ReviewUntil: 5}},
 		{Index: 31, Err: fmt.Errorf("cannot update link %q: %w", "x", store.ErrStatusChanged)},
+		{Index: 33, Link: store.Link{Code: "tag", URL: "u", Owner: "o", Redirect: 302, Tags: "sms,spring"}},
+		{Index: 34, Link: store.Link{Code: "tag", URL: "u", Owner: "o", Redirect: 302, NoForwardQuery: true, ReviewUntil: 5, Tags: "a"},
+			Report: &store.Report{ID: 3, Code: "tag", Count: 1, Reasons: store.ReasonIllegal}},
 	}
 }
 
@@ -99,17 +102,28 @@ func TestDecodeResultRejects(t *testing.T) {
 	dupGoals := appendResult(nil, &applyResult{Index: 1, Site: &store.Site{ID: "s", Goals: []store.Goal{
 		{ID: "g1", EventName: "E", DisplayName: "E"}, {ID: "g2", EventName: "E", DisplayName: "F"}}}})
 	noSiteID := appendResult(nil, &applyResult{Index: 1, Site: &store.Site{Domain: "a.example"}})
+	tagged := appendResult(nil, &applyResult{Index: 1, Link: store.Link{Code: "t", URL: "u", Redirect: 302, Tags: "sms"}})
+	zeroMore := append([]byte(nil), tagged...)
+	zeroMore[2] = 0 // the second flags byte follows version and flags
+	unknownMore := append([]byte(nil), tagged...)
+	unknownMore[2] |= 1 << 6
+	badTag := appendResult(nil, &applyResult{Index: 1, Link: store.Link{Code: "t", URL: "u", Redirect: 302, Tags: "b,a"}})
+	noLinkTags := []byte{resultVersion, resultMoreFlags, resultMoreTags, 1, 0, 1, 'a'}
 	for name, b := range map[string][]byte{
-		"empty":           nil,
-		"version 0":       {0, 0, 0, 0},
-		"version 2":       {2, 0, 0, 0},
-		"truncated":       good[:len(good)-1],
-		"trailing":        append(append([]byte(nil), good...), 0),
-		"unknown flag":    badFlags,
-		"zero block":      zeroBlock,
-		"backward block":  backwards,
-		"duplicate goals": dupGoals,
-		"site without id": noSiteID,
+		"empty":                  nil,
+		"version 0":              {0, 0, 0, 0},
+		"version 2":              {2, 0, 0, 0},
+		"truncated":              good[:len(good)-1],
+		"trailing":               append(append([]byte(nil), good...), 0),
+		"unknown flag":           badFlags,
+		"zero block":             zeroBlock,
+		"backward block":         backwards,
+		"duplicate goals":        dupGoals,
+		"site without id":        noSiteID,
+		"zero second flags byte": zeroMore,
+		"unknown second flag":    unknownMore,
+		"tags out of order":      badTag,
+		"tags without a link":    noLinkTags,
 	} {
 		if res, err := decodeResult(b); !errors.Is(err, store.ErrCorrupt) {
 			t.Errorf("%s: got %+v, %v; want ErrCorrupt", name, res, err)

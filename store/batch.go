@@ -103,6 +103,9 @@ func (b *Batch) CreateLink(l *Link) error {
 	if err := b.set(ownerIndexKey(l.Owner, l.Index, l.Code), nil); err != nil {
 		return fmt.Errorf("cannot index link %q: %w", l.Code, err)
 	}
+	if err := b.putTagIndex(l.Owner, l.Code, l.Index, SplitTags(l.Tags), true); err != nil {
+		return err
+	}
 	if err := b.PutLink(l); err != nil {
 		return err
 	}

@@ -239,6 +239,9 @@ func createHistory(l *Link) HistoryEntry {
 	if l.NoForwardQuery {
 		h.Changes = append(h.Changes, FieldChange{Field: "forward_query", New: "false"})
 	}
+	if l.Tags != "" {
+		h.Changes = append(h.Changes, FieldChange{Field: "tags", New: l.Tags})
+	}
 	return h
 }
 
@@ -263,6 +266,7 @@ func patchHistory(p *LinkPatch, old, l *Link, index uint64) (HistoryEntry, bool)
 	add("status", old.Status.String(), l.Status.String())
 	add("review_until", millisText(old.ReviewUntil), millisText(l.ReviewUntil))
 	add("forward_query", strconv.FormatBool(!old.NoForwardQuery), strconv.FormatBool(!l.NoForwardQuery))
+	add("tags", old.Tags, l.Tags)
 	if len(h.Changes) == 0 && h.Action == "" {
 		return h, false
 	}

@@ -27,6 +27,7 @@ const (
 	tabReportByCode      = 'U' // U code -> id(be64) of the code's open report case
 	tabExternalID        = 'X' // X owner 0x00 external_id -> code (bulk create, external.go)
 	tabAPIKey            = 'A' // A key id (16 hex) -> API key record (apikey.go)
+	tabTagIndex          = 'G' // G owner 0x00 tag 0x00 ^createIndex(be64) code -> empty (tags.go)
 )
 
 var (

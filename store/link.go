@@ -70,6 +70,10 @@ type Link struct {
 	// string is merged into the destination's (edge/query.go). The zero
 	// value forwards, so records written before the option forward too.
 	NoForwardQuery bool
+	// Tags label the link for listing (tags.go), in normal form: sorted,
+	// distinct, at most MaxTags, joined by ','; empty for none. A string
+	// rather than a slice keeps Link comparable.
+	Tags string
 }
 
 // InReview reports whether an edit's review window is open at now (ms).
@@ -100,13 +104,16 @@ const (
 const (
 	linkOptReview         = 1 << 0
 	linkOptNoForwardQuery = 1 << 1
-	linkOptKnown          = linkOptReview | linkOptNoForwardQuery
+	// bit 2 is linkOptDomain (custom domains); its field precedes the tags.
+	linkOptTags  = 1 << 3 // the tags (a string, not empty, normal form) follow ReviewUntil
+	linkOptKnown = linkOptReview | linkOptNoForwardQuery | linkOptTags
 )
 
 // AppendLink appends the encoding of l to dst.
 func AppendLink(dst []byte, l *Link) []byte {
+	options := l.NoForwardQuery || l.Tags != ""
 	switch {
-	case l.NoForwardQuery:
+	case options:
 		dst = append(dst, linkVersionOptions)
 	case l.ReviewUntil != 0:
 		dst = append(dst, linkVersionReview)
@@ -123,15 +130,24 @@ func AppendLink(dst []byte, l *Link) []byte {
 	dst = append(dst, byte(l.Status))
 	dst = appendUvarint(dst, uint64(l.Redirect))
 	dst = appendUvarint(dst, l.Index)
-	if l.NoForwardQuery {
-		opts := byte(linkOptNoForwardQuery)
+	if options {
+		var opts byte
+		if l.NoForwardQuery {
+			opts |= linkOptNoForwardQuery
+		}
 		if l.ReviewUntil != 0 {
 			opts |= linkOptReview
+		}
+		if l.Tags != "" {
+			opts |= linkOptTags
 		}
 		dst = append(dst, opts)
 	}
 	if l.ReviewUntil != 0 {
 		dst = appendVarint(dst, l.ReviewUntil)
+	}
+	if l.Tags != "" {
+		dst = AppendString(dst, l.Tags)
 	}
 	return dst
 }
@@ -144,6 +160,9 @@ func checkLink(l *Link) error {
 	}
 	if !ValidRedirect(int(l.Redirect)) {
 		return fmt.Errorf("redirect %d is not 301, 302, 307 or 308", l.Redirect)
+	}
+	if err := CheckStoredTags(l.Tags); err != nil {
+		return err
 	}
 	return nil
 }
@@ -166,20 +185,25 @@ func DecodeLink(b []byte, l *Link) error {
 	redirect := r.Uvarint()
 	l.Redirect = uint16(redirect)
 	l.Index = r.Uvarint()
-	l.ReviewUntil, l.NoForwardQuery = 0, false
-	review := version == linkVersionReview
+	l.ReviewUntil, l.NoForwardQuery, l.Tags = 0, false, ""
+	review, tags := version == linkVersionReview, false
 	if version == linkVersionOptions {
 		// One link, one encoding: version 3 only with an option that
 		// versions 1 and 2 cannot hold.
 		opts := r.Byte()
-		if opts&^linkOptKnown != 0 || opts&linkOptNoForwardQuery == 0 {
+		if opts&^linkOptKnown != 0 || opts&(linkOptNoForwardQuery|linkOptTags) == 0 {
 			r.Fail()
 		}
-		review, l.NoForwardQuery = opts&linkOptReview != 0, true
+		review, l.NoForwardQuery, tags = opts&linkOptReview != 0, opts&linkOptNoForwardQuery != 0, opts&linkOptTags != 0
 	}
 	if review {
 		if l.ReviewUntil = r.Varint(); l.ReviewUntil == 0 {
 			r.Fail() // version 1 encodes a link without a window
+		}
+	}
+	if tags {
+		if l.Tags = r.String(); l.Tags == "" || !checkStoredTags(l.Tags) {
+			r.Fail()
 		}
 	}
 	if !r.Done() || l.Status >= statusCount || redirect > 0xffff || !ValidRedirect(int(l.Redirect)) {

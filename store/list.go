@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/base64"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -10,49 +9,7 @@ import (
 // ListLinks returns up to limit of owner's links, newest first, starting
 // after cursor (empty for the first page). next is empty on the last page.
 func (s *Store) ListLinks(owner, cursor string, limit int) (links []Link, next string, err error) {
-	prefix := ownerIndexPrefix(owner)
-	lower := prefix
-	if cursor != "" {
-		after, err := base64.RawURLEncoding.DecodeString(cursor)
-		if err != nil || len(after) < 8 {
-			return nil, "", fmt.Errorf("cannot list links: %w: bad cursor", ErrCorrupt)
-		}
-		lower = append(append(append([]byte(nil), prefix...), after...), 0) // strictly after
-	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return nil, "", fmt.Errorf("cannot list links: %w", err)
-	}
-	defer it.Close()
-	for valid := it.First(); valid && len(links) < limit; valid = it.Next() {
-		k := it.Key()
-		if len(k) < len(prefix)+8 {
-			return nil, "", fmt.Errorf("cannot list links: %w: index key %q", ErrCorrupt, k)
-		}
-		code := k[len(prefix)+8:]
-		var l Link
-		found, err := s.GetLink(code, &l)
-		if err != nil {
-			return nil, "", err
-		}
-		if !found || l.Owner != owner { // the second never happens; it guards invariant 6
-			continue
-		}
-		links = append(links, l)
-		if len(links) == limit {
-			// Encode the cursor before Next: Next may overwrite k. Only hand
-			// it out when there is something after it.
-			cursor := base64.RawURLEncoding.EncodeToString(k[len(prefix):])
-			if it.Next() {
-				next = cursor
-			}
-			break
-		}
-	}
-	if err := it.Error(); err != nil {
-		return nil, "", fmt.Errorf("cannot list links: %w", err)
-	}
-	return links, next, nil
+	return s.SearchLinks(LinkQuery{Owner: owner, Cursor: cursor, Limit: limit})
 }
 
 // Sites returns every registered site; nodes hold them all in memory.

@@ -73,6 +73,11 @@ type LinkPatch struct {
 	SetForwardQuery bool
 	NoForwardQuery  bool
 
+	// SetTags replaces the link's tags with Tags (normal form, see
+	// NormalizeTags; empty clears them).
+	SetTags bool
+	Tags    string
+
 	// Audit: who made the edit (default Owner, or "operator" when Owner is
 	// empty), what kind of change it is (default derived from the change,
 	// see historyAction) and why.
@@ -111,6 +116,12 @@ func (p *LinkPatch) Apply(l *Link) error {
 	if p.SetForwardQuery {
 		l.NoForwardQuery = p.NoForwardQuery
 	}
+	if p.SetTags {
+		if err := CheckStoredTags(p.Tags); err != nil {
+			return err
+		}
+		l.Tags = p.Tags
+	}
 	if p.SetExpiresAt {
 		l.ExpiresAt = p.ExpiresAt
 	}
@@ -144,6 +155,9 @@ func (b *Batch) UpdateLink(p *LinkPatch, index uint64) (Link, error) {
 		b.durable = true
 	}
 	if err := b.PutLink(&l); err != nil {
+		return Link{}, err
+	}
+	if err := b.retag(&l, old.Tags, l.Tags); err != nil {
 		return Link{}, err
 	}
 	// The audit record goes into the same batch, so the change and its

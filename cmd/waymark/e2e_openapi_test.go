@@ -109,6 +109,26 @@ func TestE2EOpenAPI(t *testing.T) {
 		}
 		want(t, v.send(t, "GET", query(base+"/v1/links", "limit", "1000", "cursor", cur), key, ""), 200)
 		wantProblem(t, v.send(t, "GET", query(base+"/v1/links", "limit", "0"), key, "", invalid), 400, "invalid-request")
+		// Tags and search.
+		m = want(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/tagged","alias":"oa-tagged","tags":["Spring","sms"]}`), 201)
+		if fmt.Sprint(m["tags"]) != "[sms spring]" {
+			t.Fatalf("created tags %v; want [sms spring]", m["tags"])
+		}
+		m = want(t, v.send(t, "PATCH", base+"/v1/links/oa-tagged", key, `{"tags":["spring"]}`), 200)
+		if fmt.Sprint(m["tags"]) != "[spring]" {
+			t.Fatalf("patched tags %v; want [spring]", m["tags"])
+		}
+		want(t, v.send(t, "PATCH", base+"/v1/links/oa-tagged", key, `{"tags":["spring","sms"]}`), 200)
+		m = want(t, v.send(t, "GET", query(base+"/v1/links", "tag", "spring", "q", "TAGGED", "domain", "127.0.0.1", "limit", "5"), key, ""), 200)
+		if links, _ := m["links"].([]any); len(links) != 1 || links[0].(map[string]any)["code"] != "oa-tagged" || m["next_cursor"] != nil {
+			t.Fatalf("GET /v1/links?tag=spring&q=TAGGED: %v; want oa-tagged alone", m)
+		}
+		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/","tags":["has space"]}`, invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/","tags":["a","b","c","d","e","f","g","h","i","j","k"]}`, invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "PATCH", base+"/v1/links/oa-tagged", key, `{"tags":"spring"}`, invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "GET", query(base+"/v1/links", "tag", "-x"), key, "", invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "GET", query(base+"/v1/links", "q", ""), key, "", invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "GET", query(base+"/v1/links", "cursor", "!!"), key, ""), 400, "invalid-request")
 		wantProblem(t, v.send(t, "GET", base+"/v1/links", "", ""), 401, "unauthorized")
 
 		want(t, v.send(t, "GET", base+"/v1/links/"+code, key, ""), 200)
