@@ -92,22 +92,33 @@ func clientFlags(fs *flag.FlagSet) func() (*client, error) {
 		if c.addr == "" {
 			c.addr = "127.0.0.1:8081"
 		}
-		switch {
-		case *tokenFile != "":
-			b, err := os.ReadFile(*tokenFile)
-			if err != nil {
-				return nil, &cliError{ExitUsage, fmt.Errorf("cannot read --token-file: %w", err)}
-			}
-			c.token = strings.TrimSpace(string(b))
-		case os.Getenv("WAYMARK_TOKEN") != "":
-			c.token = os.Getenv("WAYMARK_TOKEN")
-		default:
-			if b, err := os.ReadFile(filepath.Join(*dataDir, OperatorTokenFile)); err == nil {
-				c.token = strings.TrimSpace(string(b))
-			}
+		token, err := readCredential("token-file", *tokenFile, "WAYMARK_TOKEN", filepath.Join(*dataDir, OperatorTokenFile))
+		if err != nil {
+			return nil, err
 		}
+		c.token = token
 		return c, nil
 	}
+}
+
+// readCredential is the secret a command authenticates with: from the
+// file its --flag names, else from the environment variable, else from
+// the data folder's file (a local node's), else "".
+func readCredential(flagName, file, env, local string) (string, error) {
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", &cliError{ExitUsage, fmt.Errorf("cannot read --%s: %w", flagName, err)}
+		}
+		return strings.TrimSpace(string(b)), nil
+	case os.Getenv(env) != "":
+		return os.Getenv(env), nil
+	}
+	if b, err := os.ReadFile(local); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	return "", nil
 }
 
 // call sends one request and decodes a JSON answer into out.

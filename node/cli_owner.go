@@ -49,20 +49,11 @@ func ownerClientFlags(fs *flag.FlagSet) func() (*client, error) {
 			return nil, &cliError{ExitUsage, fmt.Errorf("--url %q: want http://HOST[:PORT] or https://HOST[:PORT]", raw)}
 		}
 		c.addr, c.base = u.Host, u.Scheme+"://"+u.Host+u.Path
-		switch {
-		case *keyFile != "":
-			b, err := os.ReadFile(*keyFile)
-			if err != nil {
-				return nil, &cliError{ExitUsage, fmt.Errorf("cannot read --api-key-file: %w", err)}
-			}
-			c.token = strings.TrimSpace(string(b))
-		case os.Getenv("WAYMARK_API_KEY") != "":
-			c.token = os.Getenv("WAYMARK_API_KEY")
-		default:
-			if b, err := os.ReadFile(filepath.Join(*dataDir, DevAPIKeyFile)); err == nil {
-				c.token = strings.TrimSpace(string(b))
-			}
+		token, err := readCredential("api-key-file", *keyFile, "WAYMARK_API_KEY", filepath.Join(*dataDir, DevAPIKeyFile))
+		if err != nil {
+			return nil, err
 		}
+		c.token = token
 		if c.token == "" {
 			return nil, &cliError{ExitUsage, errors.New("no API key: set --api-key-file or WAYMARK_API_KEY")}
 		}

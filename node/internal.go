@@ -307,13 +307,10 @@ func (n *Node) handleMembership(ctx *fasthttp.RequestCtx) {
 // /internal/v1/key (keys.go), which carries the key's scopes; this one
 // stays for older nodes during a rolling upgrade.
 func (n *Node) handleInternalOwner(ctx *fasthttp.RequestCtx) {
-	var h store.KeyHash
-	raw, err := hex.DecodeString(string(ctx.QueryArgs().Peek("hash")))
-	if err != nil || len(raw) != len(h) {
-		problem.Write(ctx, problem.InvalidRequest, "bad key hash")
+	h, ok := queryKeyHash(ctx)
+	if !ok {
 		return
 	}
-	copy(h[:], raw)
 	n.metrics.GetOrCreateCounter(`waymark_internal_lookups_total{kind="owner"}`).Inc()
 	o, found, err := n.store.OwnerByKey(h)
 	if err != nil {
@@ -326,4 +323,17 @@ func (n *Node) handleInternalOwner(ctx *fasthttp.RequestCtx) {
 	}
 	ctx.SetContentType("application/octet-stream")
 	ctx.SetBody(store.AppendOwner(nil, &o))
+}
+
+// queryKeyHash reads the ?hash= (hex) of an internal key lookup, or
+// answers 400.
+func queryKeyHash(ctx *fasthttp.RequestCtx) (store.KeyHash, bool) {
+	var h store.KeyHash
+	raw, err := hex.DecodeString(string(ctx.QueryArgs().Peek("hash")))
+	if err != nil || len(raw) != len(h) {
+		problem.Write(ctx, problem.InvalidRequest, "bad key hash")
+		return h, false
+	}
+	copy(h[:], raw)
+	return h, true
 }

@@ -143,13 +143,10 @@ func decodeKeyAnswer(b []byte, h store.KeyHash) (store.Owner, store.APIKey, erro
 // handleInternalKey resolves an API-key hash (hex) to its owner and key
 // record, length-prefixed one after the other.
 func (n *Node) handleInternalKey(ctx *fasthttp.RequestCtx) {
-	var h store.KeyHash
-	raw, err := hex.DecodeString(string(ctx.QueryArgs().Peek("hash")))
-	if err != nil || len(raw) != len(h) {
-		problem.Write(ctx, problem.InvalidRequest, "bad key hash")
+	h, ok := queryKeyHash(ctx)
+	if !ok {
 		return
 	}
-	copy(h[:], raw)
 	n.metrics.GetOrCreateCounter(`waymark_internal_lookups_total{kind="key"}`).Inc()
 	o, k, found, err := n.store.APIKeyByHash(h)
 	if err != nil {

@@ -22,11 +22,7 @@ import (
 func TestE2EBlocklist(t *testing.T) {
 	c := newCluster(t)
 	all := c.threeVotersAndEdge(nil)
-	out, _, code := runCLI(t, c.env("v1"), "owners", "create", "alice")
-	key := strings.TrimSpace(out)
-	if code != 0 || !strings.HasPrefix(key, "wm_") {
-		t.Fatalf("owners create: exit %d %q", code, key)
-	}
+	key := c.createOwner("v1", "alice")
 	e1 := "http://" + c.nodes["e1"].http
 	create := func(dest string) string {
 		t.Helper()

@@ -50,11 +50,7 @@ func postBulk(t *testing.T, url, key, body string) (response, bulkAnswer) {
 func TestE2EBulk(t *testing.T) {
 	c := newCluster(t)
 	all := c.threeVotersAndEdge(nil)
-	out, _, code := runCLI(t, c.env("v1"), "owners", "create", "alice")
-	key := strings.TrimSpace(out)
-	if code != 0 || !strings.HasPrefix(key, "wm_") {
-		t.Fatalf("owners create: exit %d %q", code, key)
-	}
+	key := c.createOwner("v1", "alice")
 	e1 := "http://" + c.nodes["e1"].http
 	body := `{"links":[
 		{"url":"https://example.com/one","alias":"bulk-one","external_id":"e2e:1"},

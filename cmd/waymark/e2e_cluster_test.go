@@ -122,6 +122,18 @@ func (c *cluster) restart(name string) *proc {
 	return p
 }
 
+// createOwner makes an owner through node's operator CLI and returns its
+// API key.
+func (c *cluster) createOwner(node, name string) string {
+	c.t.Helper()
+	out, _, code := runCLI(c.t, c.env(node), "owners", "create", name)
+	key := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(key, "wm_") {
+		c.t.Fatalf("owners create %s through %s: exit %d %q", name, node, code, key)
+	}
+	return key
+}
+
 func (c *cluster) env(name string) []string {
 	p := c.nodes[name]
 	return []string{"WAYMARK_ADMIN_ADDR=" + p.admin, "WAYMARK_TOKEN=" + readKey(c.t, filepath.Join(p.dataDir, "operator-token"))}
@@ -208,11 +220,7 @@ func TestE2ECluster(t *testing.T) {
 	}
 
 	// An owner, created through a voter that may not be the leader.
-	key, _, code := runCLI(t, c.env("v2"), "owners", "create", "alice")
-	key = strings.TrimSpace(key)
-	if code != 0 || !strings.HasPrefix(key, "wm_") {
-		t.Fatalf("owners create through v2: exit %d %q", code, key)
-	}
+	key := c.createOwner("v2", "alice")
 
 	// Create through an edge; it resolves at once on every node.
 	e1 := "http://" + c.nodes["e1"].http

@@ -214,11 +214,7 @@ func TestE2ETLSCluster(t *testing.T) {
 		return false
 	})
 
-	key, _, code := runCLI(t, c.env("v1"), "owners", "create", "alice")
-	key = strings.TrimSpace(key)
-	if code != 0 || !strings.HasPrefix(key, "wm_") {
-		t.Fatalf("owners create: exit %d %q", code, key)
-	}
+	key := c.createOwner("v1", "alice")
 	// Written through the edge: forwarded to the leader over mutual TLS.
 	r := do(t, "POST", "http://"+e1.http+"/v1/links", key, `{"url":"https://dest.example/tls"}`)
 	if r.status != 201 {
