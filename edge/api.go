@@ -65,6 +65,9 @@ func (s *Server) dispatchAPI(ctx *fasthttp.RequestCtx) string {
 	if route, ok := s.dispatchSites(ctx, path, method); ok {
 		return route
 	}
+	if route, ok := s.dispatchDomains(ctx, path, method); ok {
+		return route
+	}
 	if s.cfg.APIFallback != nil {
 		s.cfg.APIFallback(ctx)
 		return "other"

@@ -132,9 +132,12 @@ type createRequest struct {
 	// struct is marshalled into the Idempotency-Key request hash, so it is
 	// named there, and omitted when false so older bodies hash as before.
 	NoForwardQuery bool `json:"no_forward_query,omitempty"`
+	// Domain is the custom domain ("" the default), canonical once the
+	// handler checked it; omitted when empty so older bodies hash as before.
+	Domain string `json:"domain,omitempty"`
 }
 
-var createFields = []string{"url", "alias", "expires_at", "click_limit", "redirect", "forward_query"}
+var createFields = []string{"url", "alias", "expires_at", "click_limit", "redirect", "forward_query", "domain"}
 
 // decodeCreate type-checks a create body. Semantic checks that need the
 // server (destination rules, alias rules, the clock) come later.
@@ -185,6 +188,12 @@ func decodeCreate(body []byte) (createRequest, error) {
 		return createRequest{}, errors.New(`field "forward_query" cannot be null; send true or false`)
 	}
 	req.NoForwardQuery = st == fieldSet && !forward
+	if req.Domain, st, err = o.str("domain"); err != nil {
+		return createRequest{}, err
+	}
+	if st == fieldSet && req.Domain == "" {
+		return createRequest{}, errors.New(`field "domain" must not be empty; omit it for the default domain`)
+	}
 	return req, nil
 }
 

@@ -3,6 +3,7 @@ package raft
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/waymark/waymark/store"
 )
@@ -42,6 +43,8 @@ const (
 	// Issue 11 (abuse): owner suspension and the purge of deleted links.
 	cmdSetOwnerSuspended cmdType = 15
 	cmdPurgeDeletedLinks cmdType = 16
+	// Issue 12: custom domains (domaincmd.go).
+	cmdDomainUpdate cmdType = 17
 )
 
 // flagSkippable lets a node that does not know the command skip it.
@@ -68,7 +71,7 @@ type commandSpec struct {
 // commandTable maps each type to its decoder; the decoded command applies
 // itself. It is read-only after init.
 var commandTable = map[cmdType]commandSpec{
-	cmdCreateLink:        {name: "create_link", version: 2, decode: decodeCreateLink},
+	cmdCreateLink:        {name: "create_link", version: 3, decode: decodeCreateLink},
 	cmdUpdateLink:        {name: "update_link", version: 3, decode: decodeUpdateLink},
 	cmdCreateOwner:       {name: "create_owner", version: 1, decode: decodeCreateOwner},
 	cmdCreateSite:        {name: "create_site", version: 1, decode: decodeCreateSite},
@@ -83,6 +86,7 @@ var commandTable = map[cmdType]commandSpec{
 	cmdResolveReport:     {name: "resolve_report", version: 1, decode: decodeResolveReport},
 	cmdSetOwnerSuspended: {name: "set_owner_suspended", version: 1, decode: decodeSetOwnerSuspended},
 	cmdPurgeDeletedLinks: {name: "purge_deleted_links", version: 1, decode: decodePurgeDeletedLinks},
+	cmdDomainUpdate:      {name: "domain_update", version: 1, decode: decodeDomainUpdate},
 }
 
 // header is the fixed start of every command.
@@ -155,10 +159,17 @@ func appendCreateLink(dst []byte, l *store.Link, idem *store.IdempotencyWrite) [
 const (
 	createIdem           byte = 1 << 0 // an idempotency record follows
 	createNoForwardQuery byte = 1 << 1 // version 2: the link does not forward queries
+	createDomain         byte = 1 << 2 // version 3: the link's custom domain follows
 )
 
 func (c *createLinkCmd) appendPayload(dst []byte) []byte {
-	dst = appendLinkFields(dst, &c.Link)
+	// The code field holds the bare code; a custom domain travels in its
+	// own field, so a node that does not know domains refuses the entry
+	// instead of creating "domain/code" as a default-domain code.
+	l := c.Link
+	domain, code := store.SplitLinkID(l.Code)
+	l.Code = code
+	dst = appendLinkFields(dst, &l)
 	var flags byte
 	if c.Idem != nil {
 		flags |= createIdem
@@ -166,13 +177,19 @@ func (c *createLinkCmd) appendPayload(dst []byte) []byte {
 	if c.Link.NoForwardQuery {
 		flags |= createNoForwardQuery
 	}
-	dst = append(dst, flags)
-	if c.Idem == nil {
-		return dst
+	if domain != "" {
+		flags |= createDomain
 	}
-	dst = appendString(dst, c.Idem.Owner)
-	dst = appendString(dst, c.Idem.Key)
-	return appendIdempotency(dst, &c.Idem.Record)
+	dst = append(dst, flags)
+	if c.Idem != nil {
+		dst = appendString(dst, c.Idem.Owner)
+		dst = appendString(dst, c.Idem.Key)
+		dst = appendIdempotency(dst, &c.Idem.Record)
+	}
+	if domain != "" {
+		dst = appendString(dst, domain)
+	}
+	return dst
 }
 
 func decodeCreateLink(version byte, p []byte) (command, error) {
@@ -183,6 +200,9 @@ func decodeCreateLink(version byte, p []byte) (command, error) {
 	if version >= 2 {
 		known |= createNoForwardQuery
 	}
+	if version >= 3 {
+		known |= createDomain
+	}
 	flags := r.Byte()
 	if flags&^known != 0 {
 		r.Fail()
@@ -191,6 +211,16 @@ func decodeCreateLink(version byte, p []byte) (command, error) {
 	if flags&createIdem != 0 {
 		c.Idem = &store.IdempotencyWrite{Owner: r.String(), Key: r.String()}
 		r.idempotency(&c.Idem.Record)
+	}
+	if strings.IndexByte(c.Link.Code, '/') >= 0 {
+		r.Fail() // a bare code; the domain has its own field
+	}
+	if flags&createDomain != 0 {
+		domain := r.String()
+		if err := store.CheckDomainName(domain); err != nil {
+			return nil, invalid("create_link", err)
+		}
+		c.Link.Code = store.LinkID(domain, c.Link.Code)
 	}
 	if !r.Done() {
 		return nil, corrupt("create_link")

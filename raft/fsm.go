@@ -22,6 +22,7 @@ type applyResult struct {
 	Existing *store.Idempotency // CreateLink found an earlier answer for its idempotency key
 	Site     *store.Site        // the site as UpdateSite left it
 	Report   *store.Report      // the case as FileReport or ResolveReport left it
+	Domain   *store.Domain      // the custom domain as domain_update left it
 	Err      error
 }
 

@@ -34,7 +34,16 @@ const (
 	resultHasReview
 	resultHasReport
 	resultNoForwardQuery // the link's NoForwardQuery; no payload
-	resultKnownFlags     = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite | resultHasReview | resultHasReport | resultNoForwardQuery
+	resultMoreFlags      // bit 7: a second flags byte follows the first
+	resultKnownFlags     = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite | resultHasReview | resultHasReport | resultNoForwardQuery | resultMoreFlags
+)
+
+// Bits of the second flags byte (present when bit 7 of the first is set;
+// never present and zero). Payloads follow every first-byte payload, in
+// bit order.
+const (
+	result2HasDomain  byte = 1 << 0 // store.AppendDomain as bytes (domain_update)
+	result2KnownFlags      = result2HasDomain
 )
 
 // errCode names a sentinel error on the wire; never renumbered or reused.
@@ -59,6 +68,8 @@ const (
 	errCodeRegionUnclaimed   errCode = 15
 	errCodeStatusChanged     errCode = 16
 	errCodeReportResolved    errCode = 17
+	errCodeDomainNotApproved errCode = 18
+	errCodeDomainNotOwned    errCode = 19
 )
 
 // wireErrors maps codes to sentinels. Order matters when encoding: an
@@ -83,6 +94,8 @@ var wireErrors = []struct {
 	{errCodeTooManyGoals, store.ErrTooManyGoals},
 	{errCodeInvalidSiteEdit, store.ErrInvalidSiteEdit},
 	{errCodeReportResolved, store.ErrReportResolved},
+	{errCodeDomainNotApproved, store.ErrDomainNotApproved},
+	{errCodeDomainNotOwned, store.ErrDomainNotOwned},
 	{errCodeCorrupt, store.ErrCorrupt},
 }
 
@@ -145,7 +158,17 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if flags&resultHasLink != 0 && res.Link.NoForwardQuery {
 		flags |= resultNoForwardQuery
 	}
+	var flags2 byte
+	if res.Domain != nil {
+		flags2 |= result2HasDomain
+	}
+	if flags2 != 0 {
+		flags |= resultMoreFlags
+	}
 	dst = append(dst, resultVersion, flags)
+	if flags2 != 0 {
+		dst = append(dst, flags2)
+	}
 	dst = appendUvarint(dst, res.Index)
 	code := codeOf(res.Err)
 	dst = append(dst, byte(code))
@@ -172,6 +195,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if flags&resultHasReport != 0 {
 		dst = appendReportResult(dst, res.Report)
 	}
+	if flags2&result2HasDomain != 0 {
+		dst = appendBytes(dst, store.AppendDomain(nil, res.Domain))
+	}
 	return dst
 }
 
@@ -186,6 +212,12 @@ func decodeResult(b []byte) (*applyResult, error) {
 	flags := r.Byte()
 	if flags&^resultKnownFlags != 0 {
 		r.Fail()
+	}
+	var flags2 byte
+	if flags&resultMoreFlags != 0 {
+		if flags2 = r.Byte(); flags2 == 0 || flags2&^result2KnownFlags != 0 {
+			r.Fail()
+		}
 	}
 	res := &applyResult{Index: r.Uvarint()}
 	if code := errCode(r.Byte()); code != errCodeNone {
@@ -220,6 +252,12 @@ func decodeResult(b []byte) (*applyResult, error) {
 	}
 	if flags&resultNoForwardQuery != 0 {
 		if res.Link.NoForwardQuery = true; flags&resultHasLink == 0 {
+			r.Fail()
+		}
+	}
+	if flags2&result2HasDomain != 0 {
+		res.Domain = &store.Domain{}
+		if store.DecodeDomain(r.Bytes(), res.Domain) != nil {
 			r.Fail()
 		}
 	}

@@ -25,6 +25,8 @@ const (
 	tabBlocklist         = 'B' // B canonical entry (name, address or prefix) -> blocklist record
 	tabReport            = 'T' // T id(be64) -> report case record
 	tabReportByCode      = 'U' // U code -> id(be64) of the code's open report case
+	tabDomain            = 'N' // N domain -> custom domain record (domain.go)
+	tabOwnerDomain       = 'V' // V owner 0x00 domain -> empty: the owner's domains
 )
 
 var (

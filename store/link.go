@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -100,20 +101,27 @@ const (
 const (
 	linkOptReview         = 1 << 0
 	linkOptNoForwardQuery = 1 << 1
-	linkOptKnown          = linkOptReview | linkOptNoForwardQuery
+	// linkOptDomain: the link is on a custom domain. The record's code
+	// field holds the bare code and the domain follows ReviewUntil;
+	// decoded, Link.Code is the identifier "domain/code" (domain.go).
+	linkOptDomain = 1 << 2
+	linkOptKnown  = linkOptReview | linkOptNoForwardQuery | linkOptDomain
+	// linkOptNeedV3: the options only version 3 can hold.
+	linkOptNeedV3 = linkOptNoForwardQuery | linkOptDomain
 )
 
 // AppendLink appends the encoding of l to dst.
 func AppendLink(dst []byte, l *Link) []byte {
+	domain, code := SplitLinkID(l.Code)
 	switch {
-	case l.NoForwardQuery:
+	case l.NoForwardQuery || domain != "":
 		dst = append(dst, linkVersionOptions)
 	case l.ReviewUntil != 0:
 		dst = append(dst, linkVersionReview)
 	default:
 		dst = append(dst, linkVersion)
 	}
-	dst = AppendString(dst, l.Code)
+	dst = AppendString(dst, code)
 	dst = AppendString(dst, l.URL)
 	dst = AppendString(dst, l.Owner)
 	dst = appendVarint(dst, l.CreatedAt)
@@ -123,15 +131,24 @@ func AppendLink(dst []byte, l *Link) []byte {
 	dst = append(dst, byte(l.Status))
 	dst = appendUvarint(dst, uint64(l.Redirect))
 	dst = appendUvarint(dst, l.Index)
-	if l.NoForwardQuery {
-		opts := byte(linkOptNoForwardQuery)
+	if l.NoForwardQuery || domain != "" {
+		var opts byte
+		if l.NoForwardQuery {
+			opts |= linkOptNoForwardQuery
+		}
 		if l.ReviewUntil != 0 {
 			opts |= linkOptReview
+		}
+		if domain != "" {
+			opts |= linkOptDomain
 		}
 		dst = append(dst, opts)
 	}
 	if l.ReviewUntil != 0 {
 		dst = appendVarint(dst, l.ReviewUntil)
+	}
+	if domain != "" {
+		dst = AppendString(dst, domain)
 	}
 	return dst
 }
@@ -144,6 +161,25 @@ func checkLink(l *Link) error {
 	}
 	if !ValidRedirect(int(l.Redirect)) {
 		return fmt.Errorf("redirect %d is not 301, 302, 307 or 308", l.Redirect)
+	}
+	return checkLinkID(l.Code)
+}
+
+// checkLinkID refuses an identifier DecodeLink would not give back: a
+// custom domain in canonical form, one '/', a code after it.
+func checkLinkID(id string) error {
+	domain, code := SplitLinkID(id)
+	if code == "" {
+		return fmt.Errorf("link %q has no code", id)
+	}
+	if domain == "" {
+		if strings.IndexByte(id, '/') >= 0 {
+			return fmt.Errorf("link %q has an empty domain", id)
+		}
+		return nil
+	}
+	if err := CheckDomainName(domain); err != nil {
+		return fmt.Errorf("link %q: %w", id, err)
 	}
 	return nil
 }
@@ -167,20 +203,31 @@ func DecodeLink(b []byte, l *Link) error {
 	l.Redirect = uint16(redirect)
 	l.Index = r.Uvarint()
 	l.ReviewUntil, l.NoForwardQuery = 0, false
-	review := version == linkVersionReview
+	review, onDomain := version == linkVersionReview, false
 	if version == linkVersionOptions {
 		// One link, one encoding: version 3 only with an option that
 		// versions 1 and 2 cannot hold.
 		opts := r.Byte()
-		if opts&^linkOptKnown != 0 || opts&linkOptNoForwardQuery == 0 {
+		if opts&^linkOptKnown != 0 || opts&linkOptNeedV3 == 0 {
 			r.Fail()
 		}
-		review, l.NoForwardQuery = opts&linkOptReview != 0, true
+		review, l.NoForwardQuery = opts&linkOptReview != 0, opts&linkOptNoForwardQuery != 0
+		onDomain = opts&linkOptDomain != 0
 	}
 	if review {
 		if l.ReviewUntil = r.Varint(); l.ReviewUntil == 0 {
 			r.Fail() // version 1 encodes a link without a window
 		}
+	}
+	if onDomain {
+		domain := r.String()
+		if CheckDomainName(domain) != nil || strings.IndexByte(l.Code, '/') >= 0 || l.Code == "" {
+			r.Fail()
+		} else {
+			l.Code = LinkID(domain, l.Code)
+		}
+	} else if strings.IndexByte(l.Code, '/') >= 0 {
+		r.Fail() // a default-domain code never holds '/'
 	}
 	if !r.Done() || l.Status >= statusCount || redirect > 0xffff || !ValidRedirect(int(l.Redirect)) {
 		return fmt.Errorf("cannot decode link: %w", ErrCorrupt)
