@@ -46,6 +46,13 @@ func newDomainView(d *store.Domain) domainView {
 // NewDomainView is the JSON view of a domain, for the operator API.
 func NewDomainView(d *store.Domain) any { return newDomainView(d) }
 
+// IsPublicHost reports whether a canonical domain is the cluster's public
+// host (the default domain) or a listen name of this node.
+func (s *Server) IsPublicHost(name string) bool {
+	_, own := s.ownNames[name]
+	return name == s.ownHost || own
+}
+
 // dispatchDomains routes /v1/domains and /v1/domains/{domain}.
 func (s *Server) dispatchDomains(ctx *fasthttp.RequestCtx, path, method string) (string, bool) {
 	switch {

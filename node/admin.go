@@ -59,6 +59,9 @@ func (n *Node) openAdmin() error {
 	mux.HandleFunc("POST /v1/links/{code}/restore", a.restoreLink)
 	mux.HandleFunc("GET /v1/reports", a.listReports)
 	mux.HandleFunc("POST /v1/reports/{id}/resolve", a.resolveReport)
+	mux.HandleFunc("GET /v1/domains", a.listDomains)
+	mux.HandleFunc("POST /v1/domains", a.addDomain)
+	mux.HandleFunc("POST /v1/domains/{domain}/approve", a.approveDomain)
 	// Go's profiler, behind the operator token like everything here: a
 	// CPU profile of a node under load is how its costs are found
 	// (`curl -H "Authorization: Bearer $(cat DATA_DIR/operator-token)"

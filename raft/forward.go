@@ -65,6 +65,9 @@ var forwardable = map[cmdType]bool{
 	// Issue 11: an operator may suspend an owner through any node; the
 	// purge is the leader's own.
 	cmdSetOwnerSuspended: true,
+	// Issue 12: owners register and delete custom domains through any
+	// edge; an operator approves or adds them through any node.
+	cmdDomainUpdate: true,
 }
 
 // forward sends cmd to the leader this node knows of. Forwarding happens

@@ -15,8 +15,10 @@ var sampleLinks = []Link{
 	{Code: "x", URL: string(bytes.Repeat([]byte("u"), 5000)), CreatedAt: math.MinInt64, Status: StatusReview, Redirect: 301},
 	{Code: "edited1", URL: "https://example.net/new", Owner: "own_1", UpdatedAt: 9, Redirect: 302, Index: 7, ReviewUntil: 86_400_009}, // version 2
 	{Code: "edited2", URL: "https://example.net/", Redirect: 307, ReviewUntil: math.MinInt64},
-	{Code: "noq", URL: "https://example.net/?a=1", Redirect: 302, Index: 3, NoForwardQuery: true},                       // version 3
-	{Code: "noq2", URL: "https://example.net/", Redirect: 301, Index: 4, NoForwardQuery: true, ReviewUntil: 86_400_001}, // version 3 with a window
+	{Code: "noq", URL: "https://example.net/?a=1", Redirect: 302, Index: 3, NoForwardQuery: true},                           // version 3
+	{Code: "noq2", URL: "https://example.net/", Redirect: 301, Index: 4, NoForwardQuery: true, ReviewUntil: 86_400_001},     // version 3 with a window
+	{Code: "go.acme.com/launch", URL: "https://acme.example/", Owner: "o", Redirect: 302, Index: 5},                         // version 3, custom domain
+	{Code: "xn--bcher-kva.example/aB3xY9q", URL: "https://b.example/", Redirect: 307, NoForwardQuery: true, ReviewUntil: 9}, // every option
 }
 
 var sampleOwners = []Owner{

@@ -55,8 +55,10 @@ var (
 	ErrDomainNotOwned = errors.New("domain not registered to this owner")
 )
 
-// MaxDomainLen bounds a custom domain: DNS's 253 characters.
-const MaxDomainLen = maxHostLen
+// MaxDomainLen bounds a custom domain. DNS allows 253 characters; 222
+// keeps a link identifier "domain/code" (a code is at most 32) within 255
+// bytes, the longest link code a click event and the rollup keys hold.
+const MaxDomainLen = 222
 
 // ParseDomainName checks and normalises a custom domain as a client or
 // operator typed it: IDNA names go to punycode, ASCII to lower case, one

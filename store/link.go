@@ -162,12 +162,12 @@ func checkLink(l *Link) error {
 	if !ValidRedirect(int(l.Redirect)) {
 		return fmt.Errorf("redirect %d is not 301, 302, 307 or 308", l.Redirect)
 	}
-	return checkLinkID(l.Code)
+	return CheckLinkID(l.Code)
 }
 
-// checkLinkID refuses an identifier DecodeLink would not give back: a
+// CheckLinkID refuses an identifier DecodeLink would not give back: a
 // custom domain in canonical form, one '/', a code after it.
-func checkLinkID(id string) error {
+func CheckLinkID(id string) error {
 	domain, code := SplitLinkID(id)
 	if code == "" {
 		return fmt.Errorf("link %q has no code", id)
