@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -275,11 +276,12 @@ func (s *Server) shortURL(l *store.Link) string {
 	return s.publicScheme + "://" + domain + "/" + code
 }
 
-// Host routing of redirects. A request whose Host is the public host, an
-// IP literal, localhost or one of the node's listen names is on the
-// default domain (so a node is reachable by its address as before); an
-// approved custom domain looks its code up as "domain/code"; any other
-// host answers the unknown-host page.
+// Host routing of redirects. A request whose Host is the public host, or
+// one that can never be a custom domain (an IP literal, a single label
+// such as localhost), or one of the node's listen names, is on the
+// default domain, so a node answers by its address as before; an approved
+// custom domain looks its code up as "domain/code"; any other host
+// answers the unknown-host page.
 
 type hostRoute uint8
 
@@ -321,8 +323,8 @@ func normalHost(dst, h []byte) []byte {
 
 // routeHost classifies a host as normalHost wrote it.
 func (s *Server) routeHost(host []byte) hostRoute {
-	if len(host) == 0 || string(host) == s.ownHost || host[0] == '[' || lastLabelNumeric(host) || string(host) == "localhost" {
-		return hostDefault
+	if len(host) == 0 || string(host) == s.ownHost || host[0] == '[' || bytes.IndexByte(host, '.') < 0 || lastLabelNumeric(host) {
+		return hostDefault // the public host, or one no custom domain can be
 	}
 	if _, ok := s.st.ApprovedDomains().Owner(host); ok {
 		return hostCustom

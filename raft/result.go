@@ -21,6 +21,8 @@ import (
 //	review   varint   the link's ReviewUntil, if flagged (only when not 0)
 //	report   ...      store.AppendReport as bytes, if flagged (bit 5; reports)
 //	(bit 6)           the link's NoForwardQuery, a flag without a payload
+//	(bit 7)           a second flags byte follows the first flags byte:
+//	                  bit 0 domain, store.AppendDomain as bytes, last
 //
 // The error is sent as a stable code so that errors.Is(err, store.ErrX)
 // holds on the forwarding node exactly as it would on the leader.
