@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -137,7 +138,6 @@ func (s *Server) registerDomain(ctx *fasthttp.RequestCtx, owner store.Owner) {
 	}
 	// Already ours: answer it as it is, without a write.
 	if d, found, err := s.st.Domain(name); err == nil && found && d.Owner == owner.ID && d.Status != store.DomainDeleted {
-		setIndex(ctx, 0)
 		writeJSON(ctx, fasthttp.StatusOK, marshalJSON(newDomainView(&d)))
 		return
 	}
@@ -246,6 +246,32 @@ func (s *Server) writeDomainRefusal(ctx *fasthttp.RequestCtx, name string, err e
 		return false
 	}
 	return true
+}
+
+// reportedDomainCode reads a report's url as a short URL on an approved
+// custom domain (any scheme and port; query and fragment ignored): its
+// link identifier "domain/code".
+func (s *Server) reportedDomainCode(target string) (string, bool) {
+	raw := strings.TrimSpace(target)
+	if !strings.Contains(raw, "://") {
+		raw = "https://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.Opaque != "" {
+		return "", false
+	}
+	name, err := store.ParseDomainName(u.Hostname())
+	if err != nil {
+		return "", false
+	}
+	if _, ok := s.st.ApprovedDomains().Owner([]byte(name)); !ok {
+		return "", false
+	}
+	code, ok := strings.CutPrefix(u.Path, "/")
+	if !ok || !validCodeSyntax(code) {
+		return "", false
+	}
+	return store.LinkID(name, code), true
 }
 
 // queryDomain reads ?domain= of the /v1/links/{code} routes: "" for the

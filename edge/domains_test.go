@@ -179,6 +179,13 @@ func TestDomainLinks(t *testing.T) {
 	if r := e.doHost("GET", e.addr, "/launch", "", ""); r.status != 302 {
 		t.Errorf("default-domain link after the domain one was deleted: %d", r.status)
 	}
+	// A short URL on an approved custom domain can be reported.
+	e.expect(e.do("POST", "/v1/reports", "", `{"url": "https://GO.acme.com/launch?x=1", "reason": "spam"}`), 202, "")
+	if rep, found, err := e.st.OpenReport("go.acme.com/launch"); err != nil || !found || rep.Code != "go.acme.com/launch" {
+		t.Errorf("report of go.acme.com/launch: %+v %v %v", rep, found, err)
+	}
+	e.expect(e.do("POST", "/v1/reports", "", `{"url": "https://unknown.example/launch", "reason": "spam"}`), 400, "invalid-request")
+
 	// A destination on an approved custom domain is a link to a link.
 	e.expect(e.do("POST", "/v1/links", keyBob, `{"url": "https://go.acme.com/x"}`), 400, "invalid-url")
 
