@@ -198,6 +198,42 @@ func TestE2EDomains(t *testing.T) {
 	if r := do(t, "GET", e1+"/v1/links/launch", alice, ""); r.status != 200 || r.json(t)["url"] != links[2].dest {
 		t.Errorf("GET without ?domain= is the default domain's: %d %s", r.status, r.body)
 	}
+	// Clicks are counted per link: 3 visits of go.acme.com/launch and 2
+	// of the default domain's /launch, through e1 (which ships to v1, the
+	// aggregator), with a browser's User-Agent (the polls above were Go's
+	// client, counted as bots).
+	visit := func(host string, n int) {
+		for range n {
+			req := newRequest(t, "GET", e1+"/launch", "", "")
+			req.Host, req.Header["User-Agent"] = host, []string{firefox}
+			if r := roundTrip(t, noRedirect, req); r.status != 302 {
+				t.Fatalf("visit %s/launch: %d", host, r.status)
+			}
+		}
+	}
+	visit("go.acme.com", 3)
+	visit(c.nodes["e1"].http, 2)
+	now := time.Now().UTC()
+	rng := "from=" + now.AddDate(0, 0, -1).Format(time.DateOnly) + "&to=" + now.AddDate(0, 0, 1).Format(time.DateOnly) + "&tz=UTC"
+	clicks := func(query string) int {
+		r := do(t, "GET", e1+"/v1/links/launch/stats?"+rng+query, alice, "")
+		if r.status != 200 {
+			t.Fatalf("stats %s: %d %s", query, r.status, r.body)
+		}
+		return int(r.json(t)["totals"].(map[string]any)["clicks"].(float64))
+	}
+	var dom, plain int
+	waitFor(t, "the clicks in the link stats", 60*time.Second, func() bool {
+		dom, plain = clicks("&domain=go.acme.com"), clicks("")
+		return dom >= 3 && plain >= 2
+	})
+	if dom != 3 || plain != 2 {
+		t.Errorf("stats: go.acme.com/launch %d clicks, /launch %d; want 3 and 2", dom, plain)
+	}
+	if r := do(t, "GET", e1+"/v1/links/launch/stats?domain=links.bob.example", alice, ""); r.status != 404 {
+		t.Errorf("alice reads the stats of bob's launch: %d", r.status)
+	}
+
 	if r := do(t, "DELETE", e1+"/v1/links/launch?domain=go.acme.com", alice, ""); r.status != 204 {
 		t.Fatalf("DELETE ?domain=: %d %s", r.status, r.body)
 	}
