@@ -317,9 +317,9 @@ const (
 	hostUnknown
 )
 
-// hostKeyBuf holds one request's lower-cased host and then its
-// "domain/code" key: reused through a pool, so the lookup allocates
-// nothing (a stack buffer would escape through the click hook).
+// hostKeyBuf holds one request's "domain/code" key: reused through a
+// pool, so the lookup allocates nothing (a stack buffer would escape
+// through the click hook).
 type hostKeyBuf struct {
 	b [store.MaxDomainLen + 2 + maxAliasLen]byte
 }
@@ -376,28 +376,31 @@ func lastLabelNumeric(h []byte) bool {
 }
 
 // serveHostCode answers GET and HEAD /{code} on whatever Host it came.
+// The host is classified in a stack buffer; only a custom domain's key,
+// which the click hook sees, goes through the pool.
 func (s *Server) serveHostCode(ctx *fasthttp.RequestCtx, code []byte) {
 	raw := ctx.Host()
 	if len(raw) == 0 {
 		s.serveCode(ctx, code)
 		return
 	}
-	buf := hostKeyPool.Get().(*hostKeyBuf)
-	host := normalHost(buf.b[:0], raw[:min(len(raw), store.MaxDomainLen+8)])
+	var hb [store.MaxDomainLen + 1]byte
+	host := normalHost(hb[:0], raw[:min(len(raw), len(hb))])
 	switch s.routeHost(host) {
 	case hostDefault:
 		s.serveCode(ctx, code)
 	case hostCustom:
-		key := append(append(host, '/'), code...)
+		buf := hostKeyPool.Get().(*hostKeyBuf)
+		key := append(append(append(buf.b[:0], host...), '/'), code...)
 		s.serveCode(ctx, key)
+		hostKeyPool.Put(buf)
 	default:
 		if !ctx.IsGet() && !ctx.IsHead() {
 			ctx.Response.Header.Set("Allow", "GET, HEAD")
 			writePage(ctx, fasthttp.StatusMethodNotAllowed, pageMethod)
-		} else {
-			s.m.unknownHost.Inc()
-			writePage(ctx, fasthttp.StatusNotFound, pageUnknownHost)
+			return
 		}
+		s.m.unknownHost.Inc()
+		writePage(ctx, fasthttp.StatusNotFound, pageUnknownHost)
 	}
-	hostKeyPool.Put(buf)
 }
