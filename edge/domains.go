@@ -380,8 +380,8 @@ func lastLabelNumeric(h []byte) bool {
 // which the click hook sees, goes through the pool.
 func (s *Server) serveHostCode(ctx *fasthttp.RequestCtx, code []byte) {
 	raw := ctx.Host()
-	if len(raw) == 0 {
-		s.serveCode(ctx, code)
+	if len(raw) == 0 || string(raw) == s.ownHost || (s.ownOrigin != "" && string(raw) == s.ownOrigin) {
+		s.serveCode(ctx, code) // the public host as clients send it: no normalising
 		return
 	}
 	var hb [store.MaxDomainLen + 1]byte
