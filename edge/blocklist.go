@@ -185,6 +185,9 @@ func (s *Server) selfReason(d destination) string {
 	if _, ok := s.ownNames[h.Name]; ok {
 		return "a listen address of this service (" + h.Name + ")"
 	}
+	if _, ok := s.st.ApprovedDomains().Owner([]byte(h.Name)); ok {
+		return "a custom domain of this service (" + h.Name + ")"
+	}
 	return s.clusterReason(h)
 }
 

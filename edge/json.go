@@ -135,9 +135,12 @@ type createRequest struct {
 	// Tags in normal form (store.NormalizeTags), omitted when none so
 	// older bodies hash as before.
 	Tags string `json:"tags,omitempty"`
+	// Domain is the custom domain ("" the default), canonical once the
+	// handler checked it; omitted when empty so older bodies hash as before.
+	Domain string `json:"domain,omitempty"`
 }
 
-var createFields = []string{"url", "alias", "expires_at", "click_limit", "redirect", "forward_query", "tags"}
+var createFields = []string{"url", "alias", "expires_at", "click_limit", "redirect", "forward_query", "tags", "domain"}
 
 // decodeCreate type-checks a create body. Semantic checks that need the
 // server (destination rules, alias rules, the clock) come later.
@@ -197,6 +200,12 @@ func decodeCreateObject(o jsonObject) (createRequest, error) {
 	req.NoForwardQuery = st == fieldSet && !forward
 	if req.Tags, _, err = o.tags("tags"); err != nil {
 		return createRequest{}, err
+	}
+	if req.Domain, st, err = o.str("domain"); err != nil {
+		return createRequest{}, err
+	}
+	if st == fieldSet && req.Domain == "" {
+		return createRequest{}, errors.New(`field "domain" must not be empty; omit it for the default domain`)
 	}
 	return req, nil
 }

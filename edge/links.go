@@ -13,6 +13,7 @@ import (
 // linkView is a link as the API shows it.
 type linkView struct {
 	Code       string  `json:"code"`
+	Domain     *string `json:"domain,omitempty"` // custom domain; absent on the default domain
 	ShortURL   string  `json:"short_url"`
 	URL        string  `json:"url"`
 	Redirect   int     `json:"redirect"`
@@ -32,8 +33,8 @@ type linkView struct {
 
 func (s *Server) linkView(l *store.Link, now time.Time) linkView {
 	v := linkView{
-		Code:      l.Code,
-		ShortURL:  s.publicBase + "/" + l.Code,
+		Code:      l.ShortCode(),
+		ShortURL:  s.shortURL(l),
 		URL:       l.URL,
 		Redirect:  int(l.Redirect),
 		Status:    l.Status.String(),
@@ -45,6 +46,9 @@ func (s *Server) linkView(l *store.Link, now time.Time) linkView {
 	}
 	if v.Tags == nil {
 		v.Tags = []string{}
+	}
+	if d := l.Domain(); d != "" {
+		v.Domain = &d
 	}
 	if l.ExpiresAt != 0 {
 		t := formatMillis(l.ExpiresAt)
@@ -137,6 +141,12 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		}
 	}
 
+	domain, ok := s.linkDomain(ctx, owner, req.Domain)
+	if !ok {
+		return
+	}
+	req.Domain = domain // canonical, so equal requests hash equal
+
 	idemKey, ok := idempotencyKey(ctx)
 	if !ok {
 		return
@@ -157,7 +167,7 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 	}
 	if req.Alias != "" {
 		var existing store.Link
-		taken, err := s.st.GetLink([]byte(req.Alias), &existing)
+		taken, err := s.st.GetLink([]byte(store.LinkID(domain, req.Alias)), &existing)
 		if err != nil {
 			s.log.Error("cannot check alias", "alias", req.Alias, "err", err)
 			writeProblem(ctx, probInternal, "the alias could not be checked")
@@ -171,14 +181,14 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 
 	// Only a create that is about to be made spends the domain's budget,
 	// and one that is not made gives it back (createlimits.go).
-	domain, ok := s.takeCreateDomain(ctx, d.host)
+	destDomain, ok := s.takeCreateDomain(ctx, d.host)
 	if !ok {
 		return
 	}
 	created := false
 	defer func() {
 		if !created {
-			s.refundCreateDomain(domain)
+			s.refundCreateDomain(destDomain)
 		}
 	}()
 	wctx, cancel := s.writeContext(ctx)
@@ -191,7 +201,7 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		}
 	}
 	l := store.Link{
-		Code:       code,
+		Code:       store.LinkID(domain, code),
 		URL:        req.URL,
 		Owner:      owner.ID,
 		CreatedAt:  now.UnixMilli(),
@@ -223,6 +233,8 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 	case errors.Is(err, store.ErrIdempotencyMismatch):
 		writeProblem(ctx, probIdempotencyMismatch, idempotencyMismatchDetail(idemKey))
 		return
+	case err != nil && s.writeDomainRefusal(ctx, domain, err):
+		return
 	case err != nil:
 		s.writeWriteError(ctx, "create", err)
 		return
@@ -232,7 +244,11 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		return
 	}
 	created = true
-	ctx.Response.Header.Set("Location", s.publicBase+linksPrefix+code)
+	loc := s.publicBase + linksPrefix + code
+	if domain != "" {
+		loc += "?domain=" + domain
+	}
+	ctx.Response.Header.Set("Location", loc)
 	setIndex(ctx, index)
 	writeJSON(ctx, fasthttp.StatusCreated, resp)
 }
@@ -241,10 +257,12 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 // belongs to someone else (never 403: that would confirm it exists).
 func (s *Server) ownedLink(ctx *fasthttp.RequestCtx, owner store.Owner, code string) (store.Link, bool) {
 	var l store.Link
-	if !validCodeSyntax(code) {
+	domain, okDomain := s.queryDomain(ctx) // ?domain= for a link on a custom domain
+	if !validCodeSyntax(code) || !okDomain {
 		writeProblem(ctx, probNotFound, fmt.Sprintf("there is no link %q", code))
 		return l, false
 	}
+	code = store.LinkID(domain, code)
 	found, err := s.st.GetLink([]byte(code), &l)
 	if err != nil {
 		s.log.Error("cannot read link", "code", code, "err", err)

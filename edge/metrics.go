@@ -14,6 +14,7 @@ type serverMetrics struct {
 	redirectHit    *metrics.Counter // 3xx from the cache
 	redirectMiss   *metrics.Counter // 3xx after a Pebble read
 	notFound       *metrics.Counter
+	unknownHost    *metrics.Counter // a Host that is neither the public host nor an approved custom domain
 	gone           *metrics.Counter
 	legalBlock     *metrics.Counter
 	blocked        *metrics.Counter
@@ -45,6 +46,7 @@ func newServerMetrics(set *metrics.Set, c *cache) *serverMetrics {
 		redirectHit:    result("hit"),
 		redirectMiss:   result("miss"),
 		notFound:       result("not_found"),
+		unknownHost:    result("unknown_host"),
 		gone:           result("gone"),
 		legalBlock:     result("legal_block"),
 		blocked:        result("blocked"),

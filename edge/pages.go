@@ -48,6 +48,8 @@ var (
 		`<p>The link could not be looked up. Please try again in a moment.</p>`)
 	pageMethod = page("Method not allowed",
 		`<p>Short links answer GET and HEAD only.</p>`)
+	pageUnknownHost = page("Not found",
+		`<p>This address does not serve short links.</p>`)
 )
 
 // blockedPage names the destination host so the visitor knows what was

@@ -27,6 +27,9 @@ const (
 	probPermanentRedirect   = problem.PermanentRedirect
 	probLinkLocked          = problem.LinkLocked
 	probDomainTaken         = problem.DomainTaken
+	probInvalidDomain       = problem.InvalidDomain
+	probDomainForbidden     = problem.DomainForbidden
+	probDomainNotApproved   = problem.DomainNotApproved
 	probGoalExists          = problem.GoalExists
 	probGoalLimit           = problem.GoalLimit
 	probStorageFull         = problem.StorageFull

@@ -197,7 +197,8 @@ func (s *Server) linkQR(ctx *fasthttp.RequestCtx, owner store.Owner, code string
 			if o.svg {
 				ext, typ = "svg", "image/svg+xml"
 			}
-			ctx.Response.Header.Set("Content-Disposition", `inline; filename="`+l.Code+"."+ext+`"`)
+			_, bare := store.SplitLinkID(l.Code)
+			ctx.Response.Header.Set("Content-Disposition", `inline; filename="`+bare+"."+ext+`"`)
 			// The image shows only the short URL, which does not change;
 			// private: it is fetched with the owner's key.
 			ctx.Response.Header.Set("Cache-Control", "private, max-age=86400")

@@ -269,8 +269,11 @@ func (d *reportDesk) serve(ctx *fasthttp.RequestCtx) {
 	}
 	code, err := d.origin.reportedCode(req.Target)
 	if err != nil {
-		writeProblem(ctx, probInvalidRequest, err.Error())
-		return
+		var ok bool
+		if code, ok = d.s.reportedDomainCode(req.Target); !ok {
+			writeProblem(ctx, probInvalidRequest, err.Error())
+			return
+		}
 	}
 	d.received.Inc()
 	var l store.Link

@@ -18,10 +18,14 @@ import (
 
 const maxSearchQ = 256
 
-// linkDomain is the domain a link is served on. Every link is on the
-// cluster's --public-url host until links carry a domain of their own
-// (custom domains).
-func (s *Server) linkDomain(*store.Link) string { return s.ownHost }
+// servedDomain is the host a link is served on: its custom domain, or
+// the cluster's --public-url host.
+func (s *Server) servedDomain(l *store.Link) string {
+	if d := l.Domain(); d != "" {
+		return d
+	}
+	return s.ownHost
+}
 
 // parseLinkQuery reads the listing's query string, answering the problem
 // itself when it is refused.
@@ -66,7 +70,10 @@ func (s *Server) parseLinkQuery(ctx *fasthttp.RequestCtx, owner string) (store.L
 			writeProblem(ctx, probInvalidRequest, `parameter "domain" must be a host name such as go.example.com`)
 			return q, false
 		}
-		matchers = append(matchers, func(l *store.Link) bool { return s.linkDomain(l) == domain })
+		if name, err := store.ParseDomainName(domain); err == nil {
+			domain = name // the stored form: punycode for an international name
+		}
+		matchers = append(matchers, func(l *store.Link) bool { return s.servedDomain(l) == domain })
 	}
 	if len(matchers) > 0 {
 		q.Match = func(l *store.Link) bool {

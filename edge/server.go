@@ -33,14 +33,15 @@ type Server struct {
 	maybeFresh func(code []byte) bool
 	remoteWait time.Duration
 
-	publicBase string           // PublicURL without a trailing slash
-	ownHost    string           // host of PublicURL, refused as a destination...
-	ownOrigin  string           // ...on this host:port only, when PublicURL names a port
-	blocked    *store.Blocklist // Config.BlockedHosts (deprecated, this node only)
-	ownAddrs   map[netip.Addr]struct{}
-	ownNames   map[string]struct{}
-	reserved   map[string]struct{}
-	routes     map[string]fasthttp.RequestHandler
+	publicBase   string           // PublicURL without a trailing slash
+	publicScheme string           // scheme of PublicURL, for short URLs on custom domains
+	ownHost      string           // host of PublicURL, refused as a destination...
+	ownOrigin    string           // ...on this host:port only, when PublicURL names a port
+	blocked      *store.Blocklist // Config.BlockedHosts (deprecated, this node only)
+	ownAddrs     map[netip.Addr]struct{}
+	ownNames     map[string]struct{}
+	reserved     map[string]struct{}
+	routes       map[string]fasthttp.RequestHandler
 
 	cache           *cache // nil when disabled
 	privateMaxAge   int64  // seconds
@@ -87,6 +88,7 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		maybeFresh:      cfg.MaybeFresh,
 		remoteWait:      cfg.RemoteTimeout,
 		publicBase:      strings.TrimRight(pub.url, "/"),
+		publicScheme:    pub.scheme,
 		ownHost:         strings.TrimSuffix(pub.host, "."),
 		reserved:        make(map[string]struct{}),
 		privateMaxAge:   int64(cfg.PrivateMaxAge / time.Second),
@@ -290,7 +292,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case bytes.HasPrefix(path, prefixProblems):
 		serveProblemDoc(ctx)
 	case len(path) > 1 && validCodeSyntax(path[1:]):
-		s.serveCode(ctx, path[1:])
+		s.serveHostCode(ctx, path[1:]) // domains.go: Host routing, then serveCode
 	default:
 		if !ctx.IsGet() && !ctx.IsHead() {
 			ctx.Response.Header.Set("Allow", "GET, HEAD")

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"testing"
@@ -59,7 +60,7 @@ func TestDecodeDropTallyRefuses(t *testing.T) {
 		"negative hour": {tallyVersion, byte(ScopeSite), 1, 3, 2, 's', '1'},
 		"trailing":      append(append([]byte(nil), good...), 0),
 		"truncated":     good[:len(good)-1],
-		"long name":     append([]byte{tallyVersion, byte(ScopeLink), 20, 3, 65}, make([]byte, 65)...),
+		"long name":     append(binary.AppendUvarint([]byte{tallyVersion, byte(ScopeLink), 20, 3}, maxTallyName+1), make([]byte, maxTallyName+1)...),
 	}
 	for name, b := range cases {
 		var dt DropTally

@@ -48,7 +48,7 @@ const (
 	MaxPathLen     = 2000 // path, as Plausible's pathname limit
 	MaxHostLen     = 253  // referrer host
 	MaxUTMLen      = 300  // each UTM value
-	MaxCodeLen     = 64   // link code
+	MaxCodeLen     = 255  // link identifier: a code, or "domain/code" on a custom domain (store.MaxDomainLen)
 	MaxSiteIDLen   = 64   // site id
 	MaxShortLen    = 64   // node, region, country, subdivision, city, device, browser, OS and versions
 	MaxProps       = 30   // custom properties per event, as Plausible

@@ -62,6 +62,9 @@ func (n *Node) openAdmin() error {
 	mux.HandleFunc("POST /v1/keys", a.createKey)
 	mux.HandleFunc("GET /v1/keys", a.listKeys)
 	mux.HandleFunc("DELETE /v1/keys/{id}", a.revokeKey)
+	mux.HandleFunc("GET /v1/domains", a.listDomains)
+	mux.HandleFunc("POST /v1/domains", a.addDomain)
+	mux.HandleFunc("POST /v1/domains/{domain}/approve", a.approveDomain)
 	// Go's profiler, behind the operator token like everything here: a
 	// CPU profile of a node under load is how its costs are found
 	// (`curl -H "Authorization: Bearer $(cat DATA_DIR/operator-token)"

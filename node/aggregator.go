@@ -28,7 +28,7 @@ func (n *Node) openAggregator() error {
 		CheckpointInterval: n.cfg.CheckpointInterval,
 		// Click limits: the aggregator reads each link's limit from this
 		// node's replica and takes the link down through Raft.
-		Links:        authorizer{n}.Link,
+		Links:        authorizer{n: n}.Link,
 		OnClickLimit: n.onClickLimit,
 		Logger:       n.log,
 		Metrics:      n.metrics,

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"bytes"
+
 	"github.com/waymark/waymark/raft"
 	"github.com/waymark/waymark/store"
 )
@@ -19,6 +21,9 @@ const freshWindow = 64 * raft.DefaultBlockSize
 func (n *Node) maybeFresh(code []byte) bool {
 	if n.raft.IsLeader() {
 		return false
+	}
+	if i := bytes.LastIndexByte(code, '/'); i >= 0 {
+		code = code[i+1:] // a custom domain's "domain/code": judge the code
 	}
 	if len(code) != store.CodeLen {
 		return true

@@ -21,7 +21,10 @@ import (
 
 // authorizer lets the aggregator scope stats to owners, from this node's
 // replica (with the read-your-writes fallback for fresh keys and links).
-type authorizer struct{ n *Node }
+type authorizer struct {
+	n      *Node
+	domain string // ?domain= of a link stats request: the link is "domain/code"
+}
 
 // Owner and Link go through the edge's lookups, so a fresh key or link is
 // found at the leader within the same limits as on the public routes: a
@@ -44,7 +47,10 @@ func (a authorizer) Link(code string) (store.Link, bool) {
 	if srv == nil {
 		return store.Link{}, false
 	}
-	l, found, err := srv.LookupLink(code)
+	// The stats path's code has no '/' (the path is split on it); the
+	// click-limit check passes the click's identifier, "domain/code" on a
+	// custom domain, with no domain here.
+	l, found, err := srv.LookupLink(store.LinkID(a.domain, code))
 	return l, err == nil && found
 }
 
@@ -66,7 +72,26 @@ func isStatsPath(path string) bool {
 // statsHandler answers stats locally on an aggregator, or proxies them.
 func (n *Node) statsHandler() fasthttp.RequestHandler {
 	if n.agg != nil {
-		return api.StatsHandler(n.agg, authorizer{n}, api.Config{Now: time.Now, Logger: n.log})
+		cfg := api.Config{Now: time.Now, Logger: n.log}
+		plain := api.StatsHandler(n.agg, authorizer{n: n}, cfg)
+		return func(ctx *fasthttp.RequestCtx) {
+			// ?domain= names a link on a custom domain: its stats are
+			// those of the identifier "domain/code" its clicks carry.
+			raw := ctx.QueryArgs().Peek("domain")
+			if len(raw) == 0 || !strings.HasPrefix(string(ctx.Path()), "/v1/links/") {
+				plain(ctx)
+				return
+			}
+			name, err := store.ParseDomainName(string(raw))
+			if err != nil {
+				problem.Write(ctx, "not-found", "no such link")
+				return
+			}
+			if srv := n.edge.Load(); srv != nil && srv.IsPublicHost(name) {
+				name = ""
+			}
+			api.StatsHandler(n.agg, authorizer{n: n, domain: name}, cfg)(ctx)
+		}
 	}
 	target := n.aggregatorURL()
 	if target == "" {

@@ -3,6 +3,7 @@ package raft
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/waymark/waymark/store"
 )
@@ -42,6 +43,8 @@ const (
 	// Issue 11 (abuse): owner suspension and the purge of deleted links.
 	cmdSetOwnerSuspended cmdType = 15
 	cmdPurgeDeletedLinks cmdType = 16
+	// Issue 12: custom domains (domaincmd.go).
+	cmdDomainUpdate cmdType = 17
 	// Issue 12 (bulk): up to 1,000 link creates in one entry (bulkcmd.go).
 	cmdCreateLinksBulk cmdType = 21
 	// Issue 12: API keys with scopes (keyscmd.go).
@@ -89,6 +92,7 @@ var commandTable = map[cmdType]commandSpec{
 	cmdResolveReport:     {name: "resolve_report", version: 1, decode: decodeResolveReport},
 	cmdSetOwnerSuspended: {name: "set_owner_suspended", version: 1, decode: decodeSetOwnerSuspended},
 	cmdPurgeDeletedLinks: {name: "purge_deleted_links", version: 1, decode: decodePurgeDeletedLinks},
+	cmdDomainUpdate:      {name: "domain_update", version: 1, decode: decodeDomainUpdate},
 	cmdCreateLinksBulk:   {name: "create_links_bulk", version: 1, decode: decodeCreateLinksBulk}, // bulkcmd.go
 	cmdCreateKey:         {name: "create_key", version: 1, decode: decodeCreateKey},
 	cmdRevokeKey:         {name: "revoke_key", version: 1, decode: decodeRevokeKey},
@@ -165,19 +169,27 @@ func appendCreateLink(dst []byte, l *store.Link, idem *store.IdempotencyWrite) [
 const (
 	createIdem           byte = 1 << 0 // an idempotency record follows
 	createNoForwardQuery byte = 1 << 1 // version 2: the link does not forward queries
-	// bit 2 is createDomain (custom domains, version 3); its field
-	// precedes the tags.
-	createTags byte = 1 << 3 // version 4: the link's tags (a string, normal form) follow
+	createDomain         byte = 1 << 2 // version 3: the link's custom domain follows
+	createTags           byte = 1 << 3 // version 4: the link's tags (a string, normal form) follow, after the domain
 )
 
 func (c *createLinkCmd) appendPayload(dst []byte) []byte {
-	dst = appendLinkFields(dst, &c.Link)
+	// The code field holds the bare code; a custom domain travels in its
+	// own field, so a node that does not know domains refuses the entry
+	// instead of creating "domain/code" as a default-domain code.
+	l := c.Link
+	domain, code := store.SplitLinkID(l.Code)
+	l.Code = code
+	dst = appendLinkFields(dst, &l)
 	var flags byte
 	if c.Idem != nil {
 		flags |= createIdem
 	}
 	if c.Link.NoForwardQuery {
 		flags |= createNoForwardQuery
+	}
+	if domain != "" {
+		flags |= createDomain
 	}
 	if c.Link.Tags != "" {
 		flags |= createTags
@@ -187,6 +199,9 @@ func (c *createLinkCmd) appendPayload(dst []byte) []byte {
 		dst = appendString(dst, c.Idem.Owner)
 		dst = appendString(dst, c.Idem.Key)
 		dst = appendIdempotency(dst, &c.Idem.Record)
+	}
+	if domain != "" {
+		dst = appendString(dst, domain)
 	}
 	if c.Link.Tags != "" {
 		dst = appendString(dst, c.Link.Tags)
@@ -202,6 +217,9 @@ func decodeCreateLink(version byte, p []byte) (command, error) {
 	if version >= 2 {
 		known |= createNoForwardQuery
 	}
+	if version >= 3 {
+		known |= createDomain
+	}
 	if version >= 4 {
 		known |= createTags
 	}
@@ -213,6 +231,16 @@ func decodeCreateLink(version byte, p []byte) (command, error) {
 	if flags&createIdem != 0 {
 		c.Idem = &store.IdempotencyWrite{Owner: r.String(), Key: r.String()}
 		r.idempotency(&c.Idem.Record)
+	}
+	if strings.IndexByte(c.Link.Code, '/') >= 0 {
+		r.Fail() // a bare code; the domain has its own field
+	}
+	if flags&createDomain != 0 {
+		domain := r.String()
+		if err := store.CheckDomainName(domain); err != nil {
+			return nil, invalid("create_link", err)
+		}
+		c.Link.Code = store.LinkID(domain, c.Link.Code)
 	}
 	if flags&createTags != 0 {
 		// One command, one encoding: the flag never carries empty tags.

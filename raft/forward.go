@@ -72,6 +72,9 @@ var forwardable = map[cmdType]bool{
 	cmdCreateKey: true,
 	cmdRevokeKey: true,
 	cmdTouchKeys: true,
+	// Issue 12: owners register and delete custom domains through any
+	// edge; an operator approves or adds them through any node.
+	cmdDomainUpdate: true,
 }
 
 // forward sends cmd to the leader this node knows of. Forwarding happens

@@ -23,6 +23,7 @@ type applyResult struct {
 	Site     *store.Site        // the site as UpdateSite left it
 	Report   *store.Report      // the case as FileReport or ResolveReport left it
 	Bulk     []store.BulkResult // create_links_bulk: one result per item, in order
+	Domain   *store.Domain      // the custom domain as domain_update left it
 	Err      error
 }
 

@@ -21,7 +21,8 @@ import (
 //	review   varint   the link's ReviewUntil, if flagged (only when not 0)
 //	report   ...      store.AppendReport as bytes, if flagged (bit 5; reports)
 //	(bit 6)           the link's NoForwardQuery, a flag without a payload
-//	(bit 7)           a second flags byte follows the first (resultMore*)
+//	(bit 7)           a second flags byte follows the first (resultMore*):
+//	domain   bytes    store.AppendDomain, if flagged in the second byte (bit 0)
 //	tags     string   the link's tags, if flagged in the second byte (bit 1)
 //	bulk     ...      bulk results (appendBulkResults, bulkcmd.go), if
 //	                  flagged in the second byte (bit 3); always last
@@ -42,12 +43,14 @@ const (
 	resultKnownFlags     = resultHasLink | resultHasBlock | resultHasExisting | resultHasSite | resultHasReview | resultHasReport | resultNoForwardQuery | resultMoreFlags
 )
 
-// Bits of the second flags byte. Bit 0 is the link's domain (custom
-// domains), bit 1 its tags, bit 3 bulk results.
+// Bits of the second flags byte (present only when bit 7 of the first is
+// set, and then never zero). Payloads follow every first-byte payload, in
+// bit order.
 const (
-	resultMoreTags  byte = 1 << 1 // the link's tags follow, after every first-byte payload
-	resultMoreBulk  byte = 1 << 3 // bulk results follow everything else
-	resultMoreKnown      = resultMoreTags | resultMoreBulk
+	resultMoreDomain byte = 1 << 0 // store.AppendDomain as bytes (domain_update)
+	resultMoreTags   byte = 1 << 1 // the link's tags
+	resultMoreBulk   byte = 1 << 3 // bulk results
+	resultMoreKnown       = resultMoreDomain | resultMoreTags | resultMoreBulk
 )
 
 // errCode names a sentinel error on the wire; never renumbered or reused.
@@ -72,6 +75,8 @@ const (
 	errCodeRegionUnclaimed   errCode = 15
 	errCodeStatusChanged     errCode = 16
 	errCodeReportResolved    errCode = 17
+	errCodeDomainNotApproved errCode = 18
+	errCodeDomainNotOwned    errCode = 19
 	errCodeKeyIDTaken        errCode = 20 // issue 12, keys
 )
 
@@ -97,6 +102,8 @@ var wireErrors = []struct {
 	{errCodeTooManyGoals, store.ErrTooManyGoals},
 	{errCodeInvalidSiteEdit, store.ErrInvalidSiteEdit},
 	{errCodeReportResolved, store.ErrReportResolved},
+	{errCodeDomainNotApproved, store.ErrDomainNotApproved},
+	{errCodeDomainNotOwned, store.ErrDomainNotOwned},
 	{errCodeKeyIDTaken, store.ErrKeyIDTaken},
 	{errCodeCorrupt, store.ErrCorrupt},
 }
@@ -161,6 +168,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 		flags |= resultNoForwardQuery
 	}
 	var more byte
+	if res.Domain != nil {
+		more |= resultMoreDomain
+	}
 	if flags&resultHasLink != 0 && res.Link.Tags != "" {
 		more |= resultMoreTags
 	}
@@ -199,6 +209,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	}
 	if flags&resultHasReport != 0 {
 		dst = appendReportResult(dst, res.Report)
+	}
+	if more&resultMoreDomain != 0 {
+		dst = appendBytes(dst, store.AppendDomain(nil, res.Domain))
 	}
 	if more&resultMoreTags != 0 {
 		dst = appendString(dst, res.Link.Tags)
@@ -261,6 +274,12 @@ func decodeResult(b []byte) (*applyResult, error) {
 	}
 	if flags&resultNoForwardQuery != 0 {
 		if res.Link.NoForwardQuery = true; flags&resultHasLink == 0 {
+			r.Fail()
+		}
+	}
+	if more&resultMoreDomain != 0 {
+		res.Domain = &store.Domain{}
+		if store.DecodeDomain(r.Bytes(), res.Domain) != nil {
 			r.Fail()
 		}
 	}

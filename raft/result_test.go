@@ -43,6 +43,10 @@ func sampleResults() []*applyResult {
 		{Index: 24, Report: &store.Report{ID: 24, Code: "abc1234", Count: 3, Reasons: store.ReasonSpam, FirstAt: 1, LastAt: 2, Details: []string{"d"}}},
 		{Index: 25, Link: link, Report: &store.Report{ID: 3, Code: "abc1234", Count: 1, Reasons: store.ReasonIllegal, Action: store.ReportLegal, ResolvedAt: 9, ResolvedReason: "court"}},
 		{Index: 26, Err: fmt.Errorf("cannot resolve report 3: %w", store.ErrReportResolved)},
+		{Index: 27, Domain: &store.Domain{Name: "go.acme.com", Owner: "o1", Status: store.DomainApproved, CreatedAt: 1, ApprovedAt: 2, UpdatedAt: 2}},
+		{Index: 28, Link: store.Link{Code: "go.acme.com/launch", URL: "u", Owner: "o1", Redirect: 302, Index: 28}},
+		{Index: 29, Err: fmt.Errorf("cannot create link: %w", store.ErrDomainNotApproved)},
+		{Index: 30, Err: fmt.Errorf("cannot create link: %w", store.ErrDomainNotOwned)},
 		{Index: 30, Link: edited},
 		{Index: 32, Link: store.Link{Code: "noq", URL: "u", Owner: "o", Redirect: 302, NoForwardQuery: true, ReviewUntil: 5}},
 		{Index: 31, Err: fmt.Errorf("cannot update link %q: %w", "x", store.ErrStatusChanged)},
@@ -151,7 +155,7 @@ func FuzzDecodeResult(f *testing.F) {
 			t.Fatalf("re-decode: %v", err)
 		}
 		if again.Index != res.Index || again.Link != res.Link || again.Block != res.Block || !reflect.DeepEqual(again.Existing, res.Existing) ||
-			!reflect.DeepEqual(again.Site, res.Site) || !reflect.DeepEqual(again.Report, res.Report) || !sameBulk(again.Bulk, res.Bulk) {
+			!reflect.DeepEqual(again.Site, res.Site) || !reflect.DeepEqual(again.Report, res.Report) || !sameBulk(again.Bulk, res.Bulk) || !reflect.DeepEqual(again.Domain, res.Domain) {
 			t.Fatalf("round trip: got %+v; want %+v", again, res)
 		}
 		if (res.Err == nil) != (again.Err == nil) || (res.Err != nil && (res.Err.Error() != again.Err.Error() || codeOf(res.Err) != codeOf(again.Err))) {

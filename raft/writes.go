@@ -116,6 +116,9 @@ func validateLink(l *store.Link) error {
 	case !validStatus(l.Status):
 		return fmt.Errorf("cannot create link %q: unknown status %d", l.Code, l.Status)
 	}
+	if err := store.CheckLinkID(l.Code); err != nil {
+		return fmt.Errorf("cannot create link: %w", err)
+	}
 	return nil
 }
 

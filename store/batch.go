@@ -16,8 +16,9 @@ type Batch struct {
 	durable bool         // a link's status changed: Commit syncs
 	hook    func() error // Options.BeforeCommit
 
-	st           *Store
-	blockChanges []BlockChange // reach the blocklist snapshot at Commit
+	st            *Store
+	blockChanges  []BlockChange // reach the blocklist snapshot at Commit
+	domainChanged bool          // a custom domain changed: rebuild the approved set at Commit
 }
 
 // NewBatch starts an atomic group of writes.
@@ -65,6 +66,12 @@ func (b *Batch) Commit(applied uint64) error {
 		b.st.applyBlockChanges(b.blockChanges)
 		b.blockChanges = nil
 	}
+	if b.domainChanged {
+		b.domainChanged = false
+		if err := b.st.loadDomains(); err != nil {
+			return fmt.Errorf("cannot reload custom domains after commit: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -98,6 +105,9 @@ func (b *Batch) CreateLink(l *Link) error {
 		return fmt.Errorf("cannot create link %q: %w", l.Code, err)
 	}
 	if err := checkOwnerID(l.Owner); err != nil {
+		return fmt.Errorf("cannot create link %q: %w", l.Code, err)
+	}
+	if err := b.checkLinkDomain(l); err != nil {
 		return fmt.Errorf("cannot create link %q: %w", l.Code, err)
 	}
 	if err := b.set(ownerIndexKey(l.Owner, l.Index, l.Code), nil); err != nil {

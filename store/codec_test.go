@@ -15,10 +15,13 @@ var sampleLinks = []Link{
 	{Code: "x", URL: string(bytes.Repeat([]byte("u"), 5000)), CreatedAt: math.MinInt64, Status: StatusReview, Redirect: 301},
 	{Code: "edited1", URL: "https://example.net/new", Owner: "own_1", UpdatedAt: 9, Redirect: 302, Index: 7, ReviewUntil: 86_400_009}, // version 2
 	{Code: "edited2", URL: "https://example.net/", Redirect: 307, ReviewUntil: math.MinInt64},
-	{Code: "noq", URL: "https://example.net/?a=1", Redirect: 302, Index: 3, NoForwardQuery: true},                                   // version 3
-	{Code: "noq2", URL: "https://example.net/", Redirect: 301, Index: 4, NoForwardQuery: true, ReviewUntil: 86_400_001},             // version 3 with a window
-	{Code: "tagged", URL: "https://example.net/", Redirect: 302, Index: 5, Tags: "sms,spring"},                                      // version 3, tags only
-	{Code: "tagged2", URL: "https://example.net/", Redirect: 302, Index: 6, NoForwardQuery: true, ReviewUntil: 9, Tags: "a-b_c,q4"}, // every option
+	{Code: "noq", URL: "https://example.net/?a=1", Redirect: 302, Index: 3, NoForwardQuery: true},
+	{Code: "noq2", URL: "https://example.net/", Redirect: 301, Index: 4, NoForwardQuery: true, ReviewUntil: 86_400_001},
+	{Code: "tagged", URL: "https://example.net/", Redirect: 302, Index: 5, Tags: "sms,spring"},
+	{Code: "tagged2", URL: "https://example.net/", Redirect: 302, Index: 6, NoForwardQuery: true, ReviewUntil: 9, Tags: "a-b_c,q4"},
+	{Code: "go.acme.com/launch", URL: "https://acme.example/", Owner: "o", Redirect: 302, Index: 5},
+	{Code: "xn--bcher-kva.example/aB3xY9q", URL: "https://b.example/", Redirect: 307, NoForwardQuery: true, ReviewUntil: 9},
+	{Code: "go.acme.com/t", URL: "https://acme.example/t", Redirect: 302, NoForwardQuery: true, ReviewUntil: 9, Tags: "sms"}, // every option
 }
 
 var sampleOwners = []Owner{

@@ -28,6 +28,8 @@ const (
 	tabExternalID        = 'X' // X owner 0x00 external_id -> code (bulk create, external.go)
 	tabAPIKey            = 'A' // A key id (16 hex) -> API key record (apikey.go)
 	tabTagIndex          = 'G' // G owner 0x00 tag 0x00 ^createIndex(be64) code -> empty (tags.go)
+	tabDomain            = 'N' // N domain -> custom domain record (domain.go)
+	tabOwnerDomain       = 'V' // V owner 0x00 domain -> empty: the owner's domains
 )
 
 var (

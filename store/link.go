@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -104,14 +105,20 @@ const (
 const (
 	linkOptReview         = 1 << 0
 	linkOptNoForwardQuery = 1 << 1
-	// bit 2 is linkOptDomain (custom domains); its field precedes the tags.
-	linkOptTags  = 1 << 3 // the tags (a string, not empty, normal form) follow ReviewUntil
-	linkOptKnown = linkOptReview | linkOptNoForwardQuery | linkOptTags
+	// linkOptDomain: the link is on a custom domain. The record's code
+	// field holds the bare code and the domain follows ReviewUntil;
+	// decoded, Link.Code is the identifier "domain/code" (domain.go).
+	linkOptDomain = 1 << 2
+	linkOptTags   = 1 << 3 // the tags (a string, not empty, normal form) follow the domain
+	linkOptKnown  = linkOptReview | linkOptNoForwardQuery | linkOptDomain | linkOptTags
+	// linkOptNeedV3: the options only version 3 can hold.
+	linkOptNeedV3 = linkOptNoForwardQuery | linkOptDomain | linkOptTags
 )
 
 // AppendLink appends the encoding of l to dst.
 func AppendLink(dst []byte, l *Link) []byte {
-	options := l.NoForwardQuery || l.Tags != ""
+	domain, code := SplitLinkID(l.Code)
+	options := l.NoForwardQuery || domain != "" || l.Tags != ""
 	switch {
 	case options:
 		dst = append(dst, linkVersionOptions)
@@ -120,7 +127,7 @@ func AppendLink(dst []byte, l *Link) []byte {
 	default:
 		dst = append(dst, linkVersion)
 	}
-	dst = AppendString(dst, l.Code)
+	dst = AppendString(dst, code)
 	dst = AppendString(dst, l.URL)
 	dst = AppendString(dst, l.Owner)
 	dst = appendVarint(dst, l.CreatedAt)
@@ -138,6 +145,9 @@ func AppendLink(dst []byte, l *Link) []byte {
 		if l.ReviewUntil != 0 {
 			opts |= linkOptReview
 		}
+		if domain != "" {
+			opts |= linkOptDomain
+		}
 		if l.Tags != "" {
 			opts |= linkOptTags
 		}
@@ -145,6 +155,9 @@ func AppendLink(dst []byte, l *Link) []byte {
 	}
 	if l.ReviewUntil != 0 {
 		dst = appendVarint(dst, l.ReviewUntil)
+	}
+	if domain != "" {
+		dst = AppendString(dst, domain)
 	}
 	if l.Tags != "" {
 		dst = AppendString(dst, l.Tags)
@@ -163,6 +176,25 @@ func checkLink(l *Link) error {
 	}
 	if err := CheckStoredTags(l.Tags); err != nil {
 		return err
+	}
+	return CheckLinkID(l.Code)
+}
+
+// CheckLinkID refuses an identifier DecodeLink would not give back: a
+// custom domain in canonical form, one '/', a code after it.
+func CheckLinkID(id string) error {
+	domain, code := SplitLinkID(id)
+	if code == "" {
+		return fmt.Errorf("link %q has no code", id)
+	}
+	if domain == "" {
+		if strings.IndexByte(id, '/') >= 0 {
+			return fmt.Errorf("link %q has an empty domain", id)
+		}
+		return nil
+	}
+	if err := CheckDomainName(domain); err != nil {
+		return fmt.Errorf("link %q: %w", id, err)
 	}
 	return nil
 }
@@ -186,20 +218,31 @@ func DecodeLink(b []byte, l *Link) error {
 	l.Redirect = uint16(redirect)
 	l.Index = r.Uvarint()
 	l.ReviewUntil, l.NoForwardQuery, l.Tags = 0, false, ""
-	review, tags := version == linkVersionReview, false
+	review, onDomain, tags := version == linkVersionReview, false, false
 	if version == linkVersionOptions {
 		// One link, one encoding: version 3 only with an option that
 		// versions 1 and 2 cannot hold.
 		opts := r.Byte()
-		if opts&^linkOptKnown != 0 || opts&(linkOptNoForwardQuery|linkOptTags) == 0 {
+		if opts&^linkOptKnown != 0 || opts&linkOptNeedV3 == 0 {
 			r.Fail()
 		}
-		review, l.NoForwardQuery, tags = opts&linkOptReview != 0, opts&linkOptNoForwardQuery != 0, opts&linkOptTags != 0
+		review, l.NoForwardQuery = opts&linkOptReview != 0, opts&linkOptNoForwardQuery != 0
+		onDomain, tags = opts&linkOptDomain != 0, opts&linkOptTags != 0
 	}
 	if review {
 		if l.ReviewUntil = r.Varint(); l.ReviewUntil == 0 {
 			r.Fail() // version 1 encodes a link without a window
 		}
+	}
+	if onDomain {
+		domain := r.String()
+		if CheckDomainName(domain) != nil || strings.IndexByte(l.Code, '/') >= 0 || l.Code == "" {
+			r.Fail()
+		} else {
+			l.Code = LinkID(domain, l.Code)
+		}
+	} else if strings.IndexByte(l.Code, '/') >= 0 {
+		r.Fail() // a default-domain code never holds '/'
 	}
 	if tags {
 		if l.Tags = r.String(); l.Tags == "" || !checkStoredTags(l.Tags) {

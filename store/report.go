@@ -29,7 +29,7 @@ const (
 	// "report ID: reason" by the same actor, so both fit its bounds.
 	MaxReportReasonLen  = MaxReasonLen - 32 // bytes of an operator's resolution reason
 	MaxReportActorLen   = MaxActorLen       // bytes of the resolving actor's name
-	MaxReportCodeLen    = 64                // bytes of a reported code
+	MaxReportCodeLen    = 255               // bytes of a reported code: "domain/code" on a custom domain (MaxDomainLen)
 	reportRecordVersion = 1
 )
 

@@ -167,7 +167,7 @@ func (s *Store) Restore(r io.Reader) error {
 	if err := s.db.Ingest(context.Background(), paths); err != nil {
 		return fmt.Errorf("cannot restore snapshot: cannot swap it in: %w", storageErr(err))
 	}
-	if err := s.loadBlocklist(); err != nil {
+	if err := errors.Join(s.loadBlocklist(), s.loadDomains()); err != nil {
 		return fmt.Errorf("cannot restore snapshot: %w", err)
 	}
 	return nil

@@ -39,6 +39,7 @@ type Store struct {
 
 	blocklist atomic.Pointer[Blocklist] // rebuilt at every commit that changes it
 	blockGen  atomic.Uint32             // the published snapshot's generation
+	domains   atomic.Pointer[DomainSet] // approved custom domains, rebuilt when one changes
 }
 
 // Open opens (or creates) the database in dir.
@@ -69,7 +70,7 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("cannot open store %q: %w", dir, err)
 	}
 	s := &Store{db: db, cache: cache, dir: dir, fs: o.FS, beforeCommit: o.BeforeCommit}
-	if err := s.loadBlocklist(); err != nil {
+	if err := errors.Join(s.loadBlocklist(), s.loadDomains()); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("cannot open store %q: %w", dir, err)
 	}
@@ -116,7 +117,7 @@ func get(r pebble.Reader, key []byte, fn func(v []byte) error) (bool, error) {
 // GetLink loads the link for code into l. It reports false when the code
 // has never been used.
 func (s *Store) GetLink(code []byte, l *Link) (bool, error) {
-	var kb [64]byte
+	var kb [1 + MaxDomainLen + 1 + 64]byte // a custom domain's identifier fits too
 	found, err := get(s.db, linkKey(kb[:0], code), func(v []byte) error { return DecodeLink(v, l) })
 	if err != nil {
 		return false, fmt.Errorf("cannot read link %q: %w", code, err)

@@ -162,6 +162,37 @@ func TestE2EOpenAPI(t *testing.T) {
 		wantProblem(t, v.send(t, "GET", base+"/v1/links/"+code+"/qr", "", ""), 401, "unauthorized")
 	})
 
+	t.Run("domains", func(t *testing.T) {
+		m := want(t, v.send(t, "POST", base+"/v1/domains", key, `{"domain":"Go.OA.example"}`), 201)
+		if m["status"] != "pending" || m["domain"] != "go.oa.example" || m["approved_at"] != nil {
+			t.Fatalf("registered: %v", m)
+		}
+		want(t, v.send(t, "POST", base+"/v1/domains", key, `{"domain":"go.oa.example"}`), 200)
+		wantProblem(t, v.send(t, "POST", base+"/v1/domains", key, `{"domain":"go.oa.example:8080"}`), 400, "invalid-domain")
+		wantProblem(t, v.send(t, "POST", base+"/v1/domains", key, `{"domain":"x.example","port":1}`, invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "POST", base+"/v1/domains", "", `{"domain":"x.example"}`), 401, "unauthorized")
+		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/d","domain":"go.oa.example"}`), 403, "domain-not-approved")
+		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/d","domain":"other.oa.example"}`), 403, "domain-forbidden")
+		wantProblem(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/d","domain":""}`, invalid), 400, "invalid-request")
+		if out, errOut, code := runCLI(t, env, "domains", "approve", "go.oa.example"); code != 0 {
+			t.Fatalf("domains approve: exit %d %s %s", code, out, errOut)
+		}
+		m = want(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/d","alias":"oa-dom","domain":"go.oa.example"}`), 201)
+		if m["domain"] != "go.oa.example" || m["short_url"] != "http://go.oa.example/oa-dom" {
+			t.Fatalf("link on a domain: %v", m)
+		}
+		want(t, v.send(t, "GET", base+"/v1/links/oa-dom?domain=go.oa.example", key, ""), 200)
+		want(t, v.send(t, "PATCH", base+"/v1/links/oa-dom?domain=go.oa.example", key, `{"click_limit":9}`), 200)
+		want(t, v.send(t, "GET", base+"/v1/links/oa-dom/history?domain=go.oa.example", key, ""), 200)
+		wantProblem(t, v.send(t, "GET", base+"/v1/links/oa-dom", key, ""), 404, "not-found")
+		m = want(t, v.send(t, "GET", base+"/v1/domains", key, ""), 200)
+		if ds, _ := m["domains"].([]any); len(ds) != 1 {
+			t.Fatalf("domains: %v", m)
+		}
+		wantProblem(t, v.send(t, "DELETE", base+"/v1/domains/nope.example", key, ""), 404, "not-found")
+		want(t, v.send(t, "DELETE", base+"/v1/domains/go.oa.example", key, ""), 204)
+	})
+
 	t.Run("redirects", func(t *testing.T) {
 		for alias, status := range map[string]int{"oa-perm": 301, "oa-r307": 307, "oa-r308": 308} {
 			want(t, v.send(t, "GET", base+"/"+alias, "", ""), status)

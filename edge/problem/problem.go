@@ -43,6 +43,9 @@ const (
 	PermanentRedirect   = "permanent-redirect"
 	LinkLocked          = "link-locked"
 	DomainTaken         = "domain-taken"
+	InvalidDomain       = "invalid-domain"
+	DomainForbidden     = "domain-forbidden"
+	DomainNotApproved   = "domain-not-approved"
 	GoalExists          = "goal-exists"
 	GoalLimit           = "goal-limit"
 	Conflict            = "conflict"
@@ -92,7 +95,13 @@ var types = map[string]Type{
 	LinkLocked: {409, "Link locked",
 		"The link is blocked, legally blocked or under review by the operator. Its status cannot be changed by its owner."},
 	DomainTaken: {409, "Domain taken",
-		"A site is already registered for this domain."},
+		"A site, or another owner's custom domain, is already registered for this domain."},
+	InvalidDomain: {400, "Invalid domain",
+		"The custom domain was refused. It must be a DNS host name of at least two labels (letters, digits and '-' inside a label; internationalised names are sent as they are or as punycode), without scheme, port, path or IP address, and not the cluster's own public host."},
+	DomainForbidden: {403, "Domain forbidden",
+		"Links can be created on a custom domain only by the owner it is registered to. Register it with POST /v1/domains first."},
+	DomainNotApproved: {403, "Domain not approved",
+		"The custom domain is registered to you but an operator has not approved it yet (waymark domains approve DOMAIN); links can be created on it once it is approved."},
 	GoalExists: {409, "Goal exists",
 		"The site already has a goal with this event name, page path or display name. Each must be unique within a site."},
 	GoalLimit: {409, "Too many goals",
