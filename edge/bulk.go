@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -177,10 +178,15 @@ func (s *Server) createLinksBulk(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		if it.prob != "" {
 			continue
 		}
+		linkDomain, r := s.resolveLinkDomain(owner.ID, it.req.Domain)
+		if r != nil {
+			it.prob, it.detail = r.prob, r.detail
+			continue
+		}
 		code := it.req.Alias
 		if code != "" {
 			var existing store.Link
-			taken, err := s.st.GetLink([]byte(code), &existing)
+			taken, err := s.st.GetLink([]byte(store.LinkID(linkDomain, code)), &existing)
 			if err != nil {
 				s.log.Error("cannot check alias", "alias", code, "err", err)
 				writeProblem(ctx, probInternal, "the aliases could not be checked")
@@ -209,11 +215,11 @@ func (s *Server) createLinksBulk(ctx *fasthttp.RequestCtx, owner store.Owner) {
 			}
 		}
 		items = append(items, store.BulkItem{ExternalID: it.externalID, Link: store.Link{
-			Code: code, URL: it.req.URL, Owner: owner.ID,
+			Code: store.LinkID(linkDomain, code), URL: it.req.URL, Owner: owner.ID,
 			CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli(),
 			ExpiresAt: it.req.ExpiresAt, ClickLimit: it.req.ClickLimit,
 			Status: store.StatusActive, Redirect: uint16(it.req.Redirect),
-			NoForwardQuery: it.req.NoForwardQuery,
+			NoForwardQuery: it.req.NoForwardQuery, Tags: it.req.Tags,
 		}})
 		pos = append(pos, i)
 		domains = append(domains, domain)
@@ -293,11 +299,12 @@ func (s *Server) checkBulkItem(it *bulkInput, raw json.RawMessage, nowMs int64, 
 			}
 			return
 		}
-		if first, dup := aliases[req.Alias]; dup {
+		key := strings.ToLower(req.Domain) + "/" + req.Alias // one alias per domain
+		if first, dup := aliases[key]; dup {
 			it.prob, it.detail = probAliasUnavailable, fmt.Sprintf("alias %q is asked for by item %d of this call already", req.Alias, first)
 			return
 		}
-		aliases[req.Alias] = i
+		aliases[key] = i
 	}
 	it.req = req
 }
@@ -316,6 +323,13 @@ func (s *Server) bulkOutcome(it *bulkInput, r *bulkResult, res *store.BulkResult
 	case errors.Is(res.Err, store.ErrCodeTaken) && it.req.Alias != "":
 		s.refundCreateDomain(domain)
 		it.prob, it.detail = probAliasUnavailable, fmt.Sprintf("alias %q is already taken", it.req.Alias)
+	case errors.Is(res.Err, store.ErrDomainNotOwned), errors.Is(res.Err, store.ErrDomainNotApproved):
+		// The domain changed between the check above and the commit.
+		s.refundCreateDomain(domain)
+		it.prob, it.detail = probDomainForbidden, "the item's domain is no longer yours to use: "+res.Err.Error()
+		if errors.Is(res.Err, store.ErrDomainNotApproved) {
+			it.prob = probDomainNotApproved
+		}
 	default:
 		s.refundCreateDomain(domain)
 		s.log.Error("bulk item refused", "err", res.Err)

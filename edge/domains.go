@@ -85,20 +85,39 @@ func (s *Server) dispatchDomains(ctx *fasthttp.RequestCtx, path, method string) 
 // itself when it is refused. The cluster's own public host is refused:
 // it is the default domain already.
 func (s *Server) parseDomain(ctx *fasthttp.RequestCtx, raw string) (string, bool) {
+	name, r := s.checkDomain(raw)
+	return name, r.write(ctx)
+}
+
+// refusal is a problem an answer carries (a problem type and its
+// detail), for checks that also serve a bulk item, whose problem goes in
+// its own result rather than in the answer. nil: no refusal.
+type refusal struct{ prob, detail string }
+
+// write answers r as the request's problem; it reports whether there was
+// none.
+func (r *refusal) write(ctx *fasthttp.RequestCtx) bool {
+	if r == nil {
+		return true
+	}
+	writeProblem(ctx, r.prob, r.detail)
+	return false
+}
+
+// checkDomain canonicalises a custom domain name, refusing this service's
+// own names.
+func (s *Server) checkDomain(raw string) (string, *refusal) {
 	name, err := store.ParseDomainName(raw)
 	if err != nil {
-		writeProblem(ctx, probInvalidDomain, err.Error())
-		return "", false
+		return "", &refusal{probInvalidDomain, err.Error()}
 	}
 	if name == s.ownHost {
-		writeProblem(ctx, probInvalidDomain, fmt.Sprintf("domain %q is this cluster's own public host, the default domain of every link; omit \"domain\" to use it", name))
-		return "", false
+		return "", &refusal{probInvalidDomain, fmt.Sprintf("domain %q is this cluster's own public host, the default domain of every link; omit \"domain\" to use it", name)}
 	}
 	if _, own := s.ownNames[name]; own {
-		writeProblem(ctx, probInvalidDomain, fmt.Sprintf("domain %q is a listen address of this service", name))
-		return "", false
+		return "", &refusal{probInvalidDomain, fmt.Sprintf("domain %q is a listen address of this service", name)}
 	}
-	return name, true
+	return name, nil
 }
 
 func (s *Server) domainWriter(ctx *fasthttp.RequestCtx) (DomainWriter, bool) {
@@ -203,35 +222,34 @@ func (s *Server) deleteDomain(ctx *fasthttp.RequestCtx, owner store.Owner, raw s
 // caller's. The FSM checks the same again against the state the create
 // commits on.
 func (s *Server) linkDomain(ctx *fasthttp.RequestCtx, owner store.Owner, raw string) (string, bool) {
+	name, r := s.resolveLinkDomain(owner.ID, raw)
+	return name, r.write(ctx)
+}
+
+// resolveLinkDomain is linkDomain's check, for a create or a bulk item.
+func (s *Server) resolveLinkDomain(owner, raw string) (string, *refusal) {
 	if raw == "" {
-		return "", true
+		return "", nil
 	}
 	if n, err := store.ParseDomainName(raw); err == nil && n == s.ownHost {
-		return "", true
+		return "", nil
 	}
-	name, ok := s.parseDomain(ctx, raw)
-	if !ok {
-		return "", false
+	name, r := s.checkDomain(raw)
+	if r != nil {
+		return "", r
 	}
 	d, found, err := s.st.Domain(name)
 	if err != nil {
 		s.log.Error("cannot read domain", "domain", name, "err", err)
-		writeProblem(ctx, probInternal, "the domain could not be checked")
-		return "", false
+		return "", &refusal{probInternal, "the domain could not be checked"}
 	}
-	return name, s.checkDomainUse(ctx, name, found, &d, owner.ID)
-}
-
-func (s *Server) checkDomainUse(ctx *fasthttp.RequestCtx, name string, found bool, d *store.Domain, owner string) bool {
 	switch {
 	case !found || d.Owner != owner || d.Status == store.DomainDeleted:
-		writeProblem(ctx, probDomainForbidden, fmt.Sprintf("domain %q is not registered to you; register it with POST /v1/domains", name))
-		return false
+		return "", &refusal{probDomainForbidden, fmt.Sprintf("domain %q is not registered to you; register it with POST /v1/domains", name)}
 	case d.Status != store.DomainApproved:
-		writeProblem(ctx, probDomainNotApproved, fmt.Sprintf("domain %q is waiting for an operator's approval", name))
-		return false
+		return "", &refusal{probDomainNotApproved, fmt.Sprintf("domain %q is waiting for an operator's approval", name)}
 	}
-	return true
+	return name, nil
 }
 
 // writeDomainRefusal answers the FSM's own refusal of a create on a

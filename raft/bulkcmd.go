@@ -3,6 +3,7 @@ package raft
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/waymark/waymark/store"
 )
@@ -14,12 +15,13 @@ import (
 // id its owner already used makes nothing and answers the link that id
 // names (store/external.go).
 //
-// Payload (version 1):
+// Payload (version 2; version 1 knows only flag bits 0 and 1):
 //
 //	count   uvarint  items, 1..MaxBulkItems
-//	item    ...      count times: appendLinkFields, flags byte
-//	                 (bit 0 external id follows, bit 1 no forward query),
-//	                 external id string if flagged
+//	item    ...      count times: appendLinkFields (the bare code), flags
+//	                 byte (bit 0 external id follows, bit 1 no forward
+//	                 query, bit 2 custom domain follows, bit 3 tags follow),
+//	                 then if flagged: external id, domain, tags (strings)
 type createLinksBulkCmd struct {
 	Items []store.BulkItem // Link.Index is set by the FSM, not carried
 }
@@ -35,7 +37,10 @@ const maxBulkEntryBytes = 256 << 10
 const (
 	bulkItemExternal       byte = 1 << 0
 	bulkItemNoForwardQuery byte = 1 << 1
-	bulkItemKnown               = bulkItemExternal | bulkItemNoForwardQuery
+	bulkItemDomain         byte = 1 << 2 // version 2
+	bulkItemTags           byte = 1 << 3 // version 2
+	bulkItemKnownV1             = bulkItemExternal | bulkItemNoForwardQuery
+	bulkItemKnown               = bulkItemKnownV1 | bulkItemDomain | bulkItemTags
 )
 
 func (c *createLinksBulkCmd) kind() cmdType { return cmdCreateLinksBulk }
@@ -49,22 +54,38 @@ func (c *createLinksBulkCmd) appendPayload(dst []byte) []byte {
 }
 
 func appendBulkItem(dst []byte, it *store.BulkItem) []byte {
-	dst = appendLinkFields(dst, &it.Link)
+	// As in create_link, the domain travels in its own field.
+	l := it.Link
+	domain, code := store.SplitLinkID(l.Code)
+	l.Code = code
+	dst = appendLinkFields(dst, &l)
 	var flags byte
 	if it.ExternalID != "" {
 		flags |= bulkItemExternal
 	}
-	if it.Link.NoForwardQuery {
+	if l.NoForwardQuery {
 		flags |= bulkItemNoForwardQuery
+	}
+	if domain != "" {
+		flags |= bulkItemDomain
+	}
+	if l.Tags != "" {
+		flags |= bulkItemTags
 	}
 	dst = append(dst, flags)
 	if it.ExternalID != "" {
 		dst = appendString(dst, it.ExternalID)
 	}
+	if domain != "" {
+		dst = appendString(dst, domain)
+	}
+	if l.Tags != "" {
+		dst = appendString(dst, l.Tags)
+	}
 	return dst
 }
 
-func decodeCreateLinksBulk(_ byte, p []byte) (command, error) {
+func decodeCreateLinksBulk(version byte, p []byte) (command, error) {
 	r := newReader(p)
 	n := r.Uvarint()
 	if n == 0 || n > MaxBulkItems {
@@ -74,14 +95,33 @@ func decodeCreateLinksBulk(_ byte, p []byte) (command, error) {
 	for range n {
 		var it store.BulkItem
 		r.linkFields(&it.Link)
+		known := bulkItemKnownV1
+		if version >= 2 {
+			known = bulkItemKnown
+		}
 		flags := r.Byte()
-		if flags&^bulkItemKnown != 0 {
+		if flags&^known != 0 || strings.IndexByte(it.Link.Code, '/') >= 0 {
 			r.Fail()
 		}
 		it.Link.NoForwardQuery = flags&bulkItemNoForwardQuery != 0
 		if flags&bulkItemExternal != 0 {
 			if it.ExternalID = r.String(); it.ExternalID == "" {
 				r.Fail()
+			}
+		}
+		if flags&bulkItemDomain != 0 {
+			domain := r.String()
+			if err := store.CheckDomainName(domain); err != nil {
+				return nil, invalid("create_links_bulk", err)
+			}
+			it.Link.Code = store.LinkID(domain, it.Link.Code)
+		}
+		if flags&bulkItemTags != 0 {
+			if it.Link.Tags = r.String(); it.Link.Tags == "" {
+				r.Fail()
+			}
+			if err := store.CheckStoredTags(it.Link.Tags); err != nil {
+				return nil, invalid("create_links_bulk", err)
 			}
 		}
 		if err := store.CheckOwnerID(it.Link.Owner); err != nil {
@@ -190,13 +230,14 @@ func (n *Node) CreateLinks(ctx context.Context, items []store.BulkItem) ([]store
 //	                 bit 2 no forward query, bit 3 review), err byte
 //	                 (errCode), message string if err != 0, then if
 //	                 flagged appendLinkFields, Index (uvarint) and
-//	                 ReviewUntil (varint, bit 3)
+//	                 ReviewUntil (varint, bit 3), tags (string, bit 4)
 const (
 	bulkResLink byte = 1 << iota
 	bulkResExisting
 	bulkResNoForwardQuery
 	bulkResReview
-	bulkResKnown = bulkResLink | bulkResExisting | bulkResNoForwardQuery | bulkResReview
+	bulkResTags  // the link's tags follow, after the review window
+	bulkResKnown = bulkResLink | bulkResExisting | bulkResNoForwardQuery | bulkResReview | bulkResTags
 )
 
 func appendBulkResults(dst []byte, rs []store.BulkResult) []byte {
@@ -215,6 +256,9 @@ func appendBulkResults(dst []byte, rs []store.BulkResult) []byte {
 			if r.Link.ReviewUntil != 0 {
 				flags |= bulkResReview
 			}
+			if r.Link.Tags != "" {
+				flags |= bulkResTags
+			}
 		}
 		code := codeOf(r.Err)
 		dst = append(dst, flags, byte(code))
@@ -227,6 +271,9 @@ func appendBulkResults(dst []byte, rs []store.BulkResult) []byte {
 		}
 		if flags&bulkResReview != 0 {
 			dst = appendVarints(dst, r.Link.ReviewUntil)
+		}
+		if flags&bulkResTags != 0 {
+			dst = appendString(dst, r.Link.Tags)
 		}
 	}
 	return dst
@@ -256,6 +303,11 @@ func (r *reader) bulkResults() []store.BulkResult {
 		}
 		if flags&bulkResReview != 0 {
 			if out.Link.ReviewUntil = r.Varint(); out.Link.ReviewUntil == 0 {
+				r.Fail()
+			}
+		}
+		if flags&bulkResTags != 0 {
+			if out.Link.Tags = r.String(); store.CheckStoredTags(out.Link.Tags) != nil || out.Link.Tags == "" {
 				r.Fail()
 			}
 		}

@@ -135,6 +135,14 @@ func TestDecodeCreateLinksBulkRefuses(t *testing.T) {
 		"too many items": appendUvarint([]byte{byte(cmdCreateLinksBulk), 1, 0}, MaxBulkItems+1),
 		"unknown flag":   append(one[:len(one)-1:len(one)-1], 0x80),
 		"trailing":       append(one[:len(one):len(one)], 0),
+		"domain flag in version 1": asVersion(appendCommand(nil, &createLinksBulkCmd{Items: []store.BulkItem{
+			{Link: store.Link{Code: "go.acme.com/a", URL: "u", Redirect: 302}}}}), 1),
+		"tags flag in version 1": asVersion(appendCommand(nil, &createLinksBulkCmd{Items: []store.BulkItem{
+			{Link: store.Link{Code: "a", URL: "u", Redirect: 302, Tags: "sms"}}}}), 1),
+		"non-canonical domain": appendCommand(nil, &createLinksBulkCmd{Items: []store.BulkItem{
+			{Link: store.Link{Code: "Go.Acme.com/a", URL: "u", Redirect: 302}}}}),
+		"tags out of order": appendCommand(nil, &createLinksBulkCmd{Items: []store.BulkItem{
+			{Link: store.Link{Code: "a", URL: "u", Redirect: 302, Tags: "sms,aa"}}}}),
 		"long external": appendCommand(nil, &createLinksBulkCmd{Items: []store.BulkItem{
 			{Link: *testLink("a"), ExternalID: strings.Repeat("x", store.MaxExternalIDLen+1)}}}),
 	}

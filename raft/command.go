@@ -93,7 +93,7 @@ var commandTable = map[cmdType]commandSpec{
 	cmdSetOwnerSuspended: {name: "set_owner_suspended", version: 1, decode: decodeSetOwnerSuspended},
 	cmdPurgeDeletedLinks: {name: "purge_deleted_links", version: 1, decode: decodePurgeDeletedLinks},
 	cmdDomainUpdate:      {name: "domain_update", version: 1, decode: decodeDomainUpdate},
-	cmdCreateLinksBulk:   {name: "create_links_bulk", version: 1, decode: decodeCreateLinksBulk}, // bulkcmd.go
+	cmdCreateLinksBulk:   {name: "create_links_bulk", version: 2, decode: decodeCreateLinksBulk}, // bulkcmd.go
 	cmdCreateKey:         {name: "create_key", version: 1, decode: decodeCreateKey},
 	cmdRevokeKey:         {name: "revoke_key", version: 1, decode: decodeRevokeKey},
 	cmdTouchKeys:         {name: "touch_keys", version: 1, decode: decodeTouchKeys},

@@ -18,6 +18,7 @@ func sampleCommands() []command {
 		&createLinksBulkCmd{Items: []store.BulkItem{
 			{Link: *testLink("bulk-1"), ExternalID: "bitly:bit.ly/x"},
 			{Link: store.Link{Code: "b2", URL: "https://b", Owner: "o1", Status: store.StatusActive, Redirect: 301, NoForwardQuery: true}},
+			{Link: store.Link{Code: "go.acme.com/b3", URL: "https://b", Owner: "o1", Redirect: 302, Tags: "sms,spring"}, ExternalID: "e3"},
 		}},
 		&createLinkCmd{Link: *testLink("abc1234")},
 		&createLinkCmd{Link: store.Link{Code: "x", URL: "u", Owner: "o", ExpiresAt: -5, ClickLimit: 9, Status: store.StatusReview, Redirect: 308}, Idem: idem},

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -206,6 +208,51 @@ func TestE2EDomains(t *testing.T) {
 	if r := do(t, "GET", e1+"/v1/links/launch", alice, ""); r.status != 200 || r.json(t)["url"] != links[2].dest {
 		t.Errorf("GET without ?domain= is the default domain's: %d %s", r.status, r.body)
 	}
+	// Bulk items and an import land on the domain too, tags and all.
+	r = do(t, "POST", e1+"/v1/links/bulk", alice, `{"links":[
+		{"url":"https://acme.example/bulk","alias":"bulk-a","domain":"go.acme.com","tags":["Spring"]},
+		{"url":"https://acme.example/again","alias":"launch","domain":"go.acme.com"},
+		{"url":"https://acme.example/bob","domain":"links.bob.example"}]}`)
+	var bulk struct {
+		Results []struct {
+			Status int `json:"status"`
+			Link   *struct {
+				ShortURL string   `json:"short_url"`
+				Domain   string   `json:"domain"`
+				Tags     []string `json:"tags"`
+			} `json:"link"`
+			Problem *struct {
+				Type string `json:"type"`
+			} `json:"problem"`
+		} `json:"results"`
+	}
+	if r.status != 207 || json.Unmarshal(r.body, &bulk) != nil || len(bulk.Results) != 3 {
+		t.Fatalf("bulk on the domain: %d %s", r.status, r.body)
+	}
+	if got := bulk.Results[0]; got.Status != 201 || got.Link == nil || got.Link.ShortURL != "http://go.acme.com/bulk-a" || got.Link.Domain != "go.acme.com" || fmt.Sprint(got.Link.Tags) != "[spring]" {
+		t.Errorf("bulk item on go.acme.com: %s", r.body)
+	}
+	if got := bulk.Results[1]; got.Status != 409 || got.Problem == nil || got.Problem.Type != "/problems/alias-unavailable" {
+		t.Errorf("bulk item taking go.acme.com/launch again: %s", r.body)
+	}
+	if got := bulk.Results[2]; got.Status != 403 || got.Problem == nil || got.Problem.Type != "/problems/domain-forbidden" {
+		t.Errorf("bulk item on bob's domain: %s", r.body)
+	}
+	csv := filepath.Join(t.TempDir(), "bitly.csv")
+	if err := os.WriteFile(csv, []byte("id,link,long_url,title,created_at,archived,tags,custom_bitlinks\n"+
+		"bit.ly/imp1,https://bit.ly/imp1,https://acme.example/imported,Imported,2024-03-01T10:00:00+0000,false,,\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runCLI(t, []string{"WAYMARK_URL=" + e1, "WAYMARK_API_KEY=" + alice}, "links", "import", csv, "--domain", "go.acme.com", "--progress", "none"); code != 0 {
+		t.Fatalf("import --domain: exit %d %s %s", code, out, errOut)
+	}
+	for path, dest := range map[string]string{"/bulk-a": "https://acme.example/bulk", "/imp1": "https://acme.example/imported"} {
+		waitFor(t, "go.acme.com"+path+" on e1", 10*time.Second, func() bool {
+			r := doHost(t, "GET", e1, "go.acme.com", path, "", "")
+			return r.status == 302 && r.header.Get("Location") == dest
+		})
+	}
+
 	// Clicks are counted per link: 3 visits of go.acme.com/launch and 2
 	// of the default domain's /launch, through e1 (which ships to v1, the
 	// aggregator), with a browser's User-Agent (the polls above were Go's
