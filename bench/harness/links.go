@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ type LinkLoadConfig struct {
 	APIKeys []string
 	Count   int
 	Workers int                // concurrent creates; zero means 32
+	Domain  string             // the custom domain the links are made on; empty: the default
 	URL     func(i int) string // destination of link i; nil means BenchURL
 	// RunID makes Idempotency-Keys unique per run, so a retried create is
 	// applied once and a second run against the same node creates new links.
@@ -102,7 +104,11 @@ type createResponse struct {
 }
 
 func createLink(ctx context.Context, client *http.Client, cfg LinkLoadConfig, key string, i int) (string, error) {
-	body, err := json.Marshal(map[string]string{"url": cfg.URL(i)})
+	fields := map[string]string{"url": cfg.URL(i)}
+	if cfg.Domain != "" {
+		fields["domain"] = cfg.Domain
+	}
+	body, err := json.Marshal(fields)
 	if err != nil {
 		return "", fmt.Errorf("cannot encode link %d: %w", i, err)
 	}
@@ -220,6 +226,12 @@ func (p *progress) report(done int) {
 // CheckRedirects fetches each code once, without following the redirect,
 // and checks it answers 302 with the expected Location.
 func CheckRedirects(ctx context.Context, baseURL string, codes []string, want func(i int) string, sample []int) error {
+	return CheckRedirectsOn(ctx, baseURL, "", codes, want, sample)
+}
+
+// CheckRedirectsOn is CheckRedirects with the Host header host (a custom
+// domain; empty: the address of baseURL).
+func CheckRedirectsOn(ctx context.Context, baseURL, host string, codes []string, want func(i int) string, sample []int) error {
 	client := &http.Client{
 		Timeout:       10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -229,6 +241,9 @@ func CheckRedirects(ctx context.Context, baseURL string, codes []string, want fu
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/"+codes[i], nil)
 		if err != nil {
 			return fmt.Errorf("cannot build request for %q: %w", codes[i], err)
+		}
+		if host != "" {
+			req.Host = host
 		}
 		resp, err := client.Do(req)
 		if err != nil {
@@ -247,8 +262,14 @@ func CheckRedirects(ctx context.Context, baseURL string, codes []string, want fu
 // it), checks that 20 of them, spread over the range, redirect to
 // BenchURL(i), and returns the codes.
 func LoadNodeLinks(ctx context.Context, n *Node, count, workers int, out io.Writer) ([]string, error) {
+	return LoadNodeLinksOn(ctx, n, "", count, workers, out)
+}
+
+// LoadNodeLinksOn is LoadNodeLinks on a custom domain the dev owner holds
+// (RegisterDevDomain); empty: the default domain.
+func LoadNodeLinksOn(ctx context.Context, n *Node, domain string, count, workers int, out io.Writer) ([]string, error) {
 	start := time.Now()
-	codes, err := LoadLinks(ctx, LinkLoadConfig{BaseURL: n.BaseURL, APIKeys: []string{n.APIKey}, Count: count, Workers: workers})
+	codes, err := LoadLinks(ctx, LinkLoadConfig{BaseURL: n.BaseURL, APIKeys: []string{n.APIKey}, Count: count, Workers: workers, Domain: domain})
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +282,7 @@ func LoadNodeLinks(ctx context.Context, n *Node, count, workers int, out io.Writ
 	for i := range sample {
 		sample[i] = i * len(codes) / k
 	}
-	if err := CheckRedirects(ctx, n.BaseURL, codes, BenchURL, sample); err != nil {
+	if err := CheckRedirectsOn(ctx, n.BaseURL, domain, codes, BenchURL, sample); err != nil {
 		return nil, fmt.Errorf("cannot trust the redirects of %s: %w", n.BaseURL, err)
 	}
 	return codes, nil
@@ -271,3 +292,34 @@ func LoadNodeLinks(ctx context.Context, n *Node, count, workers int, out io.Writ
 // limits (per address, key and destination domain), so one API key loads
 // links and sites quickly; they play no part in redirects or events.
 var NodeWriteRateArgs = []string{"--write-rate", "1000000", "--create-rate-ip", "0", "--create-rate-key", "0", "--create-rate-domain", "0"}
+
+// RegisterDevDomain makes domain a custom domain of a dev node's owner:
+// registered with its API key, approved with the operator token.
+func RegisterDevDomain(ctx context.Context, n *Node, domain string) error {
+	admin, err := NewDevAdminClient(n.DataDir)
+	if err != nil {
+		return err
+	}
+	steps := []struct{ url, token, body string }{
+		{n.BaseURL + "/v1/domains", n.APIKey, `{"domain":"` + domain + `"}`},
+		{admin.BaseURL + "/v1/domains/" + domain + "/approve", admin.Token, ""},
+	}
+	for _, st := range steps {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.url, strings.NewReader(st.body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+st.token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := admin.client.Do(req)
+		if err != nil {
+			return fmt.Errorf("cannot register domain %s: %w", domain, err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			return fmt.Errorf("cannot register domain %s: POST %s: %d %s", domain, st.url, resp.StatusCode, truncate(b, 300))
+		}
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 // LoadConfig describes one closed-loop load run against one server.
 type LoadConfig struct {
 	Addr       string        // host:port, loopback only
+	Host       string        // the Host header; empty: Addr
 	Paths      [][]byte      // request URIs ("/abc1234"); each request picks one at random
 	Conns      int           // concurrent connections, one worker each
 	Warmup     time.Duration // load without recording, to fill caches and pools
@@ -164,6 +166,7 @@ type loadWorker struct {
 	paths      [][]byte
 	visitors   []Visitor
 	addr       string
+	host       string        // the Host header
 	rng        *rand.Rand    // picks a random path, unless shared is set
 	shared     *atomic.Int64 // next path index, shared by all workers (EachOnce)
 	latency    *Histogram
@@ -179,6 +182,7 @@ func newLoadWorker(cfg LoadConfig, i int, shared *atomic.Int64) *loadWorker {
 		paths:    cfg.Paths,
 		visitors: cfg.Visitors,
 		addr:     cfg.Addr,
+		host:     cmp.Or(cfg.Host, cfg.Addr),
 		rng:      rand.New(rand.NewPCG(cfg.Seed, uint64(i))),
 		shared:   shared,
 		latency:  NewHistogram(),
@@ -204,7 +208,7 @@ func (w *loadWorker) run(hc *fasthttp.HostClient, win loadWindow, stop *atomic.B
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.Header.SetHost(w.addr)
+	req.Header.SetHost(w.host)
 	for !stop.Load() {
 		path, ok := w.pick()
 		if !ok {

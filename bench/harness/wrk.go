@@ -25,9 +25,11 @@ import (
 const wrkScript = `-- written by the Waymark benchmark harness
 local reqs, n, i = {}, 0, 0
 init = function(args)
+  local host = args[2] or ""
   for line in io.lines(args[1]) do
     local path, ua, xff = line:match("^([^\t]*)\t?([^\t]*)\t?([^\t]*)$")
     local headers = {}
+    if host ~= "" then headers["Host"] = host end
     if ua ~= "" then headers["User-Agent"] = ua end
     if xff ~= "" then headers["X-Forwarded-For"] = xff end
     n = n + 1
@@ -102,6 +104,7 @@ type WrkConfig struct {
 	Dir      string // for the script; the requests file is RequestsFile
 	Addr     string // host:port, loopback only
 	Requests string // a file written by WrkRequests
+	Host     string // the Host header of every request; empty: the address
 	Conns    int
 	Duration time.Duration
 	Timeout  time.Duration // per request; zero means 5 s
@@ -198,7 +201,7 @@ func RunWrk(ctx context.Context, cfg WrkConfig) (*WrkResult, error) {
 		Name: "wrk", Path: bin, CPUs: cfg.CPUs, Echo: cfg.Echo, StopGrace: time.Second,
 		Args: []string{"-t1", "-c" + strconv.Itoa(cfg.Conns),
 			"-d" + wrkSeconds(cfg.Duration), "--timeout", wrkSeconds(cfg.Timeout),
-			"-s", script, "http://" + cfg.Addr, "--", cfg.Requests},
+			"-s", script, "http://" + cfg.Addr, "--", cfg.Requests, cfg.Host},
 	})
 	if err != nil {
 		return nil, err

@@ -70,6 +70,7 @@ type config struct {
 	LoadWorkers int
 	Visitors    int
 	Query       string // appended to every measured request (-query)
+	Domain      string // the nodes' links are on this custom domain, and every request names it in Host (-domain)
 	harness.RoundFlags
 	Pin           bool
 	ServerCPU     string // where every server under test runs
@@ -107,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.LoadWorkers, "load-workers", 32, "concurrent creates while loading links")
 	fs.IntVar(&cfg.Visitors, "visitors", 20_000, "distinct visitors (User-Agent and X-Forwarded-For) the requests come from; 0 sends neither header")
 	cfg.RoundFlags.Register(fs)
+	fs.StringVar(&cfg.Domain, "domain", "", "make the nodes' links on this custom domain (registered and approved for the dev owner) and send it as every request's Host, to every server alike")
 	fs.StringVar(&cfg.Query, "query", "", "a query string (without ?) appended to every measured request, e.g. utm_source=news&utm_medium=email: links forward it to their destination")
 	fs.BoolVar(&cfg.Pin, "pin", true, "pin servers to -server-cpu, this load generator to -load-cpu and the edge's aggregator to -aggregator-cpu (taskset)")
 	fs.StringVar(&cfg.ServerCPU, "server-cpu", "0", "CPU of the server under test (with -pin)")

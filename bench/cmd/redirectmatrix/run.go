@@ -206,7 +206,7 @@ func runWrk(ctx context.Context, cfg config, f *fleet, s *server, d time.Duratio
 		echo = cfg.LogOut
 	}
 	res, err := harness.RunWrk(ctx, harness.WrkConfig{
-		Binary: cfg.WrkBinary, Dir: f.dir, Addr: s.addr, Requests: s.wrkRequests, Conns: cfg.Conns, Duration: d,
+		Binary: cfg.WrkBinary, Dir: f.dir, Addr: s.addr, Host: cfg.Domain, Requests: s.wrkRequests, Conns: cfg.Conns, Duration: d,
 		CPUs: cfg.LoadCPU, Echo: echo, AtStart: atStart, AtEnd: atEnd,
 	})
 	if err != nil {
@@ -218,7 +218,7 @@ func runWrk(ctx context.Context, cfg config, f *fleet, s *server, d time.Duratio
 // prime requests every path of s once, so the rounds measure warm caches.
 func prime(ctx context.Context, cfg config, out io.Writer, s *server, visitors []harness.Visitor) error {
 	res, err := harness.RunLoad(ctx, harness.LoadConfig{
-		Addr: s.addr, Paths: s.paths, Conns: cfg.Conns, Duration: 10 * time.Minute, EachOnce: true, Visitors: visitors,
+		Addr: s.addr, Host: cfg.Domain, Paths: s.paths, Conns: cfg.Conns, Duration: 10 * time.Minute, EachOnce: true, Visitors: visitors,
 	})
 	if err != nil {
 		return fmt.Errorf("cannot prime %s: %w", s.name, err)

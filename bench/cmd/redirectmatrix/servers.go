@@ -300,7 +300,12 @@ func syntheticCodes(n int) []string {
 }
 
 func loadLinks(ctx context.Context, cfg config, n *harness.Node, out io.Writer) ([]string, error) {
-	return harness.LoadNodeLinks(ctx, n, cfg.Links, cfg.LoadWorkers, out)
+	if cfg.Domain != "" {
+		if err := harness.RegisterDevDomain(ctx, n, cfg.Domain); err != nil {
+			return nil, err
+		}
+	}
+	return harness.LoadNodeLinksOn(ctx, n, cfg.Domain, cfg.Links, cfg.LoadWorkers, out)
 }
 
 // checkShipping waits until the separate aggregator holds clicks: the
