@@ -27,13 +27,22 @@ func (c *countingConn) Read(p []byte) (int, error) {
 // (status line, headers and body). Servers that answer the same redirect
 // with more bytes do more work per request; the report shows it.
 func ResponseBytes(addr, path string) (status, size int, err error) {
+	return ResponseBytesHost(addr, "", path)
+}
+
+// ResponseBytesHost is ResponseBytes with the Host header host (empty:
+// addr).
+func ResponseBytesHost(addr, host, path string) (status, size int, err error) {
+	if host == "" {
+		host = addr
+	}
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return 0, 0, fmt.Errorf("cannot measure the answer of %s: %w", addr, err)
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr); err != nil {
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, host); err != nil {
 		return 0, 0, fmt.Errorf("cannot measure the answer of %s: %w", addr, err)
 	}
 	cc := &countingConn{Conn: conn}

@@ -37,7 +37,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		if s.affinity, err = harness.Affinity(s.pgid); err != nil {
 			return err
 		}
-		status, size, err := harness.ResponseBytes(s.addr, string(s.paths[0]))
+		status, size, err := harness.ResponseBytesHost(s.addr, cfg.Domain, string(s.paths[0]))
 		if err != nil {
 			return err
 		}
