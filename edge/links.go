@@ -11,6 +11,10 @@ import (
 )
 
 // linkView is a link as the API shows it.
+// LinkView is the link object of the public API, for the clients in this
+// module that decode it (the owner CLI).
+type LinkView = linkView
+
 type linkView struct {
 	Code       string  `json:"code"`
 	Domain     *string `json:"domain,omitempty"` // custom domain; absent on the default domain

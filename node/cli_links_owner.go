@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/waymark/waymark/edge"
 )
 
 // The owner's link commands: `waymark links create|list|show|delete`
@@ -17,20 +19,7 @@ import (
 // also serves the operator (cli_links.go): see CmdLinksShow.
 
 // OwnerLink is a link as the public API shows it to its owner.
-type OwnerLink struct {
-	Code         string   `json:"code"`
-	ShortURL     string   `json:"short_url"`
-	URL          string   `json:"url"`
-	Redirect     int      `json:"redirect"`
-	ExpiresAt    *string  `json:"expires_at"`
-	ClickLimit   *int64   `json:"click_limit"`
-	Status       string   `json:"status"`
-	CreatedAt    string   `json:"created_at"`
-	UpdatedAt    string   `json:"updated_at"`
-	ReviewUntil  *string  `json:"review_until,omitempty"`
-	ForwardQuery bool     `json:"forward_query"`
-	Tags         []string `json:"tags"`
-}
+type OwnerLink = edge.LinkView
 
 // ownerLinkPage is one page of GET /v1/links.
 type ownerLinkPage struct {
@@ -130,6 +119,9 @@ func ownerLinkRows(w *tabwriter.Writer, l *OwnerLink) {
 		{"redirect", fmt.Sprint(l.Redirect)}, {"tags", strings.Join(l.Tags, ",")},
 		{"forward query", fmt.Sprint(l.ForwardQuery)}, {"created", l.CreatedAt}, {"updated", l.UpdatedAt},
 	}
+	if l.Domain != nil {
+		rows = append(rows, [2]string{"domain", *l.Domain})
+	}
 	if l.ExpiresAt != nil {
 		rows = append(rows, [2]string{"expires", *l.ExpiresAt})
 	}
@@ -225,7 +217,8 @@ Shows one link. With an API key (--api-key-file or $WAYMARK_API_KEY) it
 asks the public API as the link's owner (--url or $WAYMARK_URL names the
 node) and shows what the owner sees: tags, short URL, query forwarding.
 Without one it asks the admin API with the operator token (--admin-addr,
---token-file) and shows what the operator sees: owner, reason, index.`
+--token-file) and shows what the operator sees: owner, reason, index.
+A link on a custom domain is named DOMAIN/CODE (go.acme.com/launch).`
 
 // CmdLinksShow is `waymark links show CODE`, for an owner or an operator:
 // an API key given (--api-key-file or $WAYMARK_API_KEY) means the owner,
@@ -267,7 +260,7 @@ func ownerLinksShow(args []string) error {
 		return err
 	}
 	var l OwnerLink
-	if err := c.call("GET", "/v1/links/"+url.PathEscape(fs.Arg(0)), nil, &l); err != nil {
+	if err := c.call("GET", ownerLinkPath(fs.Arg(0)), nil, &l); err != nil {
 		return err
 	}
 	return c.print(l, func(w *tabwriter.Writer) { ownerLinkRows(w, &l) })
@@ -276,7 +269,7 @@ func ownerLinksShow(args []string) error {
 // CmdLinksDelete is `waymark links delete CODE`: the link answers 410 from
 // then on; its code stays reserved.
 func CmdLinksDelete(args []string) error {
-	fs, mk, err := parseOwnerCommand("links delete", args, "CODE [flags]", 1, 1, nil)
+	fs, mk, err := parseOwnerCommand("links delete", args, "CODE|DOMAIN/CODE [flags]", 1, 1, nil)
 	if err != nil {
 		return err
 	}
@@ -285,9 +278,18 @@ func CmdLinksDelete(args []string) error {
 		return err
 	}
 	code := fs.Arg(0)
-	if err := c.call("DELETE", "/v1/links/"+url.PathEscape(code), nil, nil); err != nil {
+	if err := c.call("DELETE", ownerLinkPath(code), nil, nil); err != nil {
 		return err
 	}
 	out := map[string]any{"code": code, "deleted": true}
 	return c.print(out, func(w *tabwriter.Writer) { fmt.Fprintf(w, "deleted %s\n", code) })
+}
+
+// ownerLinkPath is the API path of a link named CODE, or DOMAIN/CODE for a
+// link on a custom domain (as the operator's commands name it).
+func ownerLinkPath(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		return "/v1/links/" + url.PathEscape(name[i+1:]) + "?domain=" + url.QueryEscape(name[:i])
+	}
+	return "/v1/links/" + url.PathEscape(name)
 }

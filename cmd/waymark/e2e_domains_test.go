@@ -253,6 +253,15 @@ func TestE2EDomains(t *testing.T) {
 		})
 	}
 
+	// The owner CLI names a custom-domain link DOMAIN/CODE, and shows its domain.
+	var shown struct {
+		Code, Domain, URL string
+	}
+	out, errOut, code := runCLI(t, []string{"WAYMARK_URL=" + e1, "WAYMARK_API_KEY=" + alice}, "links", "show", "go.acme.com/launch", "-format", "json")
+	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.Code != "launch" || shown.Domain != "go.acme.com" || shown.URL != links[0].dest {
+		t.Errorf("links show go.acme.com/launch: exit %d %s %s", code, out, errOut)
+	}
+
 	// Clicks are counted per link: 3 visits of go.acme.com/launch and 2
 	// of the default domain's /launch, through e1 (which ships to v1, the
 	// aggregator), with a browser's User-Agent (the polls above were Go's
