@@ -201,6 +201,12 @@ func connect(name string, args []string, usage string, minArgs, maxArgs int) (*f
 // parseCommandFlags parses a command's arguments: the shared client flags
 // plus whatever addFlags defines. maxArgs < 0 means no upper bound.
 func parseCommandFlags(name string, args []string, usage string, minArgs, maxArgs int, addFlags func(*flag.FlagSet)) (*flag.FlagSet, func() (*client, error), error) {
+	return parseWith(clientFlags, name, args, usage, minArgs, maxArgs, addFlags)
+}
+
+// parseWith parses a command's arguments with the flags addFlags defines
+// first (they win a name clash), then the client flags of clientOf.
+func parseWith(clientOf func(*flag.FlagSet) func() (*client, error), name string, args []string, usage string, minArgs, maxArgs int, addFlags func(*flag.FlagSet)) (*flag.FlagSet, func() (*client, error), error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	if addFlags != nil {
 		addFlags(fs)
@@ -209,7 +215,7 @@ func parseCommandFlags(name string, args []string, usage string, minArgs, maxArg
 		fmt.Fprintf(fs.Output(), "usage: waymark %s %s\n", name, usage)
 		fs.PrintDefaults()
 	}
-	mk := clientFlags(fs)
+	mk := clientOf(fs)
 	return fs, mk, parseArgs(fs, args, name, minArgs, maxArgs)
 }
 

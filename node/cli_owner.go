@@ -65,14 +65,5 @@ func ownerClientFlags(fs *flag.FlagSet) func() (*client, error) {
 // flags plus whatever addFlags defines, flags before or after positional
 // arguments. maxArgs < 0 means no upper bound.
 func parseOwnerCommand(name string, args []string, usage string, minArgs, maxArgs int, addFlags func(*flag.FlagSet)) (*flag.FlagSet, func() (*client, error), error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	if addFlags != nil {
-		addFlags(fs)
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: waymark %s %s\n", name, usage)
-		fs.PrintDefaults()
-	}
-	mk := ownerClientFlags(fs)
-	return fs, mk, parseArgs(fs, args, name, minArgs, maxArgs)
+	return parseWith(ownerClientFlags, name, args, usage, minArgs, maxArgs, addFlags)
 }
