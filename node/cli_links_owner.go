@@ -201,7 +201,11 @@ func CmdLinksList(args []string) error {
 	err = c.print(out, func(w *tabwriter.Writer) {
 		fmt.Fprintln(w, "CODE\tSTATUS\tTAGS\tCREATED\tDESTINATION")
 		for _, l := range out.Links {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", l.Code, l.Status, strings.Join(l.Tags, ","), l.CreatedAt, l.URL)
+			name := l.Code // DOMAIN/CODE on a custom domain, as show and delete take it
+			if l.Domain != nil {
+				name = *l.Domain + "/" + l.Code
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, l.Status, strings.Join(l.Tags, ","), l.CreatedAt, l.URL)
 		}
 	})
 	if err == nil && next != "" {
