@@ -467,16 +467,13 @@ func keepDigits(r rune) rune {
 // TestE2EDashboardRealNode runs the dashboard against a real
 // `waymark node --dev`: it creates a link, clicks it, waits until the stats
 // API counts the clicks, then checks that the totals the page shows are
-// the API's. It skips while the node does not serve /dashboard or the
-// stats route.
+// the API's.
 func TestE2EDashboardRealNode(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		requireTool(t, "headless Chromium is not installed (%v); on Debian: apt-get install chromium", err)
 	}
 	n := startTrackedNode(t)
-	if r := do(t, "GET", n.base+rollupapi.DashboardPath, "", ""); r.status == 404 {
-		t.Skipf("GET %s answers 404: the dashboard is not wired into the node yet (route %s -> rollupapi.DashboardHandler)", rollupapi.DashboardPath, rollupapi.DashboardPath)
-	} else if r.status != 200 {
+	if r := do(t, "GET", n.base+rollupapi.DashboardPath, "", ""); r.status != 200 {
 		t.Fatalf("GET %s: got %d; want 200\n%s", rollupapi.DashboardPath, r.status, r.body)
 	}
 	created := do(t, "POST", n.base+"/v1/links", n.key, `{"url":"https://example.com/dashboard-e2e"}`)
@@ -485,8 +482,8 @@ func TestE2EDashboardRealNode(t *testing.T) {
 	}
 	code, _ := created.json(t)["code"].(string)
 	statsURL := n.base + "/v1/links/" + code + "/stats"
-	if r := do(t, "GET", statsURL, n.key, ""); r.status == 404 {
-		t.Skipf("GET /v1/links/{code}/stats answers 404 for a link that exists (%s): the stats API is not wired into the node yet", r.body)
+	if r := do(t, "GET", statsURL, n.key, ""); r.status != 200 {
+		t.Fatalf("GET /v1/links/{code}/stats for a link that exists: got %d %s; want 200", r.status, r.body)
 	}
 
 	const clicks = 5
