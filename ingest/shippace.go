@@ -30,12 +30,18 @@ import (
 //     to run (the Go scheduler's latencies: a core shared with other
 //     processes is saturated before the process uses all of it). A big
 //     machine with idle cores ships at once.
+//
+// A hold, once started, lasts while the events keep coming at that rate
+// (up to its cap), whatever one sample's CPU figures say; it ends after
+// busyQuietSamples samples in a row below the rate.
 const (
 	busyMinRate    = 2000 // events written a second
 	busyMinShare   = 0.5  // of GOMAXPROCS
 	busyMinLatency = 50e-6
 	busySample     = 100 * time.Millisecond
 	busyHoldCheck  = 100 * time.Millisecond // how often a hold looks again
+	// busyQuietSamples below busyMinRate in a row end a hold.
+	busyQuietSamples = 3
 )
 
 type busyGate struct {
@@ -46,8 +52,9 @@ type busyGate struct {
 	// waits reports the goroutines made to run so far, in all and those
 	// that waited busyMinLatency or more (cumulative).
 	waits func() (all, slow uint64)
-	held    *atomic.Int64 // ns spent holding, for the metric
-	holds   atomic.Int64  // verdicts that held a round back
+	held  *atomic.Int64 // ns spent holding, for the metric
+	log   func(msg string, args ...any)
+	holds atomic.Int64 // verdicts that held a round back
 
 	// Used by the shipper goroutine only.
 	sampledAt  time.Time
@@ -55,12 +62,14 @@ type busyGate struct {
 	writtenAt  uint64
 	waitsAt    [2]uint64
 	busy       bool
-	holdingFor time.Time // start of the current hold; zero: not holding
+	quiet      int        // samples in a row below busyMinRate
+	why        [3]float64 // the last sample's rate, CPU share and share of slow waits
+	holdingFor time.Time  // start of the current hold; zero: not holding
 }
 
-func newBusyGate(maxHold time.Duration, written func() uint64, held *atomic.Int64) *busyGate {
+func newBusyGate(maxHold time.Duration, written func() uint64, held *atomic.Int64, log func(string, ...any)) *busyGate {
 	return &busyGate{maxHold: maxHold, written: written, cpuTime: processCPUTime, procs: func() int { return runtime.GOMAXPROCS(0) },
-		waits: newSchedWaits().read, held: held}
+		waits: newSchedWaits().read, held: held, log: log}
 }
 
 // hold returns how long the shipper waits before its next round: zero to
@@ -77,6 +86,8 @@ func (g *busyGate) hold(now time.Time) time.Duration {
 	}
 	if g.holdingFor.IsZero() {
 		g.holdingFor = now
+		g.log("holding sealed segments back while busy serving", "events_per_s", int(g.why[0]),
+			"cpu_share", round2(g.why[1]), "slow_waits", round2(g.why[2]), "at_most", g.maxHold)
 	}
 	if now.Sub(g.holdingFor) >= g.maxHold {
 		g.endHold(now)
@@ -88,8 +99,10 @@ func (g *busyGate) hold(now time.Time) time.Duration {
 
 func (g *busyGate) endHold(now time.Time) {
 	if !g.holdingFor.IsZero() {
-		g.held.Add(int64(now.Sub(g.holdingFor)))
+		d := now.Sub(g.holdingFor)
+		g.held.Add(int64(d))
 		g.holdingFor = time.Time{}
+		g.log("shipping held segments", "held", d.Round(time.Millisecond))
 	}
 }
 
@@ -105,8 +118,25 @@ func (g *busyGate) sample(now time.Time) {
 		rate := float64(written-g.writtenAt) / wall.Seconds()
 		share := float64(cpu-g.cpuAt) / (float64(wall) * float64(max(g.procs(), 1)))
 		dAll, dSlow := all-g.waitsAt[0], slow-g.waitsAt[1]
-		queued := dAll > 0 && 2*dSlow >= dAll
-		g.busy = rate >= busyMinRate && (share >= busyMinShare || queued)
+		slowShare := 0.0
+		if dAll > 0 {
+			slowShare = float64(dSlow) / float64(dAll)
+		}
+		saturated := share >= busyMinShare || slowShare >= 0.5
+		if rate >= busyMinRate {
+			g.quiet = 0
+		} else {
+			g.quiet++
+		}
+		// Once holding, the hold lasts while the traffic does: a sample
+		// in which other processes took the core, or a lull of one
+		// sample in a jittery load, is no reason to start folding.
+		if g.holdingFor.IsZero() {
+			g.busy = rate >= busyMinRate && saturated
+		} else {
+			g.busy = g.quiet < busyQuietSamples
+		}
+		g.why = [3]float64{rate, share, slowShare}
 	}
 	g.sampledAt, g.cpuAt, g.writtenAt, g.waitsAt = now, cpu, written, [2]uint64{all, slow}
 }
@@ -133,6 +163,8 @@ func (w *schedWaits) read() (all, slow uint64) {
 	}
 	return all, slow
 }
+
+func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
 
 // processCPUTime is the user and system CPU time of this process.
 func processCPUTime() time.Duration {

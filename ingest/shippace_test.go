@@ -19,9 +19,9 @@ type fakeLoad struct {
 	waits, slowWaits uint64
 }
 
-func newTestGate(maxHold time.Duration, l *fakeLoad) (*busyGate, *atomic.Int64) {
+func newTestGate(t *testing.T, maxHold time.Duration, l *fakeLoad) (*busyGate, *atomic.Int64) {
 	held := new(atomic.Int64)
-	g := newBusyGate(maxHold, func() uint64 { return l.written }, held)
+	g := newBusyGate(maxHold, func() uint64 { return l.written }, held, func(msg string, args ...any) { t.Log(append([]any{msg}, args...)...) })
 	g.cpuTime = func() time.Duration { return l.cpu }
 	g.procs = func() int { return l.procs }
 	g.waits = func() (uint64, uint64) { return l.waits, l.slowWaits }
@@ -38,7 +38,7 @@ func (l *fakeLoad) advance(now *time.Time, d time.Duration, rate float64, share 
 
 func TestBusyGateHoldsOnlyWhileServingSaturates(t *testing.T) {
 	l := &fakeLoad{procs: 1}
-	g, held := newTestGate(30*time.Second, l)
+	g, held := newTestGate(t, 30*time.Second, l)
 	now := time.Unix(1_700_000_000, 0)
 	if d := g.hold(now); d != 0 {
 		t.Fatalf("first call (no sample yet) held %v; want 0", d)
@@ -56,6 +56,10 @@ func TestBusyGateHoldsOnlyWhileServingSaturates(t *testing.T) {
 		{"idle", 0, 0.01, false},
 	}
 	for _, c := range cases {
+		for range busyQuietSamples { // each case starts without a hold
+			l.advance(&now, 200*time.Millisecond, 0, 0)
+			g.hold(now)
+		}
 		l.advance(&now, 200*time.Millisecond, c.rate, c.share)
 		got := g.hold(now) > 0
 		if got != c.wantHold {
@@ -69,7 +73,7 @@ func TestBusyGateHoldsOnlyWhileServingSaturates(t *testing.T) {
 
 func TestBusyGateReleasesAfterMaxHold(t *testing.T) {
 	l := &fakeLoad{procs: 2}
-	g, held := newTestGate(3*time.Second, l)
+	g, held := newTestGate(t, 3*time.Second, l)
 	now := time.Unix(1_700_000_000, 0)
 	g.hold(now)
 	var heldFor time.Duration
@@ -101,7 +105,7 @@ func TestBusyGateOffNeverHolds(t *testing.T) {
 		t.Fatal("a nil gate held")
 	}
 	l := &fakeLoad{procs: 1}
-	g, _ = newTestGate(0, l)
+	g, _ = newTestGate(t, 0, l)
 	now := time.Now()
 	g.hold(now)
 	l.advance(&now, time.Second, 1e6, 1)
@@ -205,7 +209,7 @@ func TestShipperHoldIsBounded(t *testing.T) {
 // run: that is saturation too.
 func TestBusyGateSeesACoreSharedWithOthers(t *testing.T) {
 	l := &fakeLoad{procs: 1}
-	g, _ := newTestGate(30*time.Second, l)
+	g, _ := newTestGate(t, 30*time.Second, l)
 	now := time.Unix(1_700_000_000, 0)
 	g.hold(now)
 	step := func(slowShare float64) bool {
@@ -216,6 +220,10 @@ func TestBusyGateSeesACoreSharedWithOthers(t *testing.T) {
 	}
 	if !step(0.8) {
 		t.Error("not held with 80% of goroutines waiting 50µs or more to run")
+	}
+	for range busyQuietSamples { // the traffic pauses: the hold ends
+		l.advance(&now, 200*time.Millisecond, 0, 0)
+		g.hold(now)
 	}
 	if step(0.1) {
 		t.Error("held with 40% CPU and 10% of goroutines waiting: the core has room")
@@ -239,5 +247,38 @@ func TestSchedWaitsReadsTheRuntime(t *testing.T) {
 	}
 	if slow > after {
 		t.Fatalf("slow %d > all %d", slow, after)
+	}
+}
+
+// TestBusyGateHoldLastsWhileTrafficDoes: a sample with little CPU (others
+// took the core) does not end a hold while the events keep coming; the
+// traffic stopping does.
+func TestBusyGateHoldLastsWhileTrafficDoes(t *testing.T) {
+	l := &fakeLoad{procs: 1}
+	g, _ := newTestGate(t, 30*time.Second, l)
+	now := time.Unix(1_700_000_000, 0)
+	g.hold(now)
+	l.advance(&now, 200*time.Millisecond, 40_000, 0.9)
+	if g.hold(now) == 0 {
+		t.Fatal("saturated serving not held")
+	}
+	l.advance(&now, 200*time.Millisecond, 40_000, 0.2)
+	if g.hold(now) == 0 {
+		t.Fatal("hold ended on one sample of low CPU while the traffic goes on")
+	}
+	l.advance(&now, 200*time.Millisecond, 100, 0.9)
+	if g.hold(now) == 0 {
+		t.Fatal("hold ended on one quiet sample")
+	}
+	for range busyQuietSamples - 1 {
+		l.advance(&now, 200*time.Millisecond, 100, 0.9)
+		g.hold(now)
+	}
+	if g.hold(now) != 0 {
+		t.Fatal("hold went on after the traffic stopped")
+	}
+	l.advance(&now, 200*time.Millisecond, 40_000, 0.2)
+	if g.hold(now) != 0 {
+		t.Fatal("a new hold started without the CPUs saturated")
 	}
 }

@@ -109,7 +109,7 @@ func newShipper(p *Pipeline) *shipper {
 		done: make(chan struct{}), deferred: map[uint64]deferral{}, reidentified: map[uint64]bool{}, written: map[uint64]bool{}}
 	s.m = newShipMetrics(p.cfg.Metrics, s)
 	if p.cfg.DeferShipWhileBusy > 0 {
-		s.gate = newBusyGate(p.cfg.DeferShipWhileBusy, p.m.written.Get, &s.heldNs)
+		s.gate = newBusyGate(p.cfg.DeferShipWhileBusy, p.m.written.Get, &s.heldNs, p.log.Debug)
 	}
 	return s
 }
