@@ -22,12 +22,33 @@ var crawlerTokens = [][]byte{
 	[]byte("Cardyb"),    // Bluesky's card fetcher
 }
 
+// crawlerPairs marks the first two bytes of every token: isCrawler looks
+// at the rest only where a marked pair starts, so a browser's user agent
+// costs one pass of table lookups instead of a search per token.
+var crawlerPairs = func() *[1 << 16 / 64]uint64 {
+	var m [1 << 16 / 64]uint64
+	for _, t := range crawlerTokens {
+		if len(t) < 2 {
+			panic("BUG: crawler token shorter than two bytes")
+		}
+		p := uint16(t[0])<<8 | uint16(t[1])
+		m[p/64] |= 1 << (p % 64)
+	}
+	return &m
+}()
+
 // isCrawler reports whether ua belongs to a link unfurler. It does not
 // allocate, and runs only for links with a preview.
 func isCrawler(ua []byte) bool {
-	for _, t := range crawlerTokens {
-		if bytes.Contains(ua, t) {
-			return true
+	for i := 0; i+1 < len(ua); i++ {
+		p := uint16(ua[i])<<8 | uint16(ua[i+1])
+		if crawlerPairs[p/64]&(1<<(p%64)) == 0 {
+			continue
+		}
+		for _, t := range crawlerTokens {
+			if bytes.HasPrefix(ua[i:], t) {
+				return true
+			}
 		}
 	}
 	return false

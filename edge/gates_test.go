@@ -344,3 +344,46 @@ func TestPasswordAttemptLimits(t *testing.T) {
 		t.Errorf("limited_link: got %d; want 1", got)
 	}
 }
+
+// benchGatedServer is benchServer with a link that has a preview and one
+// that has a password.
+func benchGatedServer(b *testing.B) *Server {
+	srv, w := benchServer(b, Config{})
+	preview := store.EncodePreview(store.Preview{Title: "Spring sale", Description: "Up to 40% off", Image: "https://img.example/s.png"})
+	w.putLink(b, store.Link{Code: "prv1234", URL: "https://example.com/sale", Owner: "o", Preview: preview})
+	w.putLink(b, store.Link{Code: "pwd1234", URL: "https://example.com/doc", Owner: "o", PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$AQEBAQEBAQEBAQEBAQEBAQ$AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI"})
+	return srv
+}
+
+// A link with a preview, visited by a browser: the redirect, 0 allocs.
+func BenchmarkRedirectCacheHitPreviewBrowser(b *testing.B) {
+	srv := benchGatedServer(b)
+	benchServeUA(b, srv.Handler(), "/prv1234", browserUA, 302)
+}
+
+// The same link fetched by an unfurler: the pre-built page, 0 allocs.
+func BenchmarkRedirectCacheHitPreviewCrawler(b *testing.B) {
+	srv := benchGatedServer(b)
+	benchServeUA(b, srv.Handler(), "/prv1234", crawlerUAs[3], 200)
+}
+
+// A password link's form page: pre-built, 0 allocs.
+func BenchmarkRedirectCacheHitPasswordForm(b *testing.B) {
+	srv := benchGatedServer(b)
+	benchServeUA(b, srv.Handler(), "/pwd1234", browserUA, 200)
+}
+
+func benchServeUA(b *testing.B, h fasthttp.RequestHandler, path, ua string, want int) {
+	ctx := requestCtx("GET", path)
+	ctx.Request.Header.SetUserAgent(ua)
+	if !serveOnce(h, ctx, want) { // warm the cache
+		b.Fatalf("status: got %d; want %d", ctx.Response.StatusCode(), want)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if !serveOnce(h, ctx, want) {
+			b.Fatalf("status: got %d; want %d", ctx.Response.StatusCode(), want)
+		}
+	}
+}
