@@ -6,7 +6,9 @@ import "bytes"
 // a link's preview page (preview.go) instead of its redirect. Keep the
 // list short and to apps that render Open Graph or Twitter cards; a token
 // matches anywhere in the user agent, case as the app sends it. Each has
-// a real user agent in crawlers_test.go.
+// a real user agent in gates_test.go, and the analytics must mark that
+// user agent bot (ingest's crawler detection): a preview fetch is counted
+// as a bot click, never as a person's.
 var crawlerTokens = [][]byte{
 	[]byte("facebookexternalhit"), // Facebook, Messenger, Instagram
 	[]byte("Facebot"),
@@ -19,7 +21,6 @@ var crawlerTokens = [][]byte{
 	[]byte("SkypeUriPreview"), // Skype, Teams
 	[]byte("redditbot"),
 	[]byte("Mastodon/"), // "http.rb/5.x (Mastodon/4.x; +https://instance/)"
-	[]byte("Cardyb"),    // Bluesky's card fetcher
 }
 
 // crawlerPairs marks the first two bytes of every token: isCrawler looks

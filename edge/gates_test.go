@@ -27,7 +27,6 @@ var crawlerUAs = []string{
 	"Mozilla/5.0 (Windows NT 6.1; WOW64) SkypeUriPreview Preview/0.5",
 	"Mozilla/5.0 (compatible; redditbot/1.0; +http://www.reddit.com/feedback)",
 	"http.rb/5.1.1 (Mastodon/4.2.0; +https://mastodon.social/)",
-	"Mozilla/5.0 (compatible; Bluesky Cardyb/1.1; +mailto:support@bsky.app)",
 }
 
 const (
@@ -386,4 +385,43 @@ func benchServeUA(b *testing.B, h fasthttp.RequestHandler, path, ua string, want
 			b.Fatalf("status: got %d; want %d", ctx.Response.StatusCode(), want)
 		}
 	}
+}
+
+// FuzzGatesBody: the password and preview fields of create and edit
+// bodies never decode to something the store would refuse.
+func FuzzGatesBody(f *testing.F) {
+	for _, s := range []string{
+		`{"url":"x","password":"pw"}`, `{"url":"x","password":""}`, `{"url":"x","password":null}`, `{"url":"x","password":1}`,
+		`{"url":"x","preview":{"title":"T","description":"D","image":"https://i.example/x"}}`,
+		`{"url":"x","preview":{"title":"a\u0000b"}}`, `{"url":"x","preview":{}}`, `{"url":"x","preview":[]}`, `{"url":"x","preview":null}`,
+		`{"password":"new"}`, `{"password":null,"preview":null}`, `{"preview":{"image":"ftp://x"}}`, `{"preview":{"title":"\xff"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		check := func(g gateFields) {
+			if g.password != "" && checkPassword(g.password) != nil {
+				t.Fatalf("%q: accepted password %q", body, g.password)
+			}
+			if !g.preview.IsZero() && g.preview.Check() != nil {
+				t.Fatalf("%q: accepted preview %+v: %v", body, g.preview, g.preview.Check())
+			}
+			if err := store.CheckStoredPreview(store.EncodePreview(g.preview)); err != nil {
+				t.Fatalf("%q: preview does not store: %v", body, err)
+			}
+		}
+		if req, err := decodeCreate(body); err == nil {
+			g := gateFields{password: req.Password}
+			if req.Preview != nil {
+				g.preview = *req.Preview
+			}
+			if req.Protected != (req.Password != "") {
+				t.Fatalf("%q: Protected %v with password %q", body, req.Protected, req.Password)
+			}
+			check(g)
+		}
+		if req, err := decodePatch(body); err == nil {
+			check(req.gates)
+		}
+	})
 }

@@ -205,4 +205,28 @@ func TestE2ESocialPreview(t *testing.T) {
 	if r.status != 302 || r.header.Get("Location") != "https://example.com/plain" {
 		t.Errorf("crawler on a link without preview: got %d Location %q; want 302", r.status, r.header.Get("Location"))
 	}
+
+	// Preview fetches count as clicks the analytics mark bot, as every
+	// crawler's redirect does: two more unfurlers, so 3 bot clicks and the
+	// browser's 1.
+	for _, ua := range []string{"facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)", "WhatsApp/2.23.20.0 A"} {
+		if r := do(t, "GET", n.base+"/"+code, "", "", "User-Agent", ua); r.status != 200 {
+			t.Fatalf("%s: got %d; want 200", ua, r.status)
+		}
+	}
+	statsURL := n.base + "/v1/links/" + code + "/stats"
+	var clicks, bots float64
+	waitFor(t, "the clicks to reach the stats", 30*time.Second, func() bool {
+		r := do(t, "GET", statsURL, n.key, "")
+		totals, _ := r.json(t)["totals"].(map[string]any)
+		clicks, _ = totals["clicks"].(float64)
+		bots, _ = totals["bot_clicks"].(float64)
+		return clicks+bots >= 4
+	})
+	waitFor(t, "node shipped every event it wrote", 20*time.Second, func() bool { return shippedAll(t, n.base) })
+	r = do(t, "GET", statsURL, n.key, "")
+	totals, _ := r.json(t)["totals"].(map[string]any)
+	if totals["clicks"] != 1.0 || totals["bot_clicks"] != 3.0 {
+		t.Errorf("stats: clicks %v, bot_clicks %v; want 1 (the browser) and 3 (the unfurlers)", totals["clicks"], totals["bot_clicks"])
+	}
 }
