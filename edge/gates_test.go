@@ -425,3 +425,44 @@ func FuzzGatesBody(f *testing.F) {
 		}
 	})
 }
+
+// A link under review shows the review page, which names the destination:
+// with a password, the form comes first.
+func TestPasswordFormBeforeReviewPage(t *testing.T) {
+	e := newEnv(t, nil)
+	const phc = "$argon2id$v=19$m=19456,t=2,p=1$AQEBAQEBAQEBAQEBAQEBAQ$AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI"
+	e.w.putLink(t, store.Link{Code: "rev1", URL: "https://hidden.example/x", Owner: "alice", Status: store.StatusReview, Redirect: 302, PasswordHash: phc})
+	e.w.putLink(t, store.Link{Code: "rev2", URL: "https://hidden.example/y", Owner: "alice", Redirect: 302, PasswordHash: phc,
+		ReviewUntil: e.clock.Now().Add(time.Hour).UnixMilli()})
+	for _, code := range []string{"rev1", "rev2"} {
+		r := e.do("GET", "/"+code, "", "")
+		if r.status != 200 || strings.Contains(string(r.body), "hidden.example") || !strings.Contains(string(r.body), `name="password"`) {
+			t.Errorf("%s: got %d\n%s\nwant the form, without the destination", code, r.status, r.body)
+		}
+	}
+}
+
+// With every argon2id slot taken, an attempt waits unlockSlotWait and
+// answers 503, and an API call with a password answers 503 unavailable.
+func TestPasswordSlotsBusy(t *testing.T) {
+	e := newEnv(t, nil)
+	e.createLink(keyAlice, `{"url":"https://example.com/b","alias":"busy1","password":"pw"}`)
+	for range cap(e.srv.passwords.slots) {
+		e.srv.passwords.slots <- struct{}{}
+	}
+	r := e.unlock("127.0.0.1", "/busy1", "pw")
+	if r.status != 503 || r.get("Retry-After") != "1" {
+		t.Errorf("unlock with no slot: got %d Retry-After %q; want 503 after 1 s", r.status, r.get("Retry-After"))
+	}
+	r = e.do("POST", "/v1/links", keyAlice, `{"url":"https://example.com/c","password":"pw"}`)
+	e.expect(r, 503, "unavailable")
+	for range cap(e.srv.passwords.slots) {
+		<-e.srv.passwords.slots
+	}
+	if r := e.unlock("127.0.0.1", "/busy1", "pw"); r.status != 302 {
+		t.Errorf("unlock once slots are free: got %d; want 302", r.status)
+	}
+	if got := counterValue(e.set, `waymark_password_attempts_total{result="busy"}`); got != 1 {
+		t.Errorf("busy attempts: got %d; want 1", got)
+	}
+}
