@@ -41,13 +41,14 @@ var crawlerPairs = func() *[1 << 16 / 64]uint64 {
 // isCrawler reports whether ua belongs to a link unfurler. It does not
 // allocate, and runs only for links with a preview.
 func isCrawler(ua []byte) bool {
-	for i := 0; i+1 < len(ua); i++ {
-		p := uint16(ua[i])<<8 | uint16(ua[i+1])
-		if crawlerPairs[p/64]&(1<<(p%64)) == 0 {
+	var p uint16 // the two bytes ending at i
+	for i, c := range ua {
+		p = p<<8 | uint16(c)
+		if i == 0 || crawlerPairs[p>>6]&(1<<(p&63)) == 0 {
 			continue
 		}
 		for _, t := range crawlerTokens {
-			if bytes.HasPrefix(ua[i:], t) {
+			if bytes.HasPrefix(ua[i-1:], t) {
 				return true
 			}
 		}
