@@ -85,3 +85,49 @@ func TestGatesResultRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestGatesThroughAFollower writes a password link and edits it through a
+// follower of a three-voter cluster: every replica stores the hash (never a
+// password: the command holds only the hash), the forwarded answers carry
+// it and the preview, and the FSM refuses a password on a 301 link.
+func TestGatesThroughAFollower(t *testing.T) {
+	c := newCluster(t, nil)
+	_, _, follower := c.threeVoters()
+	ctx := testCtx(t)
+	n := follower.node()
+	l := store.Link{Code: "gate01", URL: "https://a.example/", Owner: "o1", CreatedAt: 1, UpdatedAt: 1, Redirect: 302, PasswordHash: gatesPHC, Preview: gatesPreview}
+	waitFor(t, "a create through the follower", func() (bool, string) {
+		_, _, err := n.CreateLink(ctx, &l, nil)
+		if errors.Is(err, store.ErrNoLeader) {
+			return false, err.Error()
+		}
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		return true, ""
+	})
+	c.waitLinks("gate01")
+	for _, m := range c.live() {
+		got := mustGetLink(t, m.store(), "gate01")
+		if got.PasswordHash != gatesPHC || got.Preview != gatesPreview {
+			t.Errorf("%s stores %+v; want the hash and the preview", m.id, got)
+		}
+	}
+	updated, err := n.UpdateLink(ctx, &store.LinkPatch{Code: "gate01", Owner: "o1", UpdatedAt: 2, SetTags: true, Tags: "a"})
+	if err != nil || updated.PasswordHash != gatesPHC || updated.Preview != gatesPreview || updated.Tags != "a" {
+		t.Fatalf("forwarded edit answered %+v, %v; want the link with its hash and preview", updated, err)
+	}
+	updated, err = n.UpdateLink(ctx, &store.LinkPatch{Code: "gate01", Owner: "o1", UpdatedAt: 3, SetPassword: true, SetPreview: true})
+	if err != nil || updated.PasswordHash != "" || updated.Preview != "" {
+		t.Fatalf("forwarded removal answered %+v, %v", updated, err)
+	}
+
+	perm := store.Link{Code: "gate02", URL: "https://a.example/", Owner: "o1", CreatedAt: 1, Redirect: 301}
+	if _, _, err := n.CreateLink(ctx, &perm, nil); err != nil {
+		t.Fatalf("create 301: %v", err)
+	}
+	_, err = n.UpdateLink(ctx, &store.LinkPatch{Code: "gate02", Owner: "o1", UpdatedAt: 2, SetPassword: true, PasswordHash: gatesPHC})
+	if !errors.Is(err, store.ErrPasswordPermanent) {
+		t.Fatalf("password on a 301 link through the follower: got %v; want ErrPasswordPermanent", err)
+	}
+}
