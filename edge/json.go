@@ -138,18 +138,28 @@ type createRequest struct {
 	// Domain is the custom domain ("" the default), canonical once the
 	// handler checked it; omitted when empty so older bodies hash as before.
 	Domain string `json:"domain,omitempty"`
+	// Rules are the redirect rules, encoded (store.EncodeRules) once the
+	// handler checked them; omitted when none so older bodies hash as
+	// before.
+	Rules string `json:"rules,omitempty"`
 }
 
 var createFields = []string{"url", "alias", "expires_at", "click_limit", "redirect", "forward_query", "tags", "domain"}
 
+// singleCreateFields are the fields of POST /v1/links: the create fields
+// and the redirect rules, which a bulk item does not take.
+var singleCreateFields = append(append([]string(nil), createFields...), "rules")
+
 // decodeCreate type-checks a create body. Semantic checks that need the
-// server (destination rules, alias rules, the clock) come later.
-func decodeCreate(body []byte) (createRequest, error) {
-	o, err := decodeObject(body, createFields)
+// server (destination rules, alias rules, the clock) come later; the
+// redirect rules come back raw (decodeRules reads them).
+func decodeCreate(body []byte) (createRequest, json.RawMessage, error) {
+	o, err := decodeObject(body, singleCreateFields)
 	if err != nil {
-		return createRequest{}, err
+		return createRequest{}, nil, err
 	}
-	return decodeCreateObject(o)
+	req, err := decodeCreateObject(o)
+	return req, o["rules"], err
 }
 
 // decodeCreateObject type-checks the create fields of o (a bulk item has
@@ -222,9 +232,13 @@ type patchRequest struct {
 	forward    *bool // forward_query
 	setTags    bool
 	tags       string // normal form; "" clears
+	// rules: the raw "rules" member (null or [] clears), read by
+	// decodeRules once the link is known.
+	setRules bool
+	rules    json.RawMessage
 }
 
-var patchFields = []string{"url", "expires_at", "click_limit", "status", "forward_query", "tags"}
+var patchFields = []string{"url", "expires_at", "click_limit", "status", "forward_query", "tags", "rules"}
 
 func decodePatch(body []byte) (patchRequest, error) {
 	o, err := decodeObject(body, patchFields)
@@ -281,6 +295,9 @@ func decodePatch(body []byte) (patchRequest, error) {
 		return patchRequest{}, err
 	}
 	req.setTags, req.tags = st != fieldAbsent, tags
+	if raw, ok := o["rules"]; ok {
+		req.setRules, req.rules = true, raw
+	}
 	return req, nil
 }
 

@@ -33,6 +33,8 @@ type linkView struct {
 	ForwardQuery bool `json:"forward_query"`
 	// Tags: lower case, sorted; [] when none.
 	Tags []string `json:"tags"`
+	// Rules: the redirect rules in order (rules.go); [] when none.
+	Rules []ruleView `json:"rules"`
 }
 
 func (s *Server) linkView(l *store.Link, now time.Time) linkView {
@@ -47,6 +49,7 @@ func (s *Server) linkView(l *store.Link, now time.Time) linkView {
 
 		ForwardQuery: !l.NoForwardQuery,
 		Tags:         store.SplitTags(l.Tags),
+		Rules:        rulesView(l.Rules),
 	}
 	if v.Tags == nil {
 		v.Tags = []string{}
@@ -119,7 +122,7 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 	if !ok {
 		return
 	}
-	req, err := decodeCreate(raw)
+	req, rawRules, err := decodeCreate(raw)
 	if err != nil {
 		writeProblem(ctx, probInvalidRequest, err.Error())
 		return
@@ -130,6 +133,14 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		return
 	}
 	req.URL = d.url
+	rules, rerr := decodeRules(rawRules)
+	if rerr == nil {
+		req.Rules, rerr = s.checkRules(rules, req.Redirect)
+	}
+	if rerr != nil {
+		writeRuleProblem(ctx, rerr)
+		return
+	}
 	if !checkExpiry(ctx, req.ExpiresAt, now) {
 		return
 	}
@@ -217,6 +228,7 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 
 		NoForwardQuery: req.NoForwardQuery,
 		Tags:           req.Tags,
+		Rules:          req.Rules,
 	}
 	resp := marshalJSON(s.linkView(&l, now))
 	var idem *store.IdempotencyWrite
@@ -371,7 +383,26 @@ func (s *Server) updateLink(ctx *fasthttp.RequestCtx, owner store.Owner, code st
 	if req.setTags && req.tags != l.Tags {
 		p.SetTags, p.Tags = true, req.tags
 	}
-	if !p.SetURL && !p.SetExpiresAt && !p.SetClickLimit && !p.SetStatus && !p.SetForwardQuery && !p.SetTags {
+	if req.setRules {
+		rules, rerr := decodeRules(req.rules)
+		var enc string
+		if rerr == nil {
+			enc, rerr = s.checkRules(rules, int(l.Redirect))
+		}
+		if rerr != nil {
+			writeRuleProblem(ctx, rerr)
+			return
+		}
+		if enc != l.Rules {
+			p.SetRules, p.Rules = true, enc
+			if enc != "" && s.cfg.EditReview > 0 {
+				// New rule destinations are reviewed like a new url
+				// (bait and switch); applied only if they change.
+				p.ReviewUntil = now.Add(s.cfg.EditReview).UnixMilli()
+			}
+		}
+	}
+	if !p.SetURL && !p.SetExpiresAt && !p.SetClickLimit && !p.SetStatus && !p.SetForwardQuery && !p.SetTags && !p.SetRules {
 		setIndex(ctx, l.Index)
 		writeJSON(ctx, fasthttp.StatusOK, marshalJSON(s.linkView(&l, now)))
 		return

@@ -60,6 +60,12 @@ type Server struct {
 	creates   createLimits
 	suspended *OwnerSet
 
+	// Issue 13: redirect rules (rulematch.go): the click hook that
+	// records the rule followed, the visitor classifier, the counters.
+	onRuleRedirect func(ctx *fasthttp.RequestCtx, code []byte, rule uint8)
+	classifier     VisitClassifier
+	ruleM          *ruleMetrics
+
 	lnState listenerState
 
 	lnMu      sync.Mutex
@@ -127,6 +133,7 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 	}
 	s.creates = newCreateLimits(cfg)
 	s.suspended = cfg.SuspendedOwners
+	s.onRuleRedirect, s.classifier, s.ruleM = cfg.OnRuleRedirect, cfg.Classifier, newRuleMetrics(cfg.Metrics)
 	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
 	if _, set := s.limits.exact[bulkPath]; !set {
 		s.limits.exact[bulkPath] = maxBulkBodyBytes // bulk.go

@@ -24,6 +24,8 @@ import (
 //	(bit 7)           a second flags byte follows the first (resultMore*):
 //	domain   bytes    store.AppendDomain, if flagged in the second byte (bit 0)
 //	tags     string   the link's tags, if flagged in the second byte (bit 1)
+//	rules    string   the link's redirect rules, if flagged in the second
+//	                  byte (bit 4)
 //	bulk     ...      bulk results (appendBulkResults, bulkcmd.go), if
 //	                  flagged in the second byte (bit 3); always last
 //
@@ -50,7 +52,8 @@ const (
 	resultMoreDomain byte = 1 << 0 // store.AppendDomain as bytes (domain_update)
 	resultMoreTags   byte = 1 << 1 // the link's tags
 	resultMoreBulk   byte = 1 << 3 // bulk results
-	resultMoreKnown       = resultMoreDomain | resultMoreTags | resultMoreBulk
+	resultMoreRules  byte = 1 << 4 // the link's redirect rules (before the bulk results)
+	resultMoreKnown       = resultMoreDomain | resultMoreTags | resultMoreBulk | resultMoreRules
 )
 
 // errCode names a sentinel error on the wire; never renumbered or reused.
@@ -177,6 +180,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if res.Bulk != nil {
 		more |= resultMoreBulk
 	}
+	if flags&resultHasLink != 0 && res.Link.Rules != "" {
+		more |= resultMoreRules
+	}
 	if more != 0 {
 		flags |= resultMoreFlags
 	}
@@ -215,6 +221,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	}
 	if more&resultMoreTags != 0 {
 		dst = appendString(dst, res.Link.Tags)
+	}
+	if more&resultMoreRules != 0 {
+		dst = appendString(dst, res.Link.Rules)
 	}
 	if more&resultMoreBulk != 0 {
 		dst = appendBulkResults(dst, res.Bulk)
@@ -286,6 +295,12 @@ func decodeResult(b []byte) (*applyResult, error) {
 	if more&resultMoreTags != 0 {
 		res.Link.Tags = r.String()
 		if flags&resultHasLink == 0 || res.Link.Tags == "" || store.CheckStoredTags(res.Link.Tags) != nil {
+			r.Fail()
+		}
+	}
+	if more&resultMoreRules != 0 {
+		res.Link.Rules = r.String()
+		if flags&resultHasLink == 0 || res.Link.Rules == "" || store.CheckStoredRules(res.Link.Rules) != nil {
 			r.Fail()
 		}
 	}

@@ -78,6 +78,11 @@ type LinkPatch struct {
 	SetTags bool
 	Tags    string
 
+	// SetRules replaces the link's redirect rules with Rules (EncodeRules;
+	// empty clears them).
+	SetRules bool
+	Rules    string
+
 	// Audit: who made the edit (default Owner, or "operator" when Owner is
 	// empty), what kind of change it is (default derived from the change,
 	// see historyAction) and why.
@@ -107,6 +112,9 @@ func (p *LinkPatch) Apply(l *Link) error {
 	if p.SetURL && l.URL != p.URL && p.ReviewUntil != 0 {
 		l.ReviewUntil = p.ReviewUntil // bait and switch: a new destination is reviewed
 	}
+	if p.SetRules && l.Rules != p.Rules && p.Rules != "" && p.ReviewUntil != 0 {
+		l.ReviewUntil = p.ReviewUntil // new rule destinations are reviewed too
+	}
 	if p.ClearReview {
 		l.ReviewUntil = 0
 	}
@@ -121,6 +129,12 @@ func (p *LinkPatch) Apply(l *Link) error {
 			return err
 		}
 		l.Tags = p.Tags
+	}
+	if p.SetRules {
+		if err := CheckStoredRules(p.Rules); err != nil {
+			return err
+		}
+		l.Rules = p.Rules
 	}
 	if p.SetExpiresAt {
 		l.ExpiresAt = p.ExpiresAt
