@@ -39,7 +39,10 @@ func TestE2ERedirectRules(t *testing.T) {
 		return key != ""
 	})
 
-	r := do(t, "POST", base+"/v1/links", key, `{"url":"https://main.example/","rules":[
+	// The API calls go through the OpenAPI validator: request and answer
+	// must match docs/openapi.yaml.
+	v := newSpecValidator(t, base)
+	r := v.send(t, "POST", base+"/v1/links", key, `{"url":"https://main.example/","rules":[
 		{"if":{"device":["ios"]},"url":"https://apps.example/ios"},
 		{"if":{"country":["DE","AT"]},"url":"https://shop.example/de"},
 		{"if":{"language":["fr"]},"url":"https://shop.example/fr"},
@@ -54,7 +57,7 @@ func TestE2ERedirectRules(t *testing.T) {
 			URL string         `json:"url"`
 		} `json:"rules"`
 	}
-	if err := json.Unmarshal(do(t, "GET", base+"/v1/links/"+code, key, "").body, &view); err != nil {
+	if err := json.Unmarshal(v.send(t, "GET", base+"/v1/links/"+code, key, "").body, &view); err != nil {
 		t.Fatal(err)
 	}
 	if len(view.Rules) != 4 || view.Rules[1].URL != "https://shop.example/de" || view.Rules[3].If["query"].(map[string]any)["ref"] != "qr" {
@@ -109,7 +112,7 @@ func TestE2ERedirectRules(t *testing.T) {
 	var got map[string]int
 	var last string
 	waitFor(t, "the clicks in the breakdown by rule", 60*time.Second, func() bool {
-		b := do(t, "GET", base+"/v1/links/"+code+"/stats/breakdown?dimension=rule&"+rng, key, "")
+		b := v.send(t, "GET", base+"/v1/links/"+code+"/stats/breakdown?dimension=rule&"+rng, key, "")
 		last = string(b.body)
 		if b.status != 200 {
 			return false
@@ -146,14 +149,14 @@ func TestE2ERedirectRules(t *testing.T) {
 	}
 
 	// PATCH clears the rules: the link's own URL again, for everyone.
-	if r := do(t, "PATCH", base+"/v1/links/"+code, key, `{"rules":[]}`); r.status != 200 || !strings.Contains(string(r.body), `"rules":[]`) {
+	if r := v.send(t, "PATCH", base+"/v1/links/"+code, key, `{"rules":[]}`); r.status != 200 || !strings.Contains(string(r.body), `"rules":[]`) {
 		t.Fatalf("PATCH rules []: %d %s", r.status, r.body)
 	}
 	if red := do(t, "GET", base+"/"+code, "", "", "User-Agent", iphone); red.header.Get("Location") != "https://main.example/" {
 		t.Fatalf("after clearing: Location %q", red.header.Get("Location"))
 	}
 	// A bad rule: problem+json naming the member.
-	bad := do(t, "PATCH", base+"/v1/links/"+code, key, `{"rules":[{"if":{"device":["fridge"]},"url":"https://x.example/"}]}`)
+	bad := v.send(t, "PATCH", base+"/v1/links/"+code, key, `{"rules":[{"if":{"device":["fridge"]},"url":"https://x.example/"}]}`)
 	if bad.status != 400 || bad.header.Get("Content-Type") != "application/problem+json" ||
 		!strings.Contains(string(bad.body), `rules[0].if.device: unknown device \"fridge\"`) || !strings.Contains(string(bad.body), `"pointer":"/rules/0/if/device"`) {
 		t.Fatalf("bad rule: %d %s %s", bad.status, bad.header.Get("Content-Type"), bad.body)
