@@ -70,6 +70,10 @@ func compileRules(enc string) (*ruleSet, error) {
 	return rs, nil
 }
 
+// hdrAcceptLanguage is in fasthttp's canonical form, so a lookup need not
+// normalise it first.
+var hdrAcceptLanguage = []byte("Accept-Language")
+
 // visit is what the rules know of one request, filled as they ask.
 type visit struct {
 	classified bool
@@ -112,7 +116,7 @@ func (rs *ruleSet) match(ctx *fasthttp.RequestCtx, c VisitClassifier, now int64)
 		if len(r.languages) > 0 {
 			if !v.langDone {
 				v.langDone = true
-				v.langLen = primaryLanguage(ctx.Request.Header.Peek(fasthttp.HeaderAcceptLanguage), &v.lang)
+				v.langLen = primaryLanguage(ctx.Request.Header.PeekCanonical(hdrAcceptLanguage), &v.lang)
 			}
 			if !containsBytes(r.languages, v.lang[:v.langLen]) {
 				continue
