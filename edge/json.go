@@ -139,9 +139,11 @@ type createRequest struct {
 	// handler checked it; omitted when empty so older bodies hash as before.
 	Domain string `json:"domain,omitempty"`
 	// Rules are the redirect rules, encoded (store.EncodeRules) once the
-	// handler checked them; omitted when none so older bodies hash as
-	// before.
-	Rules string `json:"rules,omitempty"`
+	// handler checked them. The encoding is binary, so the request hash
+	// sees it as base64 (RulesHashed), omitted when none so older bodies
+	// hash as before.
+	Rules       string `json:"-"`
+	RulesHashed string `json:"rules,omitempty"`
 }
 
 var createFields = []string{"url", "alias", "expires_at", "click_limit", "redirect", "forward_query", "tags", "domain"}

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -141,6 +142,7 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		writeRuleProblem(ctx, rerr)
 		return
 	}
+	req.RulesHashed = base64.StdEncoding.EncodeToString([]byte(req.Rules))
 	if !checkExpiry(ctx, req.ExpiresAt, now) {
 		return
 	}

@@ -163,3 +163,19 @@ func TestPrimaryLanguageByHand(t *testing.T) {
 		}
 	}
 }
+
+// An Idempotency-Key retry must carry the same rules: rules that differ
+// only in binary-encoded bytes (a time) are another request.
+func TestCreateLinkRulesIdempotency(t *testing.T) {
+	e := newEnv(t, nil)
+	body := func(day string) string {
+		return `{"url":"https://example.com/","rules":[{"if":{"before":"2030-01-` + day + `T00:00:00Z"},"url":"https://a.example/"}]}`
+	}
+	first := e.createLink(keyAlice, body("02"), "Idempotency-Key", "k1")
+	again := e.createLink(keyAlice, body("02"), "Idempotency-Key", "k1")
+	if again.Code != first.Code {
+		t.Fatalf("replay: code %q; want %q", again.Code, first.Code)
+	}
+	r := e.do("POST", "/v1/links", keyAlice, body("03"), "Idempotency-Key", "k1")
+	e.expect(r, 422, "idempotency-mismatch")
+}

@@ -70,6 +70,9 @@ func (c *VisitClassifier) Classify(ctx *fasthttp.RequestCtx, ua, geo bool) (devi
 	var addr netip.Addr
 	if geo {
 		addr, country = c.p.clientOf(ctx) // the proxy's country wins, as in finish
+		if country != ([2]byte{}) && !ua {
+			return "", "", "", country
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
