@@ -179,3 +179,29 @@ func TestCreateLinkRulesIdempotency(t *testing.T) {
 	r := e.do("POST", "/v1/links", keyAlice, body("03"), "Idempotency-Key", "k1")
 	e.expect(r, 422, "idempotency-mismatch")
 }
+
+// A rule destination put on the blocklist after the link was made stops
+// that rule's redirects (the blocked page, like the link's own URL), and
+// only those; lifting the block brings it back.
+func TestRedirectRuleDestinationBlockedLater(t *testing.T) {
+	e := newEnv(t, nil)
+	v := e.createLink(keyAlice, `{"url":"https://fine.example/","rules":[{"if":{"query":{"ref":"qr"}},"url":"https://www.later.example/qr"}]}`)
+	if _, h := e.rawGet("/" + v.Code + "?ref=qr"); h["Location"] != "https://www.later.example/qr?ref=qr" {
+		t.Fatalf("before the block: %v", h)
+	}
+	e.w.blocklist(t, blockEntry("later.example"))
+	r := e.do("GET", "/"+v.Code+"?ref=qr", "", "")
+	if r.status != 410 || r.get("Location") != "" || !strings.Contains(string(r.body), "blocklist") {
+		t.Fatalf("rule destination blocked: %d Location %q; want the 410 blocked page", r.status, r.get("Location"))
+	}
+	if r := e.do("GET", "/"+v.Code, "", ""); r.status != 302 || r.get("Location") != "https://fine.example/" {
+		t.Fatalf("fallback while the rule's destination is blocked: %d %q", r.status, r.get("Location"))
+	}
+	if got := counterValue(e.set, `waymark_rules_redirects_total{result="blocklisted"}`); got != 1 {
+		t.Fatalf("blocklisted rule redirects %d; want 1", got)
+	}
+	e.w.blocklist(t, unblockEntry("later.example"))
+	if r := e.do("GET", "/"+v.Code+"?ref=qr", "", ""); r.status != 302 {
+		t.Fatalf("after the removal: %d", r.status)
+	}
+}
