@@ -311,3 +311,19 @@ func TestRedirectRulesAllocateNothing(t *testing.T) {
 		t.Fatalf("Location %q", got)
 	}
 }
+
+// BenchmarkRedirectCacheHitRulesParallel is the rules benchmark from every
+// core: the classifier's one lock is what they share.
+func BenchmarkRedirectCacheHitRulesParallel(b *testing.B) {
+	e, warmCtx := ruleBenchEnv(b)
+	e.rec.off, e.rec.next = true, nil
+	serve(e.h, warmCtx) // builds the classifier once
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := ruleRequest("/rules01", uaWinCh, "US", "en-US,en;q=0.9")
+		for pb.Next() {
+			serve(e.h, ctx)
+		}
+	})
+}
