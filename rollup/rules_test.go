@@ -24,8 +24,8 @@ func TestLinkBreakdownByRule(t *testing.T) {
 	srv.ship(t, segmentBytes("edge-1", 1,
 		ruled(1, 1, false), ruled(2, 1, false), ruled(3, 3, false), // rule 1 twice, rule 3 once
 		ruled(4, 0, false), ruled(5, 0, false), ruled(6, 0, false), // the fallback three times
-		ruled(7, 2, true),                                          // a bot: not in any dimension
-		click("r", 8, "abc", base.Add(-8*time.Minute), false),      // before the link had rules
+		ruled(7, 2, true), // a bot: not in any dimension
+		click("r", 8, "abc", base.Add(-8*time.Minute), false), // before the link had rules
 	))
 	r := query.Range{From: base.Add(-time.Hour), To: base.Add(time.Hour), Loc: time.UTC}
 	bd, err := a.LinkBreakdown("abc", "rule", r, 10)
