@@ -56,6 +56,9 @@ type entry struct {
 	// forwardQuery: a redirect merges the visit's query into location
 	// (query.go); read only when the visit has one.
 	forwardQuery bool
+	// rules: the link's redirect rules (rulematch.go); nil for a link
+	// without, which then pays one nil check.
+	rules *ruleSet
 }
 
 // Entries with their bytes in the same allocation, right behind the entry:

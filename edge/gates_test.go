@@ -410,7 +410,7 @@ func FuzzGatesBody(f *testing.F) {
 				t.Fatalf("%q: preview does not store: %v", body, err)
 			}
 		}
-		if req, err := decodeCreate(body); err == nil {
+		if req, _, err := decodeCreate(body); err == nil {
 			g := gateFields{password: req.Password}
 			if req.Preview != nil {
 				g.preview = *req.Preview

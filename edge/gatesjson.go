@@ -9,12 +9,13 @@ import (
 	"github.com/waymark/waymark/store"
 )
 
-// The API fields of issue 13.2 and 13.4: "password" (write only) and
-// "preview" on POST /v1/links and PATCH /v1/links/{code}. Bulk creates take
-// neither (their items keep createFields).
+// The API fields of issue 13: "rules" (13.1, rules.go), "password" (write
+// only) and "preview" on POST /v1/links and PATCH /v1/links/{code}
+// (patchFields holds "rules"). Bulk creates take none of them (their
+// items keep createFields).
 
 var (
-	createBodyFields = append(append([]string(nil), createFields...), "password", "preview")
+	createBodyFields = append(append([]string(nil), createFields...), "rules", "password", "preview")
 	patchBodyFields  = append(append([]string(nil), patchFields...), "password", "preview")
 	previewFields    = []string{"title", "description", "image"}
 )

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -33,6 +34,8 @@ type linkView struct {
 	ForwardQuery bool `json:"forward_query"`
 	// Tags: lower case, sorted; [] when none.
 	Tags []string `json:"tags"`
+	// Rules: the redirect rules in order (rules.go); [] when none.
+	Rules []ruleView `json:"rules"`
 	// PasswordProtected: visitors must give the link's password (which is
 	// never shown). Preview: the social preview; null for none.
 	PasswordProtected bool           `json:"password_protected"`
@@ -51,6 +54,7 @@ func (s *Server) linkView(l *store.Link, now time.Time) linkView {
 
 		ForwardQuery: !l.NoForwardQuery,
 		Tags:         store.SplitTags(l.Tags),
+		Rules:        rulesView(l.Rules),
 	}
 	if v.Tags == nil {
 		v.Tags = []string{}
@@ -127,7 +131,7 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 	if !ok {
 		return
 	}
-	req, err := decodeCreate(raw)
+	req, rawRules, err := decodeCreate(raw)
 	if err != nil {
 		writeProblem(ctx, probInvalidRequest, err.Error())
 		return
@@ -138,6 +142,15 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		return
 	}
 	req.URL = d.url
+	rules, rerr := decodeRules(rawRules)
+	if rerr == nil {
+		req.Rules, rerr = s.checkRules(rules, req.Redirect)
+	}
+	if rerr != nil {
+		writeRuleProblem(ctx, rerr)
+		return
+	}
+	req.RulesHashed = base64.StdEncoding.EncodeToString([]byte(req.Rules))
 	if !checkExpiry(ctx, req.ExpiresAt, now) {
 		return
 	}
@@ -235,6 +248,7 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 
 		NoForwardQuery: req.NoForwardQuery,
 		Tags:           req.Tags,
+		Rules:          req.Rules,
 		PasswordHash:   passwordHash,
 	}
 	if req.Preview != nil {
@@ -393,10 +407,29 @@ func (s *Server) updateLink(ctx *fasthttp.RequestCtx, owner store.Owner, code st
 	if req.setTags && req.tags != l.Tags {
 		p.SetTags, p.Tags = true, req.tags
 	}
+	if req.setRules {
+		rules, rerr := decodeRules(req.rules)
+		var enc string
+		if rerr == nil {
+			enc, rerr = s.checkRules(rules, int(l.Redirect))
+		}
+		if rerr != nil {
+			writeRuleProblem(ctx, rerr)
+			return
+		}
+		if enc != l.Rules {
+			p.SetRules, p.Rules = true, enc
+			if enc != "" && s.cfg.EditReview > 0 {
+				// New rule destinations are reviewed like a new url
+				// (bait and switch); applied only if they change.
+				p.ReviewUntil = now.Add(s.cfg.EditReview).UnixMilli()
+			}
+		}
+	}
 	if !s.patchGates(ctx, &l, req.gates, &p) { // gates.go
 		return
 	}
-	if !p.SetURL && !p.SetExpiresAt && !p.SetClickLimit && !p.SetStatus && !p.SetForwardQuery && !p.SetTags && !p.SetPassword && !p.SetPreview {
+	if !p.SetURL && !p.SetExpiresAt && !p.SetClickLimit && !p.SetStatus && !p.SetForwardQuery && !p.SetTags && !p.SetRules && !p.SetPassword && !p.SetPreview {
 		setIndex(ctx, l.Index)
 		writeJSON(ctx, fasthttp.StatusOK, marshalJSON(s.linkView(&l, now)))
 		return

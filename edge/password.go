@@ -301,14 +301,23 @@ func (s *Server) serveUnlock(ctx *fasthttp.RequestCtx, code []byte) {
 		writePage(ctx, fasthttp.StatusOK, e.body) // the edit's review page, as without a password
 		return
 	}
-	writeRedirect(ctx, e, now)
+	loc, rule := e.location, uint8(0)
+	if e.rules != nil { // unlocked, the visit follows the rules (rulematch.go)
+		var ok bool
+		if loc, rule, ok = s.pickRule(ctx, e, now); !ok {
+			return
+		}
+	}
+	writeRedirect(ctx, e, loc, now)
 	// The answer to a POST: 307 and 308 would send the form, password and
 	// all, on to the destination; 303 makes it a GET.
 	if e.status == fasthttp.StatusTemporaryRedirect || e.status == fasthttp.StatusPermanentRedirect {
 		ctx.Response.SetStatusCode(fasthttp.StatusSeeOther)
 	}
 	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
-	if s.onRedirect != nil {
+	if e.rules != nil {
+		s.captureRuleClick(ctx, code, rule)
+	} else if s.onRedirect != nil {
 		s.onRedirect(ctx, code)
 	}
 }

@@ -76,9 +76,15 @@ func (s *Server) serveGated(ctx *fasthttp.RequestCtx, e *entry, code []byte, now
 		s.m.previewPages.Inc()
 		writePage(ctx, fasthttp.StatusOK, g.preview)
 		ctx.Response.Header.SetCanonical(hdrVary, valVaryUA)
+	} else if e.rules != nil {
+		// Everyone else follows the rules as without a preview.
+		s.m.previewRedirects.Inc()
+		s.serveRules(ctx, e, code, hit, now)
+		ctx.Response.Header.SetCanonical(hdrVary, valVaryUA)
+		return
 	} else {
 		s.m.previewRedirects.Inc()
-		writeRedirect(ctx, e, now)
+		writeRedirect(ctx, e, e.location, now)
 		// A shared cache must not hand one answer to the other.
 		ctx.Response.Header.SetCanonical(hdrVary, valVaryUA)
 		if hit {

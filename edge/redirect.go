@@ -91,7 +91,11 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 			s.serveGated(ctx, e, code, now, hit)
 			return
 		}
-		writeRedirect(ctx, e, now)
+		if e.rules != nil {
+			s.serveRules(ctx, e, code, hit, now) // rulematch.go
+			return
+		}
+		writeRedirect(ctx, e, e.location, now)
 		if hit {
 			s.m.redirectHit.Inc()
 		} else {
@@ -195,6 +199,9 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 		e.kind, e.status, e.public, e.maxAge = kindRedirect, uint16(l.Redirect), public, maxAge
 		e.location, e.cacheControl = b[:n:n], b[n:m:m]
 		e.forwardQuery = !l.NoForwardQuery
+		if l.Rules != "" {
+			s.addRules(e, l)
+		}
 		if l.ReviewUntil != 0 {
 			e.reviewUntil, e.body = l.ReviewUntil, reviewPage(hostOf(l.URL), l.URL)
 		}
@@ -221,17 +228,18 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 	return e
 }
 
-// writeRedirect copies a cached redirect into the response. It does not
-// allocate: the header values are copied into the response's own buffers.
-// now (Unix ms) is read only when the entry expires.
-func writeRedirect(ctx *fasthttp.RequestCtx, e *entry, now int64) {
+// writeRedirect copies a cached redirect to location (the entry's own, or
+// a redirect rule's) into the response. It does not allocate: the header
+// values are copied into the response's own buffers. now (Unix ms) is
+// read only when the entry expires.
+func writeRedirect(ctx *fasthttp.RequestCtx, e *entry, location []byte, now int64) {
 	ctx.Response.SetStatusCode(int(e.status))
 	h := &ctx.Response.Header
 	if q := ctx.URI().QueryString(); len(q) > 0 && e.forwardQuery {
 		var buf [1024]byte // longer answers allocate; the header copies it
-		h.SetCanonical(hdrLocation, appendMergedQuery(buf[:0], e.location, q))
+		h.SetCanonical(hdrLocation, appendMergedQuery(buf[:0], location, q))
 	} else {
-		h.SetCanonical(hdrLocation, e.location)
+		h.SetCanonical(hdrLocation, location)
 	}
 	h.SetCanonical(hdrReferrerPolicy, valRedirectReferrer)
 	if ctx.IsHead() {

@@ -61,8 +61,13 @@ type Server struct {
 	creates   createLimits
 	suspended *OwnerSet
 
-	// Issue 13: password attempts and hashing (password.go).
-	passwords *passwordGate
+	// Issue 13: password attempts and hashing (password.go); redirect
+	// rules (rulematch.go): the click hook that records the rule
+	// followed, the visitor classifier, the counters.
+	passwords      *passwordGate
+	onRuleRedirect func(ctx *fasthttp.RequestCtx, code []byte, rule uint8)
+	classifier     VisitClassifier
+	ruleM          *ruleMetrics
 
 	lnState listenerState
 
@@ -132,6 +137,7 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 	s.passwords = newPasswordGate(cfg.Now, cfg.Metrics, runtime.GOMAXPROCS(0))
 	s.creates = newCreateLimits(cfg)
 	s.suspended = cfg.SuspendedOwners
+	s.onRuleRedirect, s.classifier, s.ruleM = cfg.OnRuleRedirect, cfg.Classifier, newRuleMetrics(cfg.Metrics)
 	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
 	if _, set := s.limits.exact[bulkPath]; !set {
 		s.limits.exact[bulkPath] = maxBulkBodyBytes // bulk.go

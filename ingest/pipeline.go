@@ -161,6 +161,10 @@ type Pipeline struct {
 	ship    *shipper
 	script  scriptAsset
 	closeMu sync.Mutex
+
+	// Redirect rules' view of the visitor (classify.go), made on first use.
+	classifierOnce sync.Once
+	classifier     *VisitClassifier
 }
 
 // Open recovers the segment folder (cutting any torn tail), then starts the
@@ -558,6 +562,9 @@ func (p *Pipeline) Close(ctx context.Context) error {
 		// Stragglers that slipped in after the writer drained.
 		p.dropQueued()
 		p.enrich.close()
+		if c := p.classifier; c != nil {
+			c.close()
+		}
 	}
 	return err
 }

@@ -321,6 +321,10 @@ func (n *Node) openEdge(publicURL string) error {
 		CreateRateDomain: createRate(n.cfg.CreateRateDomain),
 		TrustedProxies:   n.cfg.TrustedProxies,
 		SuspendedOwners:  n.suspended,
+
+		// Issue 13: redirect rules (rules.go).
+		OnRuleRedirect: n.onRuleRedirect(),
+		Classifier:     n.ruleClassifier(),
 	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
 		return err

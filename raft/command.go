@@ -171,8 +171,9 @@ const (
 	createNoForwardQuery byte = 1 << 1 // version 2: the link does not forward queries
 	createDomain         byte = 1 << 2 // version 3: the link's custom domain follows
 	createTags           byte = 1 << 3 // version 4: the link's tags (a string, normal form) follow, after the domain
-	// Version 5 (issue 13). Bit 4 is the redirect rules'.
-	createPassword byte = 1 << 5 // the password hash (PHC string) follows, after the tags
+	// Version 5 (issue 13): redirect rules, password hash, preview.
+	createRules    byte = 1 << 4 // the link's redirect rules (store.EncodeRules) follow, after the tags
+	createPassword byte = 1 << 5 // the password hash (PHC string) follows, after the rules
 	createPreview  byte = 1 << 6 // the encoded preview follows, after the password hash
 )
 
@@ -197,6 +198,9 @@ func (c *createLinkCmd) appendPayload(dst []byte) []byte {
 	if c.Link.Tags != "" {
 		flags |= createTags
 	}
+	if c.Link.Rules != "" {
+		flags |= createRules
+	}
 	if c.Link.PasswordHash != "" {
 		flags |= createPassword
 	}
@@ -214,6 +218,9 @@ func (c *createLinkCmd) appendPayload(dst []byte) []byte {
 	}
 	if c.Link.Tags != "" {
 		dst = appendString(dst, c.Link.Tags)
+	}
+	if c.Link.Rules != "" {
+		dst = appendString(dst, c.Link.Rules)
 	}
 	if c.Link.PasswordHash != "" {
 		dst = appendString(dst, c.Link.PasswordHash)
@@ -239,7 +246,7 @@ func decodeCreateLink(version byte, p []byte) (command, error) {
 		known |= createTags
 	}
 	if version >= 5 {
-		known |= createPassword | createPreview
+		known |= createRules | createPassword | createPreview
 	}
 	flags := r.Byte()
 	if flags&^known != 0 {
@@ -266,6 +273,11 @@ func decodeCreateLink(version byte, p []byte) (command, error) {
 			r.Fail()
 		}
 	}
+	if flags&createRules != 0 {
+		if c.Link.Rules = r.String(); c.Link.Rules == "" {
+			r.Fail()
+		}
+	}
 	if flags&createPassword != 0 {
 		if c.Link.PasswordHash = r.String(); c.Link.PasswordHash == "" {
 			r.Fail()
@@ -278,6 +290,9 @@ func decodeCreateLink(version byte, p []byte) (command, error) {
 	}
 	if !r.Done() {
 		return nil, corrupt("create_link")
+	}
+	if err := store.CheckStoredRules(c.Link.Rules); err != nil {
+		return nil, invalid("create_link", err)
 	}
 	if err := store.CheckPasswordHash(c.Link.PasswordHash); err != nil {
 		return nil, invalid("create_link", err)
@@ -322,7 +337,7 @@ const (
 	patchStatus
 	patchForwardQuery // version 3
 	patchTags         // version 4: the new tags (a string, normal form; empty clears)
-	patchRules        // version 5: the redirect rules (issue 13.1)
+	patchRules        // version 5: the new redirect rules (store.EncodeRules; empty clears)
 	patchPassword     // version 5: the new password hash (PHC string; empty removes)
 	patchPreview      // version 5: the new encoded preview (empty removes)
 	patchKnown        = patchURL | patchExpiresAt | patchClickLimit | patchStatus
@@ -352,6 +367,9 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 	if p.SetTags {
 		mask |= patchTags
 	}
+	if p.SetRules {
+		mask |= patchRules
+	}
 	if p.SetPassword {
 		mask |= patchPassword
 	}
@@ -377,6 +395,9 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 	}
 	if p.SetTags {
 		dst = appendString(dst, p.Tags)
+	}
+	if p.SetRules {
+		dst = appendString(dst, p.Rules)
 	}
 	if p.SetPassword {
 		dst = appendString(dst, p.PasswordHash)
@@ -408,7 +429,7 @@ func decodeUpdateLink(version byte, b []byte) (command, error) {
 		known |= patchTags
 	}
 	if version >= 5 {
-		known |= patchPassword | patchPreview
+		known |= patchRules | patchPassword | patchPreview
 	}
 	if mask&^known != 0 {
 		r.Fail()
@@ -431,6 +452,9 @@ func decodeUpdateLink(version byte, b []byte) (command, error) {
 	if p.SetTags = mask&patchTags != 0; p.SetTags {
 		p.Tags = r.String()
 	}
+	if p.SetRules = mask&patchRules != 0; p.SetRules {
+		p.Rules = r.String()
+	}
 	if p.SetPassword = mask&patchPassword != 0; p.SetPassword {
 		p.PasswordHash = r.String()
 	}
@@ -447,6 +471,9 @@ func decodeUpdateLink(version byte, b []byte) (command, error) {
 		return nil, invalid("update_link", err)
 	}
 	if err := store.CheckStoredTags(p.Tags); err != nil {
+		return nil, invalid("update_link", err)
+	}
+	if err := store.CheckStoredRules(p.Rules); err != nil {
 		return nil, invalid("update_link", err)
 	}
 	if err := store.CheckPasswordHash(p.PasswordHash); err != nil {

@@ -24,6 +24,8 @@ import (
 //	(bit 7)           a second flags byte follows the first (resultMore*):
 //	domain   bytes    store.AppendDomain, if flagged in the second byte (bit 0)
 //	tags     string   the link's tags, if flagged in the second byte (bit 1)
+//	rules    string   the link's redirect rules, if flagged in the second
+//	                  byte (bit 4)
 //	password string   the link's password hash, if flagged in the second byte (bit 5)
 //	preview  string   the link's encoded preview, if flagged in the second byte (bit 6)
 //	bulk     ...      bulk results (appendBulkResults, bulkcmd.go), if
@@ -49,13 +51,13 @@ const (
 // set, and then never zero). Payloads follow every first-byte payload, in
 // bit order.
 const (
-	resultMoreDomain byte = 1 << 0 // store.AppendDomain as bytes (domain_update)
-	resultMoreTags   byte = 1 << 1 // the link's tags
-	resultMoreBulk   byte = 1 << 3 // bulk results
-	// Issue 13: bit 4 is left for the redirect rules.
+	resultMoreDomain   byte = 1 << 0 // store.AppendDomain as bytes (domain_update)
+	resultMoreTags     byte = 1 << 1 // the link's tags
+	resultMoreBulk     byte = 1 << 3 // bulk results
+	resultMoreRules    byte = 1 << 4 // the link's redirect rules (before the bulk results)
 	resultMorePassword byte = 1 << 5 // the link's password hash
 	resultMorePreview  byte = 1 << 6 // the link's encoded preview
-	resultMoreKnown         = resultMoreDomain | resultMoreTags | resultMoreBulk | resultMorePassword | resultMorePreview
+	resultMoreKnown         = resultMoreDomain | resultMoreTags | resultMoreBulk | resultMoreRules | resultMorePassword | resultMorePreview
 )
 
 // errCode names a sentinel error on the wire; never renumbered or reused.
@@ -187,6 +189,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if res.Bulk != nil {
 		more |= resultMoreBulk
 	}
+	if flags&resultHasLink != 0 && res.Link.Rules != "" {
+		more |= resultMoreRules
+	}
 	if flags&resultHasLink != 0 && res.Link.PasswordHash != "" {
 		more |= resultMorePassword
 	}
@@ -231,6 +236,9 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	}
 	if more&resultMoreTags != 0 {
 		dst = appendString(dst, res.Link.Tags)
+	}
+	if more&resultMoreRules != 0 {
+		dst = appendString(dst, res.Link.Rules)
 	}
 	if more&resultMorePassword != 0 {
 		dst = appendString(dst, res.Link.PasswordHash)
@@ -308,6 +316,12 @@ func decodeResult(b []byte) (*applyResult, error) {
 	if more&resultMoreTags != 0 {
 		res.Link.Tags = r.String()
 		if flags&resultHasLink == 0 || res.Link.Tags == "" || store.CheckStoredTags(res.Link.Tags) != nil {
+			r.Fail()
+		}
+	}
+	if more&resultMoreRules != 0 {
+		res.Link.Rules = r.String()
+		if flags&resultHasLink == 0 || res.Link.Rules == "" || store.CheckStoredRules(res.Link.Rules) != nil {
 			r.Fail()
 		}
 	}

@@ -78,6 +78,10 @@ type LinkPatch struct {
 	SetTags bool
 	Tags    string
 
+	// SetRules replaces the link's redirect rules with Rules (EncodeRules;
+	// empty clears them).
+	SetRules bool
+	Rules    string
 	// SetPassword replaces the link's password hash with PasswordHash (a
 	// PHC argon2id string made by the node that took the API call; empty
 	// removes the password). SetPreview replaces its encoded preview
@@ -116,6 +120,9 @@ func (p *LinkPatch) Apply(l *Link) error {
 	if p.SetURL && l.URL != p.URL && p.ReviewUntil != 0 {
 		l.ReviewUntil = p.ReviewUntil // bait and switch: a new destination is reviewed
 	}
+	if p.SetRules && l.Rules != p.Rules && p.Rules != "" && p.ReviewUntil != 0 {
+		l.ReviewUntil = p.ReviewUntil // new rule destinations are reviewed too
+	}
 	if p.ClearReview {
 		l.ReviewUntil = 0
 	}
@@ -130,6 +137,12 @@ func (p *LinkPatch) Apply(l *Link) error {
 			return err
 		}
 		l.Tags = p.Tags
+	}
+	if p.SetRules {
+		if err := CheckStoredRules(p.Rules); err != nil {
+			return err
+		}
+		l.Rules = p.Rules
 	}
 	if p.SetPassword {
 		if err := CheckPasswordHash(p.PasswordHash); err != nil {
