@@ -20,6 +20,9 @@ func (n *Node) openAggregator() error {
 	if !n.cfg.HasRole(RoleAggregator) {
 		return nil
 	}
+	if err := n.openClickOutbox(); err != nil { // link.clicked webhooks (webhookclicks.go)
+		return err
+	}
 	agg, err := rollup.Open(rollup.Config{
 		Dir:       filepath.Join(n.cfg.DataDir, "aggregator"),
 		Retention: n.cfg.Retention,
@@ -28,11 +31,12 @@ func (n *Node) openAggregator() error {
 		CheckpointInterval: n.cfg.CheckpointInterval,
 		// Click limits: the aggregator reads each link's limit from this
 		// node's replica and takes the link down through Raft.
-		Links:        authorizer{n: n}.Link,
-		OnClickLimit: n.onClickLimit,
-		Logger:       n.log,
-		Metrics:      n.metrics,
-		Now:          time.Now,
+		Links:          authorizer{n: n}.Link,
+		OnClickLimit:   n.onClickLimit,
+		OnStoredClicks: n.queueClicks,
+		Logger:         n.log,
+		Metrics:        n.metrics,
+		Now:            time.Now,
 	})
 	if err != nil {
 		return fmt.Errorf("cannot open aggregator: %w", err)

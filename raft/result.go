@@ -78,6 +78,7 @@ const (
 	errCodeDomainNotApproved errCode = 18
 	errCodeDomainNotOwned    errCode = 19
 	errCodeKeyIDTaken        errCode = 20 // issue 12, keys
+	errCodeTooManyWebhooks   errCode = 21 // issue 13, webhooks (22 reserved for webhooks)
 )
 
 // wireErrors maps codes to sentinels. Order matters when encoding: an
@@ -105,6 +106,7 @@ var wireErrors = []struct {
 	{errCodeDomainNotApproved, store.ErrDomainNotApproved},
 	{errCodeDomainNotOwned, store.ErrDomainNotOwned},
 	{errCodeKeyIDTaken, store.ErrKeyIDTaken},
+	{errCodeTooManyWebhooks, store.ErrTooManyWebhooks},
 	{errCodeCorrupt, store.ErrCorrupt},
 }
 
