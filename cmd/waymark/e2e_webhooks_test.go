@@ -366,26 +366,52 @@ func TestE2EWebhookLeaderKill(t *testing.T) {
 
 // TestE2EWebhookClicks: link.clicked deliveries come from the aggregator
 // in batches of at most --webhook-click-batch clicks, and together carry
-// exactly the clicks made: 7 on one link, 5 on another.
+// exactly the clicks made: 7 on one link, 5 on another, 2 on a third
+// whose click limit of 2 then takes it out of service (link.limit_reached).
+// The receiver is down while the clicks come in and the node restarts
+// before it is back: the aggregator's outbox keeps them.
 func TestE2EWebhookClicks(t *testing.T) {
-	p, key := devNode(t, t.TempDir(), "--webhook-allow-private", "--webhook-click-batch", "4")
+	dir := t.TempDir()
+	flags := []string{"--webhook-allow-private", "--webhook-click-batch", "4", "--webhook-retry-base", "100ms"}
+	p, key := devNode(t, dir, flags...)
 	base := "http://" + p.http
 	rcv := startReceiver(t)
-	_, secret := createWebhook(t, base, key, rcv.url(), "link.clicked")
+	_, secret := createWebhook(t, base, key, rcv.url(), "link.clicked", "link.limit_reached")
 	rcv.setSecret(secret)
 	a := createCode(t, base, key, "https://clicks-a.example/")
 	b := createCode(t, base, key, "https://clicks-b.example/")
+	r := do(t, "POST", base+"/v1/links", key, `{"url":"https://clicks-c.example/","click_limit":2}`)
+	if r.status != 201 {
+		t.Fatalf("create limited link: %d %s", r.status, r.body)
+	}
+	c := r.json(t)["code"].(string)
+
+	rcv.down()
 	clickN(t, base, a, 7)
 	clickN(t, base, b, 5)
+	clickN(t, base, c, 2)
+	waitFor(t, "14 clicks in the aggregator's webhook outbox", 60*time.Second, func() bool {
+		return metric(t, base, "waymark_webhook_clicks_queued_total") == 14
+	})
+	waitFor(t, "a failed click delivery", 30*time.Second, func() bool {
+		return metric(t, base, `waymark_webhook_deliveries_total{outcome="failed"}`) >= 1
+	})
+	p.stop(t)
+	p, _ = devNode(t, dir, flags...)
+	base = "http://" + p.http
+	rcv.up()
 
 	count := func() (map[string]int, int, int) {
 		per := map[string]int{}
 		ids := map[string]bool{}
 		maxBatch := 0
 		for _, d := range rcv.unique() {
+			if d.Type != "link.clicked" {
+				continue
+			}
 			clicks, _ := d.Data["clicks"].([]any)
 			maxBatch = max(maxBatch, len(clicks))
-			if n, _ := d.Data["count"].(float64); int(n) != len(clicks) || d.Type != "link.clicked" {
+			if n, _ := d.Data["count"].(float64); int(n) != len(clicks) {
 				t.Fatalf("batch %+v", d)
 			}
 			for _, c := range clicks {
@@ -398,13 +424,19 @@ func TestE2EWebhookClicks(t *testing.T) {
 		}
 		return per, len(ids), maxBatch
 	}
-	waitFor(t, "12 clicks delivered", 60*time.Second, func() bool { _, n, _ := count(); return n >= 12 })
+	waitFor(t, "14 clicks delivered", 60*time.Second, func() bool { _, n, _ := count(); return n >= 14 })
 	per, n, maxBatch := count()
-	if per[a] != 7 || per[b] != 5 || n != 12 {
-		t.Fatalf("clicks delivered %v (%d in all); want %s:7 %s:5", per, n, a, b)
+	if per[a] != 7 || per[b] != 5 || per[c] != 2 || n != 14 {
+		t.Fatalf("clicks delivered %v (%d in all); want %s:7 %s:5 %s:2", per, n, a, b, c)
 	}
 	if maxBatch > 4 {
 		t.Fatalf("a batch carried %d clicks; the limit is 4", maxBatch)
+	}
+	waitFor(t, "link.limit_reached of the limited link", 60*time.Second, func() bool { return rcv.seen()["link.limit_reached "+c] == 1 })
+	for _, d := range rcv.unique() {
+		if d.Type == "link.limit_reached" && d.Data["status"] != "limited" {
+			t.Fatalf("link.limit_reached carries %v", d.Data)
+		}
 	}
 	if bad := rcv.badOnes(); len(bad) > 0 {
 		t.Fatalf("deliveries that did not verify: %v", bad)
