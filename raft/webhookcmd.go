@@ -7,8 +7,8 @@ import (
 	"github.com/waymark/waymark/store"
 )
 
-// Issue 13 point 5: signed webhooks (store/webhook.go, raft/DESIGN.md
-// "Webhooks"). create_webhook and delete_webhook change which endpoints
+// Issue 13 point 5: signed webhooks (store/webhook.go, node/WEBHOOKS.md).
+// create_webhook and delete_webhook change which endpoints
 // exist; record_deliveries is the leader's batched ack: it removes the
 // outbox entries it delivered (or gave up on) and logs every attempt.
 // The outbox entries themselves are written by the link commands, in

@@ -9,8 +9,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// Issue 13 point 5: signed webhooks. Three tables (store/DESIGN.md,
-// "Webhooks"):
+// Issue 13 point 5: signed webhooks. Three tables (store/DESIGN.md key
+// layout; the design is node/WEBHOOKS.md):
 //
 //	W owner 0x00 id            -> webhook record
 //	Y index(be64) seq(be16) owner 0x00 id -> outbox entry: one link event for one webhook
