@@ -17,7 +17,7 @@ func TestWebhookAddrPublic(t *testing.T) {
 		{"127.0.0.1", false}, {"127.9.9.9", false}, {"::1", false}, {"10.0.0.1", false}, {"172.16.5.4", false},
 		{"192.168.1.1", false}, {"169.254.169.254", false}, {"fe80::1", false}, {"fc00::1", false},
 		{"0.0.0.0", false}, {"::", false}, {"100.64.1.1", false}, {"224.0.0.1", false}, {"::ffff:127.0.0.1", false},
-		{"::ffff:10.1.1.1", false}, {"255.255.255.255", false},
+		{"::ffff:10.1.1.1", false}, {"255.255.255.255", false}, {"203.0.113.9", false}, {"2001:db8::1", false},
 	} {
 		if got := WebhookAddrPublic(netip.MustParseAddr(c.addr)); got != c.public {
 			t.Errorf("%s: public %v; want %v", c.addr, got, c.public)
