@@ -63,7 +63,6 @@ const (
 	maxRetryWait       = time.Hour
 	webhookTimeout     = 10 * time.Second
 	webhookParallel    = 8
-	webhookScanLimit   = 4096 // outbox entries looked at per round
 	webhookRoundEvery  = 200 * time.Millisecond
 	webhookMaxPerRound = 256 // sends per round (one ack entry)
 	webhookUserAgent   = "Waymark-Webhooks/" + Version
@@ -233,22 +232,26 @@ func retryWait(base time.Duration, attempt uint64) time.Duration {
 	return w/2 + rand.N(w/2+1)
 }
 
-// retryState is the leader's memory of an entry that failed: how often,
+// retryState is the memory of a webhook that fails: how often in a row,
 // and when to try again. It is not replicated: a new leader starts every
-// entry at attempt 1 and sends it at once.
+// webhook at attempt 1 and sends at once.
 type retryState struct {
 	attempt uint64
 	next    time.Time
 }
 
 // webhookDeliverer runs on every node that holds a replica and acts only
-// while it is the Raft leader.
+// while it is the Raft leader. Backoff is per webhook, not per event: a
+// receiver that fails gets one probe (its oldest waiting event) per
+// backoff step, so a long outage costs a few attempts, not one per event
+// per step; once a probe succeeds the rest follow.
 type webhookDeliverer struct {
 	n      *Node
 	cfg    WebhookConfig
 	m      *webhookMetrics
 	client *http.Client
-	retry  map[string]retryState // outbox key -> state
+	retry  map[string]retryState // owner 0x00 webhook id -> state
+	swept  time.Time             // last walk that dropped expired events of failing webhooks
 }
 
 func (n *Node) startWebhooks(ctx context.Context) {
@@ -285,62 +288,105 @@ func (d *webhookDeliverer) loop(ctx context.Context) {
 	}
 }
 
+// Per round: at most webhookPerHook events of a healthy webhook, one
+// probe of a failing one.
+const webhookPerHook = 32
+
 // round sends the due entries (up to webhookMaxPerRound) and acks them in
 // one record_deliveries entry.
 func (d *webhookDeliverer) round(ctx context.Context) {
-	entries, err := d.n.store.Outbox(nil, webhookScanLimit)
+	srv := d.n.edge.Load()
+	if srv == nil {
+		return
+	}
+	now := time.Now()
+	// Once a minute (sooner for a short window) the walk also decodes the events of failing webhooks,
+	// to drop the ones past their retry window without sending them.
+	sweep := now.Sub(d.swept) >= min(time.Minute, d.cfg.RetryWindow/4)
+	if sweep {
+		d.swept = now
+	}
+	window := d.cfg.RetryWindow
+	taken := make(map[string]int)
+	hooks := make(map[string]*store.Webhook)
+	seen := make(map[string]struct{})
+	var due, expired []store.OutboxEntry
+	var oldest int64
+	first := true
+	depth, err := d.n.store.ScanOutbox(func(owner, id string, _ uint64) bool {
+		k := owner + "\x00" + id
+		seen[k] = struct{}{}
+		if first {
+			return true // for the lag
+		}
+		st := d.retry[k]
+		if sweep && st.attempt > 0 {
+			return true
+		}
+		limit := webhookPerHook
+		if st.attempt > 0 {
+			limit = 1
+		}
+		return !now.Before(st.next) && taken[k] < limit && len(due) < webhookMaxPerRound
+	}, func(e *store.OutboxEntry) bool {
+		if first {
+			first, oldest = false, e.CreatedAt
+		}
+		k := e.Owner + "\x00" + e.WebhookID
+		st := d.retry[k]
+		limit := webhookPerHook
+		if st.attempt > 0 {
+			limit = 1
+		}
+		switch {
+		case st.attempt > 0 && now.Sub(time.UnixMilli(e.CreatedAt)) >= window:
+			expired = append(expired, *e)
+		case !now.Before(st.next) && taken[k] < limit && len(due) < webhookMaxPerRound:
+			taken[k]++
+			due = append(due, *e)
+		}
+		return len(expired) < webhookMaxPerRound
+	})
 	if err != nil {
 		d.n.log.Warn("cannot read the webhook outbox", "err", err)
 		return
 	}
-	now := time.Now()
-	d.sampleDepth(entries, now)
-	srv := d.n.edge.Load()
-	if len(entries) == 0 || srv == nil {
-		return
+	d.m.set(&d.m.depthV, float64(depth))
+	lag := 0.0
+	if depth > 0 {
+		lag = max(0, now.Sub(time.UnixMilli(oldest)).Seconds())
 	}
-	live := make(map[string]struct{}, len(entries))
-	hooks := make(map[string]*store.Webhook)
-	var due []store.OutboxEntry
-	for i := range entries {
-		e := &entries[i]
-		k := string(store.OutboxKey(e.Index, e.Seq, e.Owner, e.WebhookID))
-		live[k] = struct{}{}
-		if st, ok := d.retry[k]; ok && now.Before(st.next) {
-			continue
-		}
-		if len(due) < webhookMaxPerRound {
-			due = append(due, *e)
-		}
-		hk := e.Owner + "\x00" + e.WebhookID
-		if _, ok := hooks[hk]; !ok {
-			w, found, err := d.n.store.Webhook(e.Owner, e.WebhookID)
-			if err != nil {
-				d.n.log.Warn("cannot read webhook", "id", e.WebhookID, "err", err)
-				return
-			}
-			if found {
-				hooks[hk] = &w
-			} else {
-				hooks[hk] = nil
-			}
-		}
-	}
-	for k := range d.retry { // acked meanwhile (by us or an earlier leader)
-		if _, ok := live[k]; !ok {
+	d.m.set(&d.m.lagV, lag)
+	for k := range d.retry { // nothing left to send (acked, by us or an earlier leader)
+		if _, ok := seen[k]; !ok {
 			delete(d.retry, k)
 		}
 	}
-	if len(due) == 0 {
+	if len(due) == 0 && len(expired) == 0 {
 		return
 	}
-	attempts := make([]store.DeliveryAttempt, len(due))
+	for _, e := range append(due, expired...) {
+		hk := e.Owner + "\x00" + e.WebhookID
+		if _, ok := hooks[hk]; ok {
+			continue
+		}
+		w, found, err := d.n.store.Webhook(e.Owner, e.WebhookID)
+		if err != nil {
+			d.n.log.Warn("cannot read webhook", "id", e.WebhookID, "err", err)
+			return
+		}
+		if found {
+			hooks[hk] = &w
+		} else {
+			hooks[hk] = nil
+		}
+	}
+	attempts := make([]store.DeliveryAttempt, len(due), len(due)+len(expired))
 	sem := make(chan struct{}, webhookParallel)
 	var wg sync.WaitGroup
 	for i := range due {
 		e := &due[i]
-		k := string(store.OutboxKey(e.Index, e.Seq, e.Owner, e.WebhookID))
-		st := d.retry[k]
+		st := d.retry[e.Owner+"\x00"+e.WebhookID]
 		a := &attempts[i]
 		*a = store.DeliveryAttempt{Owner: e.Owner, WebhookID: e.WebhookID, Index: e.Index, Seq: e.Seq, EventID: e.EventID(),
 			Type: e.Type, At: now.UnixMilli(), Attempt: st.attempt + 1}
@@ -361,7 +407,7 @@ func (d *webhookDeliverer) round(ctx context.Context) {
 			switch {
 			case r.ok():
 				a.Outcome = store.DeliveryDelivered
-			case time.Since(time.UnixMilli(e.CreatedAt)) >= d.cfg.RetryWindow:
+			case time.Since(time.UnixMilli(e.CreatedAt)) >= window:
 				a.Outcome = store.DeliveryDropped
 			default:
 				a.Outcome = store.DeliveryFailed
@@ -369,19 +415,39 @@ func (d *webhookDeliverer) round(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	failed := make(map[string]uint64)
 	for i := range attempts {
 		a := &attempts[i]
-		e := &due[i]
-		k := string(store.OutboxKey(e.Index, e.Seq, e.Owner, e.WebhookID))
+		hk := a.Owner + "\x00" + a.WebhookID
 		d.m.count(a.Outcome)
 		switch a.Outcome {
 		case store.DeliveryFailed:
-			d.retry[k] = retryState{attempt: a.Attempt, next: time.Now().Add(retryWait(d.cfg.RetryBase, a.Attempt))}
+			failed[hk] = max(failed[hk], a.Attempt)
+		case store.DeliveryDelivered:
+			if _, bad := failed[hk]; !bad {
+				delete(d.retry, hk)
+			}
 		case store.DeliveryDropped:
 			if a.Error != "webhook deleted" {
 				d.n.log.Warn("webhook delivery dropped after its retry window", "webhook", a.WebhookID, "event", a.EventID, "attempts", a.Attempt, "err", a.Error)
 			}
 		}
+	}
+	for hk, n := range failed {
+		d.retry[hk] = retryState{attempt: n, next: time.Now().Add(retryWait(d.cfg.RetryBase, n))}
+	}
+	for i := range expired {
+		e := &expired[i]
+		st := d.retry[e.Owner+"\x00"+e.WebhookID]
+		a := store.DeliveryAttempt{Owner: e.Owner, WebhookID: e.WebhookID, Index: e.Index, Seq: e.Seq, EventID: e.EventID(),
+			Type: e.Type, At: now.UnixMilli(), Attempt: st.attempt, Outcome: store.DeliveryDropped,
+			Error: "retry window over while the webhook kept failing"}
+		if hooks[e.Owner+"\x00"+e.WebhookID] == nil {
+			a.Error = "webhook deleted"
+		} else {
+			d.m.count(store.DeliveryDropped)
+		}
+		attempts = append(attempts, a)
 	}
 	// One entry acks the round. If it fails the entries stay in the
 	// outbox and are sent again (receivers dedup by Waymark-Event-Id).
@@ -389,20 +455,5 @@ func (d *webhookDeliverer) round(ctx context.Context) {
 	defer cancel()
 	if err := d.n.raft.RecordDeliveries(wctx, attempts); err != nil {
 		d.n.log.Warn("cannot record webhook deliveries; they are sent again", "err", err)
-		for i := range attempts {
-			if attempts[i].Outcome != store.DeliveryFailed {
-				delete(d.retry, string(store.OutboxKey(due[i].Index, due[i].Seq, due[i].Owner, due[i].WebhookID)))
-			}
-		}
 	}
-}
-
-// sampleDepth sets the queue-depth and lag gauges from one scan.
-func (d *webhookDeliverer) sampleDepth(entries []store.OutboxEntry, now time.Time) {
-	d.m.set(&d.m.depthV, float64(len(entries)))
-	lag := 0.0
-	if len(entries) > 0 {
-		lag = max(0, now.Sub(time.UnixMilli(entries[0].CreatedAt)).Seconds())
-	}
-	d.m.set(&d.m.lagV, lag)
 }

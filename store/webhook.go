@@ -362,6 +362,39 @@ func (s *Store) Outbox(after []byte, limit int) ([]OutboxEntry, error) {
 	return out, nil
 }
 
+// ScanOutbox walks the whole outbox in log order. want sees each entry's
+// key fields (cheap: no value is decoded); the entries it wants are
+// decoded and handed to got, which stops the walk by returning false.
+// It returns the number of entries walked.
+func (s *Store) ScanOutbox(want func(owner, webhookID string, index uint64) bool, got func(e *OutboxEntry) bool) (int, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tabOutbox}, UpperBound: []byte{tabOutbox + 1}})
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the webhook outbox: %w", storageErr(err))
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+		var e OutboxEntry
+		if !parseOutboxKey(it.Key(), &e) {
+			return n, storageErr(fmt.Errorf("cannot read outbox key %x: %w", it.Key(), ErrCorrupt))
+		}
+		if !want(e.Owner, e.WebhookID, e.Index) {
+			continue
+		}
+		if err := decodeOutboxValue(it.Value(), &e); err != nil {
+			return n, storageErr(err)
+		}
+		if !got(&e) {
+			break
+		}
+	}
+	if err := it.Error(); err != nil {
+		return n, fmt.Errorf("cannot read the webhook outbox: %w", storageErr(err))
+	}
+	return n, nil
+}
+
 // OutboxLen counts the outbox entries (for the queue-depth metric; it
 // walks the table, so callers sample it, not per request).
 func (s *Store) OutboxLen() (int, error) {

@@ -273,8 +273,8 @@ func TestE2EWebhooksSignedAndRedelivered(t *testing.T) {
 	}
 	var log struct {
 		Deliveries []struct {
-			EventID, Type, Outcome string
-			Status                 *int
+			EventID string `json:"event_id"`
+			Outcome string `json:"outcome"`
 		}
 	}
 	json.Unmarshal(r.body, &log)
@@ -440,5 +440,47 @@ func TestE2EWebhookClicks(t *testing.T) {
 	}
 	if bad := rcv.badOnes(); len(bad) > 0 {
 		t.Fatalf("deliveries that did not verify: %v", bad)
+	}
+}
+
+// TestE2EWebhookRetryWindow: events a receiver never takes are dropped
+// once their retry window (here 2 s) is over, each with a "dropped" entry
+// in the delivery log and the metric; the receiver, back, gets only the
+// events made after.
+func TestE2EWebhookRetryWindow(t *testing.T) {
+	p, key := devNode(t, t.TempDir(), "--webhook-allow-private", "--webhook-retry-base", "100ms", "--webhook-retry-window", "2s")
+	base := "http://" + p.http
+	rcv := startReceiver(t)
+	id, secret := createWebhook(t, base, key, rcv.url(), "link.created")
+	rcv.setSecret(secret)
+	rcv.down()
+	var lost []string
+	for i := 0; i < 3; i++ {
+		lost = append(lost, createCode(t, base, key, fmt.Sprintf("https://lost%d.example/", i)))
+	}
+	waitFor(t, "3 events dropped", 60*time.Second, func() bool {
+		return metric(t, base, `waymark_webhook_deliveries_total{outcome="dropped"}`) == 3 && metric(t, base, "waymark_webhook_queue_depth") == 0
+	})
+	rcv.up()
+	kept := createCode(t, base, key, "https://kept.example/")
+	waitFor(t, "the new event delivered", 30*time.Second, func() bool { return rcv.seen()["link.created "+kept] == 1 })
+	if got := rcv.seen(); len(got) != 1 {
+		t.Fatalf("delivered %v; want only %s (the others were dropped: %v)", got, kept, lost)
+	}
+	var log struct {
+		Deliveries []struct {
+			EventID string `json:"event_id"`
+			Outcome string `json:"outcome"`
+		}
+	}
+	json.Unmarshal(do(t, "GET", base+"/v1/webhooks/"+id+"/deliveries", key, "").body, &log)
+	dropped := map[string]bool{}
+	for _, d := range log.Deliveries {
+		if d.Outcome == "dropped" {
+			dropped[d.EventID] = true
+		}
+	}
+	if len(dropped) != 3 {
+		t.Fatalf("delivery log %+v; want 3 events dropped", log.Deliveries)
 	}
 }
