@@ -31,12 +31,14 @@ func (n *Node) openAggregator() error {
 		CheckpointInterval: n.cfg.CheckpointInterval,
 		// Click limits: the aggregator reads each link's limit from this
 		// node's replica and takes the link down through Raft.
-		Links:          authorizer{n: n}.Link,
-		OnClickLimit:   n.onClickLimit,
+		Links:        authorizer{n: n}.Link,
+		OnClickLimit: n.onClickLimit,
+		Logger:       n.log,
+		Metrics:      n.metrics,
+		Now:          time.Now,
+
+		// link.clicked webhooks (webhookclicks.go).
 		OnStoredClicks: n.queueClicks,
-		Logger:         n.log,
-		Metrics:        n.metrics,
-		Now:            time.Now,
 	})
 	if err != nil {
 		return fmt.Errorf("cannot open aggregator: %w", err)

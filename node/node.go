@@ -320,11 +320,13 @@ func (n *Node) openEdge(publicURL string) error {
 		EditReview:      editReview(n.cfg.EditReview),
 
 		// Issue 11: create limits and owner suspension (owners_abuse.go).
-		CreateRateIP:        createRate(n.cfg.CreateRateIP),
-		CreateRateKey:       createRate(n.cfg.CreateRateKey),
-		CreateRateDomain:    createRate(n.cfg.CreateRateDomain),
-		TrustedProxies:      n.cfg.TrustedProxies,
-		SuspendedOwners:     n.suspended,
+		CreateRateIP:     createRate(n.cfg.CreateRateIP),
+		CreateRateKey:    createRate(n.cfg.CreateRateKey),
+		CreateRateDomain: createRate(n.cfg.CreateRateDomain),
+		TrustedProxies:   n.cfg.TrustedProxies,
+		SuspendedOwners:  n.suspended,
+
+		// Issue 13 point 5: webhooks (webhooks.go).
 		WebhookAllowPrivate: n.cfg.Webhooks.AllowPrivate,
 	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
