@@ -282,6 +282,8 @@ func (d *webhookDeliverer) loop(ctx context.Context) {
 		}
 		if !d.n.raft.IsLeader() {
 			clear(d.retry) // a later leadership starts afresh
+			d.m.set(&d.m.depthV, 0)
+			d.m.set(&d.m.lagV, 0) // the leader's gauges say it
 			continue
 		}
 		d.round(ctx)
