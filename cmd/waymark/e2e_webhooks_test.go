@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -200,7 +201,7 @@ func TestE2EWebhooksSignedAndRedelivered(t *testing.T) {
 	p, key := devNode(t, dir, flags...)
 	base := "http://" + p.http
 	rcv := startReceiver(t)
-	id, secret := createWebhook(t, base, key, rcv.url(), "link.created", "link.updated", "link.deleted")
+	id, secret := createWebhook(t, base, key, rcv.url(), "link.created", "link.updated", "link.deleted", "link.blocked")
 	rcv.setSecret(secret)
 
 	// The secret is shown once: neither the list nor the webhook has it.
@@ -236,6 +237,12 @@ func TestE2EWebhooksSignedAndRedelivered(t *testing.T) {
 		t.Fatalf("delete: %d %s", r.status, r.body)
 	}
 	want["link.deleted "+codes[1]] = 1
+	// An operator's takedown is the owner's event too.
+	opEnv := []string{"WAYMARK_ADMIN_ADDR=" + p.admin, "WAYMARK_TOKEN=" + readKey(t, filepath.Join(dir, "operator-token"))}
+	if out, errOut, exit := runCLI(t, opEnv, "links", "block", codes[2], "--reason", "phishing"); exit != 0 {
+		t.Fatalf("links block: %d %s %s", exit, out, errOut)
+	}
+	want["link.blocked "+codes[2]] = 1
 	waitFor(t, "failed attempts while the receiver is down", 30*time.Second, func() bool {
 		return metric(t, base, `waymark_webhook_deliveries_total{outcome="failed"}`) >= 3
 	})
@@ -256,10 +263,11 @@ func TestE2EWebhooksSignedAndRedelivered(t *testing.T) {
 	if bad := rcv.badOnes(); len(bad) > 0 {
 		t.Fatalf("deliveries that did not verify: %v", bad)
 	}
-	// The edit's delivery carries the link as edited.
+	// Each delivery carries the link as its change left it.
 	for _, d := range rcv.unique() {
-		if d.Type == "link.updated" && d.Data["url"] != "https://edited.example/" {
-			t.Fatalf("link.updated carries %v", d.Data)
+		if d.Type == "link.updated" && d.Data["url"] != "https://edited.example/" ||
+			d.Type == "link.deleted" && d.Data["status"] != "disabled" || d.Type == "link.blocked" && d.Data["status"] != "blocked" {
+			t.Fatalf("%s carries %v", d.Type, d.Data)
 		}
 	}
 
