@@ -50,6 +50,9 @@ type entry struct {
 	// reviewUntil (Unix ms): a redirect whose destination was edited shows
 	// body, the review interstitial, until then (bait and switch); 0: none.
 	reviewUntil int64
+	// gated: the link has a password or a preview (password.go,
+	// preview.go); nil for every other link, which pays one nil check.
+	gated *gatedEntry
 	// forwardQuery: a redirect merges the visit's query into location
 	// (query.go); read only when the visit has one.
 	forwardQuery bool

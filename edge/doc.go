@@ -7,6 +7,8 @@
 // The flows through this package:
 //
 //	redirect: fasthttp -> cache -> store.GetLink (Pebble) -> 3xx -> OnRedirect
+//	gated:    cache entry with a password -> form page; with a preview -> crawler? page : 3xx (password.go, preview.go)
+//	unlock:   POST /{code} -> attempt limits -> argon2id slot -> verify -> 3xx -> OnRedirect (password.go)
 //	create:   fasthttp -> auth -> rate limit -> decode + validate -> idempotency check -> Writer.CreateLink (Raft) -> 201
 //	edit:     fasthttp -> auth -> rate limit -> store.GetLink (ownership) -> Writer.UpdateLink (Raft) -> 200
 //	site:     fasthttp -> auth -> rate limit -> decode + validate -> Writer.UpdateSite (Raft; the FSM checks ownership) -> 200/201/204
@@ -20,5 +22,7 @@
 // Answers for a code that does not redirect: unknown 404, expired, disabled
 // or click-limited 410, legal_block 451, blocked 410 (a warning page that
 // names the destination host without linking to it), review 200 (an
-// interstitial with a continue button).
+// interstitial with a continue button). A password-protected link answers
+// a form page without its destination; a link with a social preview
+// answers link unfurlers (crawlers.go) a page of Open Graph tags.
 package edge

@@ -138,6 +138,12 @@ type createRequest struct {
 	// Domain is the custom domain ("" the default), canonical once the
 	// handler checked it; omitted when empty so older bodies hash as before.
 	Domain string `json:"domain,omitempty"`
+	// Password is never marshalled, so the request hash holds no fast
+	// hash of it; Protected stands in for it there. Preview is as sent
+	// until the handler normalises its image URL.
+	Password  string         `json:"-"`
+	Protected bool           `json:"password_protected,omitempty"`
+	Preview   *store.Preview `json:"preview,omitempty"`
 }
 
 var createFields = []string{"url", "alias", "expires_at", "click_limit", "redirect", "forward_query", "tags", "domain"}
@@ -145,11 +151,23 @@ var createFields = []string{"url", "alias", "expires_at", "click_limit", "redire
 // decodeCreate type-checks a create body. Semantic checks that need the
 // server (destination rules, alias rules, the clock) come later.
 func decodeCreate(body []byte) (createRequest, error) {
-	o, err := decodeObject(body, createFields)
+	o, err := decodeObject(body, createBodyFields)
 	if err != nil {
 		return createRequest{}, err
 	}
-	return decodeCreateObject(o)
+	req, err := decodeCreateObject(o)
+	if err != nil {
+		return createRequest{}, err
+	}
+	g, err := decodeGates(o) // gatesjson.go
+	if err != nil {
+		return createRequest{}, err
+	}
+	req.Password, req.Protected = g.password, g.password != ""
+	if !g.preview.IsZero() {
+		req.Preview = &g.preview
+	}
+	return req, nil
 }
 
 // decodeCreateObject type-checks the create fields of o (a bulk item has
@@ -222,16 +240,20 @@ type patchRequest struct {
 	forward    *bool // forward_query
 	setTags    bool
 	tags       string // normal form; "" clears
+	gates      gateFields
 }
 
 var patchFields = []string{"url", "expires_at", "click_limit", "status", "forward_query", "tags"}
 
 func decodePatch(body []byte) (patchRequest, error) {
-	o, err := decodeObject(body, patchFields)
+	o, err := decodeObject(body, patchBodyFields)
 	if err != nil {
 		return patchRequest{}, err
 	}
 	var req patchRequest
+	if req.gates, err = decodeGates(o); err != nil { // gatesjson.go
+		return patchRequest{}, err
+	}
 	u, st, err := o.str("url")
 	switch {
 	case err != nil:

@@ -32,6 +32,10 @@ var (
 // answer. Nothing here touches the network or Raft.
 func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 	if !ctx.IsGet() && !ctx.IsHead() {
+		if ctx.IsPost() {
+			s.serveUnlock(ctx, code) // a password attempt (password.go)
+			return
+		}
 		ctx.Response.Header.Set("Allow", "GET, HEAD")
 		writePage(ctx, fasthttp.StatusMethodNotAllowed, pageMethod)
 		return
@@ -83,6 +87,10 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 	}
 	switch kind {
 	case kindRedirect:
+		if e.gated != nil { // a password or a preview (password.go, preview.go)
+			s.serveGated(ctx, e, code, now, hit)
+			return
+		}
 		writeRedirect(ctx, e, now)
 		if hit {
 			s.m.redirectHit.Inc()
@@ -97,6 +105,12 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 		}
 		return
 	case kindReview:
+		if e.gated != nil && e.gated.passwordHash != "" {
+			// The review page names the destination: the password first.
+			s.passwords.forms.Inc()
+			writeFormPage(ctx, fasthttp.StatusOK, e.gated.form)
+			return
+		}
 		writePage(ctx, fasthttp.StatusOK, e.body)
 	case kindNotFound:
 		writePage(ctx, fasthttp.StatusNotFound, pageNotFound)
@@ -184,6 +198,7 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 		if l.ReviewUntil != 0 {
 			e.reviewUntil, e.body = l.ReviewUntil, reviewPage(hostOf(l.URL), l.URL)
 		}
+		e.gated = newGatedEntry(l)
 		return e
 	}
 	e := &entry{code: string(code), owner: l.Owner, expiresAt: l.ExpiresAt}
@@ -197,6 +212,9 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 		e.kind, e.status = kindReview, fasthttp.StatusOK
 		e.body = reviewPage(hostOf(l.URL), l.URL)
 		e.location = []byte(l.URL) // for the blocklist check only
+		if l.PasswordHash != "" {
+			e.gated = newGatedEntry(l) // the form before the review page
+		}
 	default: // disabled, click-limited, or a status this build does not know
 		e.kind, e.status = kindGone, fasthttp.StatusGone
 	}

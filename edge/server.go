@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,9 @@ type Server struct {
 	// links and keys are stopped (suspended.go).
 	creates   createLimits
 	suspended *OwnerSet
+
+	// Issue 13: password attempts and hashing (password.go).
+	passwords *passwordGate
 
 	lnState listenerState
 
@@ -125,6 +129,7 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		// less than a whole write and refuse every one.
 		s.limiter = newLimiter[store.KeyHash](cfg.WriteRate, max(1, 2*cfg.WriteRate), cfg.Now)
 	}
+	s.passwords = newPasswordGate(cfg.Now, cfg.Metrics, runtime.GOMAXPROCS(0))
 	s.creates = newCreateLimits(cfg)
 	s.suspended = cfg.SuspendedOwners
 	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)

@@ -35,7 +35,12 @@ type Config struct {
 	// 4 MiB); a single larger segment still goes alone.
 	ShipBatchMaxBytes int64
 	ShipMaxBackoff    time.Duration // retry backoff ceiling (default 30s)
-	HTTPClient        *http.Client  // default: a client with a 30s timeout
+	// DeferShipWhileBusy, for a node that aggregates its own events on
+	// the CPUs that serve them: the longest the shipper holds sealed
+	// segments back while the process is busy serving (shippace.go).
+	// Zero ships at once.
+	DeferShipWhileBusy time.Duration
+	HTTPClient         *http.Client // default: a client with a 30s timeout
 
 	TrustedProxies []netip.Prefix // X-Forwarded-For / CountryHeader honoured only from these
 	CountryHeader  string         // e.g. "CF-IPCountry"

@@ -22,6 +22,10 @@ func newShipMetrics(set *metrics.Set, s *shipper) shipMetrics {
 		m.rejected[r] = set.GetOrCreateCounter(`waymark_ingest_segments_rejected_total{reason="` + r + `"}`)
 	}
 	m.rotations = set.GetOrCreateCounter("waymark_ingest_incarnation_rotations_total")
+	// A counter in seconds, served as a gauge: it only grows.
+	set.GetOrCreateGauge("waymark_ingest_ship_held_busy_seconds_total", func() float64 {
+		return time.Duration(s.heldNs.Load()).Seconds()
+	})
 	set.GetOrCreateGauge("waymark_ingest_bad_segments", func() float64 {
 		return float64(s.state.status().BadSegments)
 	})

@@ -59,6 +59,16 @@ func (n *Node) aggregatorURL() string {
 	return ""
 }
 
+// selfAggregatedDefer is the ingest pipeline's DeferShipWhileBusy: the
+// configured hold when this node's own aggregator folds its events (they
+// share its CPUs), none when they ship to another node.
+func (n *Node) selfAggregatedDefer() time.Duration {
+	if n.cfg.AggregatorURL == "" && n.cfg.HasRole(RoleAggregator) {
+		return n.cfg.DeferBusy
+	}
+	return 0
+}
+
 // EventsCount is the answer of `waymark events count`.
 type EventsCount struct {
 	Count uint64 `json:"count"`

@@ -216,15 +216,17 @@ func (n *Node) openIngest() error {
 		SiteRate:        n.cfg.IngestSiteRate,
 		SiteBurst:       n.cfg.IngestSiteRate * 2,
 		MaxPendingBytes: n.cfg.IngestMaxBytes,
-		IPBurst:         n.cfg.IngestIPRate * 10,
-		TrustedProxies:  n.cfg.TrustedProxies,
-		CountryHeader:   n.cfg.CountryHeader,
-		GeoIPPath:       n.cfg.GeoIPPath,
-		Sites:           sites,
-		Salts:           n.salts,
-		Logger:          n.log,
-		Metrics:         n.metrics,
-		Now:             time.Now,
+		// Only where the aggregation shares this process's CPUs.
+		DeferShipWhileBusy: n.selfAggregatedDefer(),
+		IPBurst:            n.cfg.IngestIPRate * 10,
+		TrustedProxies:     n.cfg.TrustedProxies,
+		CountryHeader:      n.cfg.CountryHeader,
+		GeoIPPath:          n.cfg.GeoIPPath,
+		Sites:              sites,
+		Salts:              n.salts,
+		Logger:             n.log,
+		Metrics:            n.metrics,
+		Now:                time.Now,
 	})
 	return err
 }

@@ -143,7 +143,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"unknown audit flag", badAuditFlag, store.ErrCorrupt},
 		{"reason too long", appendUpdateLink(nil, &store.LinkPatch{Code: "a", Reason: strings.Repeat("r", store.MaxReasonLen+1)}), store.ErrCorrupt},
 		{"actor too long", appendUpdateLink(nil, &store.LinkPatch{Code: "a", Actor: strings.Repeat("a", store.MaxActorLen+1)}), store.ErrCorrupt},
-		{"update_link version 5", []byte{byte(cmdUpdateLink), 5, 0}, errUnknownCommand},
+		{"update_link newer version", []byte{byte(cmdUpdateLink), commandTable[cmdUpdateLink].version + 1, 0}, errUnknownCommand},
 		{"site edit that changes nothing", site(store.SitePatch{SiteID: "s1", Owner: "o1"}), store.ErrCorrupt},
 		{"site edit without a site", site(store.SitePatch{SetIgnoreDNT: true}), store.ErrCorrupt},
 		{"ignore DNT flag 2", dntTwo, store.ErrCorrupt},
@@ -229,6 +229,9 @@ func TestDecodeUpdateLinkVersion1(t *testing.T) {
 
 func FuzzDecodeCommand(f *testing.F) {
 	for _, c := range sampleCommands() {
+		f.Add(appendCommand(nil, c))
+	}
+	for _, c := range gatesCommands() { // gates_test.go
 		f.Add(appendCommand(nil, c))
 	}
 	f.Add(updateLinkV1(&store.LinkPatch{Code: "abc", SetURL: true, URL: "https://a"}))

@@ -21,7 +21,9 @@ var sampleLinks = []Link{
 	{Code: "tagged2", URL: "https://example.net/", Redirect: 302, Index: 6, NoForwardQuery: true, ReviewUntil: 9, Tags: "a-b_c,q4"},
 	{Code: "go.acme.com/launch", URL: "https://acme.example/", Owner: "o", Redirect: 302, Index: 5},
 	{Code: "xn--bcher-kva.example/aB3xY9q", URL: "https://b.example/", Redirect: 307, NoForwardQuery: true, ReviewUntil: 9},
-	{Code: "go.acme.com/t", URL: "https://acme.example/t", Redirect: 302, NoForwardQuery: true, ReviewUntil: 9, Tags: "sms"}, // every option
+	{Code: "go.acme.com/t", URL: "https://acme.example/t", Redirect: 302, NoForwardQuery: true, ReviewUntil: 9, Tags: "sms"},                                                                      // every option
+	{Code: "locked", URL: "https://a.example/", Redirect: 302, PasswordHash: samplePHC},                                                                                                           // issue 13.2
+	{Code: "go.acme.com/all", URL: "https://a.example/", Redirect: 307, NoForwardQuery: true, ReviewUntil: 9, Tags: "sms", PasswordHash: samplePHC, Preview: "\x01T\x01D\x13https://i.example/x"}, // every option
 }
 
 var sampleOwners = []Owner{

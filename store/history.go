@@ -267,6 +267,11 @@ func patchHistory(p *LinkPatch, old, l *Link, index uint64) (HistoryEntry, bool)
 	add("review_until", millisText(old.ReviewUntil), millisText(l.ReviewUntil))
 	add("forward_query", strconv.FormatBool(!old.NoForwardQuery), strconv.FormatBool(!l.NoForwardQuery))
 	add("tags", old.Tags, l.Tags)
+	if old.PasswordHash != l.PasswordHash {
+		o, n := passwordText(old.PasswordHash, l.PasswordHash)
+		h.Changes = append(h.Changes, FieldChange{Field: "password", Old: o, New: n})
+	}
+	add("preview", previewText(old.Preview), previewText(l.Preview))
 	if len(h.Changes) == 0 && h.Action == "" {
 		return h, false
 	}

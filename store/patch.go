@@ -78,6 +78,15 @@ type LinkPatch struct {
 	SetTags bool
 	Tags    string
 
+	// SetPassword replaces the link's password hash with PasswordHash (a
+	// PHC argon2id string made by the node that took the API call; empty
+	// removes the password). SetPreview replaces its encoded preview
+	// (EncodePreview; empty removes it).
+	SetPassword  bool
+	PasswordHash string
+	SetPreview   bool
+	Preview      string
+
 	// Audit: who made the edit (default Owner, or "operator" when Owner is
 	// empty), what kind of change it is (default derived from the change,
 	// see historyAction) and why.
@@ -121,6 +130,23 @@ func (p *LinkPatch) Apply(l *Link) error {
 			return err
 		}
 		l.Tags = p.Tags
+	}
+	if p.SetPassword {
+		if err := CheckPasswordHash(p.PasswordHash); err != nil {
+			return err
+		}
+		// Checked here, in the FSM, like ErrPermanentRedirect: browsers
+		// that followed a 301/308 never ask again, password or not.
+		if l.PasswordHash == "" && p.PasswordHash != "" && l.Permanent() {
+			return ErrPasswordPermanent
+		}
+		l.PasswordHash = p.PasswordHash
+	}
+	if p.SetPreview {
+		if err := CheckStoredPreview(p.Preview); err != nil {
+			return err
+		}
+		l.Preview = p.Preview
 	}
 	if p.SetExpiresAt {
 		l.ExpiresAt = p.ExpiresAt

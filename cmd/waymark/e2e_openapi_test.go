@@ -235,6 +235,34 @@ func TestE2EOpenAPI(t *testing.T) {
 		wantProblem(t, v.send(t, "DELETE", base+"/v1/links/"+plain, "", ""), 401, "unauthorized")
 	})
 
+	t.Run("passwords and previews", func(t *testing.T) { // issue 13.2, 13.4
+		m := want(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/pw","alias":"oa-pw","password":"s3cret",
+			"preview":{"title":"T","description":"D","image":"https://img.example/i.png"}}`), 201)
+		if m["password_protected"] != true {
+			t.Fatalf("password_protected: %v", m)
+		}
+		want(t, v.send(t, "GET", base+"/v1/links/oa-pw", key, ""), 200)
+		want(t, v.send(t, "GET", base+"/oa-pw", "", ""), 200) // the form
+		form := withHeader("Content-Type", "application/x-www-form-urlencoded")
+		want(t, v.send(t, "POST", base+"/oa-pw", "", "password=nope", form), 200)
+		if ex := want2(t, v.send(t, "POST", base+"/oa-pw", "", "password=s3cret", form), 302); ex.header.Get("Location") != "https://example.com/pw" {
+			t.Fatalf("unlock Location: %q", ex.header.Get("Location"))
+		}
+		for range 3 { // 5 attempts a minute per client and link
+			want(t, v.send(t, "POST", base+"/oa-pw", "", "password=nope", form), 200)
+		}
+		if ex := want2(t, v.send(t, "POST", base+"/oa-pw", "", "password=s3cret", form), 429); ex.header.Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+		want(t, v.send(t, "PATCH", base+"/v1/links/oa-pw", key, `{"password":null}`), 200)
+		want(t, v.send(t, "POST", base+"/oa-pw", "", "password=s3cret", form), 405)
+		want(t, v.send(t, "GET", base+"/oa-pw", "", "", withHeader("User-Agent", "Twitterbot/1.0")), 200) // the preview page
+		want(t, v.send(t, "GET", base+"/oa-pw", "", ""), 302)
+		want(t, v.send(t, "PATCH", base+"/v1/links/oa-pw", key, `{"preview":null,"password":"again"}`), 200)
+		wantProblem(t, v.send(t, "PATCH", base+"/v1/links/oa-pw", key, `{"preview":{"image":"ftp://img.example/i.png"}}`), 400, "invalid-request")
+		wantProblem(t, v.send(t, "PATCH", base+"/v1/links/oa-perm", key, `{"password":"late"}`), 409, "permanent-redirect")
+	})
+
 	var site, goal string
 	t.Run("sites and goals", func(t *testing.T) {
 		m := want(t, v.send(t, "POST", base+"/v1/sites", key, `{"domain":"shop.example","timezone":"Europe/Berlin"}`), 201)
