@@ -109,6 +109,9 @@ type Config struct {
 	// SuspendedOwners is the node's set of suspended owners (their links
 	// answer 410, their keys 401); nil is an empty set of the server's own.
 	SuspendedOwners *OwnerSet
+	// WebhookAllowPrivate lets webhooks name private, loopback and
+	// link-local addresses (--webhook-allow-private; webhooks.go).
+	WebhookAllowPrivate bool
 }
 
 const (

@@ -20,6 +20,9 @@ func (n *Node) openAggregator() error {
 	if !n.cfg.HasRole(RoleAggregator) {
 		return nil
 	}
+	if err := n.openClickOutbox(); err != nil { // link.clicked webhooks (webhookclicks.go)
+		return err
+	}
 	agg, err := rollup.Open(rollup.Config{
 		Dir:       filepath.Join(n.cfg.DataDir, "aggregator"),
 		Retention: n.cfg.Retention,
@@ -33,6 +36,9 @@ func (n *Node) openAggregator() error {
 		Logger:       n.log,
 		Metrics:      n.metrics,
 		Now:          time.Now,
+
+		// link.clicked webhooks (webhookclicks.go).
+		OnStoredClicks: n.queueClicks,
 	})
 	if err != nil {
 		return fmt.Errorf("cannot open aggregator: %w", err)

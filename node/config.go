@@ -102,6 +102,10 @@ type Config struct {
 	// CheckpointInterval: how long folded events wait in the aggregator's
 	// memory before their rollups are written (rollup/DESIGN.md).
 	CheckpointInterval time.Duration
+	// Webhooks (node/webhooks.go): private addresses allowed (tests),
+	// how long a delivery is retried, the first retry's wait, and the
+	// clicks one link.clicked delivery carries at most.
+	Webhooks WebhookConfig
 
 	LogFormat string // text or json
 	LogLevel  string // debug, info, warn, error
@@ -207,6 +211,7 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.DurationVar(&c.DeferBusy, "analytics-defer-busy", 30*time.Second, "a node that aggregates its own events (aggregator role, no --aggregator-url) folds them in the CPU time serving leaves: while redirects and events keep its CPUs busy it holds them back, at most this long, then catches up (0: fold at once)")
 	fs.DurationVar(&c.Retention, "retention", 90*24*time.Hour, "aggregator: raw events older than this are dropped, by whole days")
 	fs.DurationVar(&c.CheckpointInterval, "analytics-checkpoint-interval", rollup.DefaultCheckpointInterval, "aggregator: how long folded events wait in memory before their rollups are written (a query writes them at once; after a crash they are refolded from the stored segments)")
+	c.Webhooks.flags(fs)
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&checkOnly, "check-config", false, "print the validated configuration and exit")

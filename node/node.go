@@ -48,6 +48,11 @@ type Node struct {
 	// suspended is the in-memory set of suspended owners, loaded from the
 	// store before raft replays anything and kept by the FSM (owners_abuse.go).
 	suspended *edge.OwnerSet
+	// clicks is the aggregator's link.clicked webhook outbox and
+	// whMetrics the waymark_webhook_* series (webhooks.go).
+	clicks    *clickOutbox
+	whOnce    sync.Once
+	whMetrics *webhookMetrics
 
 	gossip   *Gossip
 	removals *operatorRemovals // members an operator removed from Raft (removals.go)
@@ -157,6 +162,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 		return nil, err
 	}
 	n.startKeyUseFlush(bgCtx)
+	n.startWebhooks(bgCtx)
 	if err := phase("admin", n.openAdmin); err != nil {
 		return nil, err
 	}
@@ -325,6 +331,8 @@ func (n *Node) openEdge(publicURL string) error {
 		// Issue 13: redirect rules (rules.go).
 		OnRuleRedirect: n.onRuleRedirect(),
 		Classifier:     n.ruleClassifier(),
+		// Issue 13 point 5: webhooks (webhooks.go).
+		WebhookAllowPrivate: n.cfg.Webhooks.AllowPrivate,
 	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
 		return err

@@ -85,6 +85,7 @@ const (
 	errCodeDomainNotApproved errCode = 18
 	errCodeDomainNotOwned    errCode = 19
 	errCodeKeyIDTaken        errCode = 20 // issue 12, keys
+	errCodeTooManyWebhooks   errCode = 21 // issue 13, webhooks (22 reserved for webhooks)
 	// Issue 13 (passwords and previews).
 	errCodePasswordPermanent errCode = 26
 	errCodeInvalidLinkGate   errCode = 27
@@ -115,6 +116,7 @@ var wireErrors = []struct {
 	{errCodeDomainNotApproved, store.ErrDomainNotApproved},
 	{errCodeDomainNotOwned, store.ErrDomainNotOwned},
 	{errCodeKeyIDTaken, store.ErrKeyIDTaken},
+	{errCodeTooManyWebhooks, store.ErrTooManyWebhooks},
 	{errCodePasswordPermanent, store.ErrPasswordPermanent},
 	{errCodeInvalidLinkGate, store.ErrInvalidLinkGate},
 	{errCodeCorrupt, store.ErrCorrupt},

@@ -199,6 +199,9 @@ func (b *Batch) UpdateLink(p *LinkPatch, index uint64) (Link, error) {
 	if err := b.retag(&l, old.Tags, l.Tags); err != nil {
 		return Link{}, err
 	}
+	if err := b.queueLinkEvent(&old, &l); err != nil {
+		return Link{}, err
+	}
 	// The audit record goes into the same batch, so the change and its
 	// record commit together or not at all.
 	if h, changed := patchHistory(p, &old, &l, index); changed {

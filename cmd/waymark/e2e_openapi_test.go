@@ -393,6 +393,23 @@ func TestE2EOpenAPI(t *testing.T) {
 		wantProblem(t, v.send(t, "GET", base+"/v1/links", reader, ""), 401, "unauthorized")
 	})
 
+	t.Run("webhooks", func(t *testing.T) {
+		// Issue 13 point 5. A public address literal: this node has no
+		// --webhook-allow-private, and the test needs no DNS.
+		m := want(t, v.send(t, "POST", base+"/v1/webhooks", key, `{"url":"https://93.184.215.14/hook","events":["link.clicked","link.created"]}`), 201)
+		id := m["id"].(string)
+		want(t, v.send(t, "GET", base+"/v1/webhooks", key, ""), 200)
+		want(t, v.send(t, "GET", base+"/v1/webhooks/"+id, key, ""), 200)
+		want(t, v.send(t, "GET", base+"/v1/webhooks/"+id+"/deliveries", key, ""), 200)
+		wantProblem(t, v.send(t, "POST", base+"/v1/webhooks", key, `{"url":"http://127.0.0.1:9/hook","events":["link.created"]}`), 422, "webhook-url-forbidden")
+		wantProblem(t, v.send(t, "POST", base+"/v1/webhooks", key, `{"url":"https://93.184.215.14/hook","events":[]}`, invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "GET", base+"/v1/webhooks", "", ""), 401, "unauthorized")
+		wantProblem(t, v.send(t, "GET", base+"/v1/webhooks/wh_0000000000000001", key, ""), 404, "not-found")
+		wantProblem(t, v.send(t, "GET", base+"/v1/webhooks/wh_0000000000000001/deliveries", key, ""), 404, "not-found")
+		want(t, v.send(t, "DELETE", base+"/v1/webhooks/"+id, key, ""), 204)
+		wantProblem(t, v.send(t, "DELETE", base+"/v1/webhooks/"+id, key, ""), 404, "not-found")
+	})
+
 	t.Run("reports", func(t *testing.T) {
 		// --report-burst 3: good, unknown code, bad body, then 429.
 		m := want(t, v.send(t, "POST", base+"/v1/reports", "", fmt.Sprintf(`{"url":"%s/oa-perm","reason":"phishing","details":"fake login"}`, base)), 202)
