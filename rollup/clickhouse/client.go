@@ -156,6 +156,12 @@ func (c *Client) Query(ctx context.Context, sql string) (*Result, error) {
 	return decodeResult(b)
 }
 
+// QueryRowBinary runs a SELECT (without a FORMAT clause) and returns its
+// answer as RowBinary bytes, buffered by the server first as Query's.
+func (c *Client) QueryRowBinary(ctx context.Context, sql string) ([]byte, error) {
+	return c.do(ctx, url.Values{"wait_end_of_query": {"1"}}, strings.NewReader(sql+" FORMAT RowBinary"), true)
+}
+
 // decodeResult reads a JSONCompact answer.
 func decodeResult(b []byte) (*Result, error) {
 	var r Result
