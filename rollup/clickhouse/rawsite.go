@@ -63,7 +63,7 @@ type rawSource struct {
 // that a visit going on past it is found.
 func (s rawSource) ScanSite(site string, from, to int64, fn func(*plausible.Event) error) error {
 	dayStart := floorDiv(from, 24*msPerHour) * 24 * msPerHour
-	evs, err := s.b.c.loadSiteEvents(s.ctx, site, min(from-msPerHour, dayStart-visitGapMS), to, s.b.cfg.MaxEvents)
+	evs, err := s.b.c.loadSiteEvents(s.ctx, site, min(from-msPerHour, dayStart-visitGapMS), to, s.b.cfg.MaxEvents, allCols)
 	if errors.Is(err, errTooManyEvents) {
 		return &plausible.ScanLimitError{Limit: s.b.cfg.MaxEvents}
 	}

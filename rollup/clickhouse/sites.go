@@ -25,21 +25,25 @@ import (
 // visit going on past it) and an hour past hi, widened, doubling, while a
 // visit reaching the range touches an edge of the window: back at most 7
 // days, forward until 30 minutes past now.
-func (b *Backend) siteWindow(ctx context.Context, site string, lo, hi int64) (*siteData, error) {
+func (b *Backend) siteWindow(ctx context.Context, site string, lo, hi int64, cols colSet) (*siteData, error) {
 	dayStart := floorDiv(lo, 24*msPerHour) * 24 * msPerHour
 	from := min(lo-msPerHour, dayStart-visitGapMS)
 	to := hi + msPerHour
 	limitBack := lo - 7*24*msPerHour - visitGapMS
 	limitFwd := b.cfg.Now().UnixMilli() + visitGapMS
-	margin := msPerHour
-	for {
-		evs, err := b.c.loadSiteEvents(ctx, site, from, to, b.cfg.MaxEvents)
+	load := func(from, to int64) ([]ingest.Event, error) {
+		evs, err := b.c.loadSiteEvents(ctx, site, from, to, b.cfg.MaxEvents, cols)
 		if errors.Is(err, errTooManyEvents) {
 			return nil, fmt.Errorf("%w: %v", query.ErrUnsupportedQuery, err)
 		}
-		if err != nil {
-			return nil, err
-		}
+		return evs, err
+	}
+	evs, err := load(from, to)
+	if err != nil {
+		return nil, err
+	}
+	margin := msPerHour
+	for {
 		d := sessionize(evs)
 		back, fwd := false, false
 		for i := range d.visits {
@@ -59,14 +63,31 @@ func (b *Backend) siteWindow(ctx context.Context, site string, lo, hi int64) (*s
 		back = back && from > limitBack
 		fwd = fwd && to < limitFwd
 		if !back && !fwd {
+			if len(evs) > b.cfg.MaxEvents {
+				return nil, fmt.Errorf("%w: %v: more than %d in the range", query.ErrUnsupportedQuery, errTooManyEvents, b.cfg.MaxEvents)
+			}
 			return d, nil
 		}
+		// Only the events of the widening are read; the windows are
+		// disjoint, so the order holds.
 		margin *= 2
 		if back {
-			from = max(from-margin, limitBack)
+			nf := max(from-margin, limitBack)
+			more, err := load(nf, from)
+			if err != nil {
+				return nil, err
+			}
+			evs = append(more, evs...)
+			from = nf
 		}
 		if fwd {
-			to = min(to+margin, limitFwd)
+			nt := min(to+margin, limitFwd)
+			more, err := load(to, nt)
+			if err != nil {
+				return nil, err
+			}
+			evs = append(evs, more...)
+			to = nt
 		}
 	}
 }
@@ -188,7 +209,7 @@ func (b *Backend) SiteAggregate(site string, r query.Range, filters []query.DimF
 		return query.SiteMetrics{}, err
 	}
 	lo, hi := hourBounds(r)
-	d, err := b.siteWindow(ctx, site, lo, hi)
+	d, err := b.siteWindow(ctx, site, lo, hi, dimCols[dim])
 	if err != nil {
 		return query.SiteMetrics{}, err
 	}
@@ -236,7 +257,7 @@ func (b *Backend) SiteTimeseries(site string, r query.Range, g query.Granularity
 	if err != nil {
 		return nil, err
 	}
-	d, err := b.siteWindow(ctx, site, starts[0], end)
+	d, err := b.siteWindow(ctx, site, starts[0], end, dimCols[dim])
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +323,7 @@ func (b *Backend) SiteBreakdown(site, dimension string, r query.Range, limit int
 			return nil, fmt.Errorf("%w: a breakdown by %s filtered on another dimension", query.ErrUnsupportedQuery, dimension)
 		}
 		lo, hi := hourBounds(r)
-		d, err := b.siteWindow(ctx, site, lo, hi)
+		d, err := b.siteWindow(ctx, site, lo, hi, dimCols[dimension]|dimCols[fdim])
 		if err != nil {
 			return nil, err
 		}
@@ -349,7 +370,7 @@ func (b *Backend) SiteRealtime(site string) (*query.SiteRealtime, error) {
 	ctx, cancel := b.ctx()
 	defer cancel()
 	now := b.cfg.Now().UnixMilli()
-	evs, err := b.c.loadSiteEvents(ctx, site, now-30*60_000, now+1, b.cfg.MaxEvents)
+	evs, err := b.c.loadSiteEvents(ctx, site, now-30*60_000, now+1, b.cfg.MaxEvents, colPath)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read realtime events: %w", err)
 	}
@@ -415,7 +436,7 @@ func (b *Backend) SiteHeatmap(site string, r query.Range) (*query.Heatmap, error
 	if hi <= lo {
 		return out, nil
 	}
-	d, err := b.siteWindow(ctx, site, lo, hi)
+	d, err := b.siteWindow(ctx, site, lo, hi, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -469,7 +490,7 @@ func (b *Backend) SiteGoalStats(site string, goals []store.Goal, r query.Range) 
 	defer cancel()
 	out := &query.SiteGoals{From: r.From, To: r.To, Timezone: r.Location().String(), Goals: []query.GoalStat{}, Estimated: []string{}}
 	lo, hi := hourBounds(r)
-	d, err := b.siteWindow(ctx, site, lo, hi)
+	d, err := b.siteWindow(ctx, site, lo, hi, colPath|colName)
 	if err != nil {
 		return nil, err
 	}

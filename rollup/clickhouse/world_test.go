@@ -35,12 +35,15 @@ func worldNow() time.Time { return world.Base }
 
 // feedEmbedded ships the world's segments, three to a batch, to a fresh
 // embedded aggregator through its real receiver (as rollup/api's tests).
-func feedEmbedded(t *testing.T, segs [][]byte) *rollup.Aggregator {
+func feedEmbedded(t testing.TB, segs [][]byte) *rollup.Aggregator {
 	t.Helper()
-	a, err := rollup.Open(rollup.Config{
-		Dir: t.TempDir(), Token: "tok", Logger: slog.New(slog.DiscardHandler),
-		Metrics: metrics.NewSet(), Now: worldNow,
-	})
+	return feedEmbeddedWith(t, segs, rollup.Config{Now: worldNow})
+}
+
+func feedEmbeddedWith(t testing.TB, segs [][]byte, cfg rollup.Config) *rollup.Aggregator {
+	t.Helper()
+	cfg.Dir, cfg.Token, cfg.Logger, cfg.Metrics = t.TempDir(), "tok", slog.New(slog.DiscardHandler), metrics.NewSet()
+	a, err := rollup.Open(cfg)
 	if err != nil {
 		t.Fatalf("rollup.Open: %v", err)
 	}
@@ -71,7 +74,7 @@ func feedEmbedded(t *testing.T, segs [][]byte) *rollup.Aggregator {
 }
 
 // newBackend migrates a fresh database on srv and returns a Backend.
-func newBackend(t *testing.T, srv *chserver.Server, db string, now func() time.Time) *clickhouse.Backend {
+func newBackend(t testing.TB, srv *chserver.Server, db string, now func() time.Time) *clickhouse.Backend {
 	t.Helper()
 	c, err := clickhouse.New(clickhouse.Config{URL: srv.URL(), Database: db})
 	if err != nil {
@@ -86,9 +89,9 @@ func newBackend(t *testing.T, srv *chserver.Server, db string, now func() time.T
 	return clickhouse.NewBackend(c, clickhouse.BackendConfig{Now: now})
 }
 
-func storeAll(t *testing.T, b *clickhouse.Backend, segs [][]byte) {
+func storeAll(t testing.TB, b *clickhouse.Backend, segs [][]byte) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	for i, seg := range segs {
 		if _, err := b.StoreSegment(ctx, seg); err != nil {
