@@ -87,7 +87,7 @@ func (s rawSource) ScanSite(site string, from, to int64, fn func(*plausible.Even
 }
 
 // toPlausible converts a stored event for the engine.
-func toPlausible(ev *ingest.Event, pe *plausible.Event) {
+func toPlausible(ev *storedEvent, pe *plausible.Event) {
 	props := pe.Props[:0]
 	*pe = plausible.Event{
 		Time: ev.Time, Name: ev.Name, Path: ev.Path, Hash: ev.VisitorHash,

@@ -40,8 +40,8 @@ func (v *visit) overlaps(lo, hi int64) bool { return v.counted() && v.end >= lo 
 
 // siteData is a window of a site's events cut into visits.
 type siteData struct {
-	evs    []ingest.Event // by time, then id
-	of     []int32        // each event's visit, -1 for an engagement without one
+	evs    []storedEvent // by time, then id
+	of     []int32       // each event's visit, -1 for an engagement without one
 	visits []visit
 }
 
@@ -51,7 +51,7 @@ type siteData struct {
 // the visit of its previous day's hash (PrevVisitorHash), and its hash then
 // stays an alias of that visit. Engagement events keep a visit alive but
 // never start one (without one they are dropped).
-func sessionize(evs []ingest.Event) *siteData {
+func sessionize(evs []storedEvent) *siteData {
 	d := &siteData{evs: evs, of: make([]int32, len(evs))}
 	cur := make(map[uint64]int32)    // a visit id's latest visit
 	alias := make(map[uint64]uint64) // a later day's hash -> visit id

@@ -2,12 +2,11 @@ package clickhouse
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
+	"sort"
 	"strings"
 
 	"github.com/waymark/waymark/ingest"
@@ -16,6 +15,34 @@ import (
 // Site questions are answered from a site's raw events (sessions.go):
 // they are read here, in RowBinary, with FINAL so that a record a retry
 // stored twice is read once.
+
+// storedEvent is a site event as the questions read it: the columns every
+// one needs inline, the visit attributes behind a pointer, shared by every
+// event when the question reads none of them. Smaller than ingest.Event,
+// so a million of them stay cheap to hold and move.
+type storedEvent struct {
+	Time                         int64
+	ID                           [16]byte
+	VisitorHash, PrevVisitorHash uint64
+	EngagedMS                    uint64
+	Kind                         ingest.Kind
+	Flags, ScrollDepth           uint8
+	Path, Name                   string
+	*eventAttrs
+}
+
+// eventAttrs are an event's visit attributes and properties.
+type eventAttrs struct {
+	ReferrerHost, UTMSource, UTMMedium, UTMCampaign, UTMTerm, UTMContent       string
+	Country, Subdivision, City, Device, Browser, BrowserVersion, OS, OSVersion string
+	Props                                                                      []ingest.Prop
+}
+
+// noAttrs are the attributes of an event read without them.
+var noAttrs = &eventAttrs{}
+
+// attrCols are the columns that live in eventAttrs.
+const attrCols = allCols &^ (colPath | colName)
 
 // colSet says which of an event's string columns a question needs; the
 // others are read as empty strings, so they cost neither transfer nor
@@ -73,7 +100,7 @@ func siteEventCols(cols colSet) string {
 	} else {
 		b.WriteString(", emptyArrayString(), emptyArrayString()")
 	}
-	b.WriteString(", cityHash64(seg_node, seg_inc, seg_seq, seg_rec)")
+	b.WriteString(", cityHash64(seg_node, seg_inc, seg_seq, seg_rec) AS k")
 	return b.String()
 }
 
@@ -89,7 +116,7 @@ var errTooManyEvents = errors.New("too many raw events")
 // It reads without FINAL, which 18.16 runs in one thread, and drops the
 // copies of a record itself: they are equal rows, so equal in time, id
 // and key, adjacent once sorted.
-func (c *Client) loadSiteEvents(ctx context.Context, site string, fromMS, toMS int64, limit int, cols colSet) ([]ingest.Event, error) {
+func (c *Client) loadSiteEvents(ctx context.Context, site string, fromMS, toMS int64, limit int, cols colSet) ([]storedEvent, error) {
 	if toMS <= fromMS {
 		return nil, nil
 	}
@@ -99,40 +126,47 @@ func (c *Client) loadSiteEvents(ctx context.Context, site string, fromMS, toMS i
 		" AND code = '' AND kind IN (2, 3, 4) AND " + notBot +
 		" AND time >= toDateTime(" + Uint(uint64(floorDiv(fromMS, 1000))) + ")" +
 		" AND time <= toDateTime(" + Uint(uint64(floorDiv(toMS-1, 1000))) + ")" +
-		" LIMIT " + Uint(2*uint64(limit)+1)
+		" ORDER BY time, ms, id, k LIMIT " + Uint(2*uint64(limit)+1)
 	b, err := c.QueryRowBinary(ctx, sql)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the events of site %q: %w", site, err)
 	}
-	evs, keys, err := decodeSiteEvents(b, site)
+	evs, keys, err := decodeSiteEvents(b, cols&attrCols != 0)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the events of site %q: %w", site, err)
 	}
 	if len(evs) > 2*limit {
 		return nil, fmt.Errorf("%w: more than %d in the range", errTooManyEvents, limit)
 	}
-	order := make([]int32, 0, len(evs))
-	for i := range evs {
-		if evs[i].Time >= fromMS && evs[i].Time < toMS {
-			order = append(order, int32(i))
-		}
-	}
-	slices.SortFunc(order, func(i, j int32) int {
+	// ClickHouse sorted them; sorted again only if it did not.
+	less := func(i, j int) bool {
 		a, b := &evs[i], &evs[j]
 		if a.Time != b.Time {
-			if a.Time < b.Time {
-				return -1
-			}
-			return 1
+			return a.Time < b.Time
 		}
 		if c := bytes.Compare(a.ID[:], b.ID[:]); c != 0 {
-			return c
+			return c < 0
 		}
-		return cmp.Compare(keys[i], keys[j])
-	})
-	out := make([]ingest.Event, 0, len(order))
-	for k, i := range order {
-		if k > 0 && keys[i] == keys[order[k-1]] && evs[i].Time == evs[order[k-1]].Time && evs[i].ID == evs[order[k-1]].ID {
+		return keys[i] < keys[j]
+	}
+	if !sort.SliceIsSorted(evs, less) {
+		order := make([]int, len(evs))
+		for i := range order {
+			order[i] = i
+		}
+		sort.Slice(order, func(x, y int) bool { return less(order[x], order[y]) })
+		sorted, sk := make([]storedEvent, len(evs)), make([]uint64, len(evs))
+		for x, i := range order {
+			sorted[x], sk[x] = evs[i], keys[i]
+		}
+		evs, keys = sorted, sk
+	}
+	out := evs[:0]
+	for i := range evs {
+		if evs[i].Time < fromMS || evs[i].Time >= toMS {
+			continue
+		}
+		if i > 0 && keys[i] == keys[i-1] && evs[i].Time == evs[i-1].Time && evs[i].ID == evs[i-1].ID {
 			continue // a retry's copy
 		}
 		out = append(out, evs[i])
@@ -220,13 +254,15 @@ func (r *rbReader) str() string {
 	return string(r.need(int(n)))
 }
 
-// decodeSiteEvents reads the rows of siteEventCols, and their keys.
-func decodeSiteEvents(b []byte, site string) ([]ingest.Event, []uint64, error) {
+// decodeSiteEvents reads the rows of siteEventCols, and their keys;
+// withAttrs says whether any attribute column was read.
+func decodeSiteEvents(b []byte, withAttrs bool) ([]storedEvent, []uint64, error) {
 	r := rbReader{b: b}
-	var out []ingest.Event
-	var keys []uint64
+	const minRow = 75 // bytes of a row whose strings are all empty
+	out := make([]storedEvent, 0, len(b)/minRow+1)
+	keys := make([]uint64, 0, len(b)/minRow+1)
 	for len(r.b) > 0 && r.err == nil {
-		var ev ingest.Event
+		var ev storedEvent
 		sec := r.u32()
 		ev.Time = int64(sec)*1000 + int64(r.u16())
 		ev.Kind = ingest.Kind(r.u8())
@@ -234,13 +270,23 @@ func decodeSiteEvents(b []byte, site string) ([]ingest.Event, []uint64, error) {
 		copy(ev.ID[:], r.need(16))
 		ev.VisitorHash = r.u64()
 		ev.PrevVisitorHash = r.u64()
-		ev.SiteID = site
-		for _, p := range [...]*string{&ev.Name, &ev.Path, &ev.ReferrerHost,
-			&ev.UTMSource, &ev.UTMMedium, &ev.UTMCampaign, &ev.UTMTerm, &ev.UTMContent,
-			&ev.Country, &ev.Subdivision, &ev.City, &ev.Device, &ev.Browser, &ev.BrowserVersion,
-			&ev.OS, &ev.OSVersion} {
+		ev.Name = r.str()
+		ev.Path = r.str()
+		a := noAttrs
+		if withAttrs {
+			a = &eventAttrs{}
+		}
+		var skip string
+		for _, p := range [...]*string{&a.ReferrerHost,
+			&a.UTMSource, &a.UTMMedium, &a.UTMCampaign, &a.UTMTerm, &a.UTMContent,
+			&a.Country, &a.Subdivision, &a.City, &a.Device, &a.Browser, &a.BrowserVersion,
+			&a.OS, &a.OSVersion} {
+			if !withAttrs {
+				p = &skip
+			}
 			*p = r.str()
 		}
+		ev.eventAttrs = a
 		ev.EngagedMS = r.u64()
 		ev.ScrollDepth = r.u8()
 		nk := r.uvarint()
@@ -256,7 +302,10 @@ func decodeSiteEvents(b []byte, site string) ([]ingest.Event, []uint64, error) {
 			return nil, nil, fmt.Errorf("event with %d property keys and %d values", nk, nv)
 		}
 		for i := range names {
-			ev.Props = append(ev.Props, ingest.Prop{Key: names[i], Value: r.str()})
+			v := r.str()
+			if withAttrs {
+				a.Props = append(a.Props, ingest.Prop{Key: names[i], Value: v})
+			}
 		}
 		keys = append(keys, r.u64())
 		out = append(out, ev)

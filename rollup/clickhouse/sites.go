@@ -31,7 +31,7 @@ func (b *Backend) siteWindow(ctx context.Context, site string, lo, hi int64, col
 	to := hi + msPerHour
 	limitBack := lo - 7*24*msPerHour - visitGapMS
 	limitFwd := b.cfg.Now().UnixMilli() + visitGapMS
-	load := func(from, to int64) ([]ingest.Event, error) {
+	load := func(from, to int64) ([]storedEvent, error) {
 		evs, err := b.c.loadSiteEvents(ctx, site, from, to, b.cfg.MaxEvents, cols)
 		if errors.Is(err, errTooManyEvents) {
 			return nil, fmt.Errorf("%w: %v", query.ErrUnsupportedQuery, err)
