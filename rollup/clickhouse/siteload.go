@@ -245,6 +245,15 @@ func (r *rbReader) uvarint() uint64 {
 	return v
 }
 
+func (r *rbReader) skipStr() {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.err = errors.New("truncated RowBinary string")
+		return
+	}
+	r.need(int(n))
+}
+
 func (r *rbReader) str() string {
 	n := r.uvarint()
 	if n > uint64(len(r.b)) {
@@ -261,6 +270,7 @@ func decodeSiteEvents(b []byte, withAttrs bool) ([]storedEvent, []uint64, error)
 	const minRow = 75 // bytes of a row whose strings are all empty
 	out := make([]storedEvent, 0, len(b)/minRow+1)
 	keys := make([]uint64, 0, len(b)/minRow+1)
+	interned := make(map[string]*eventAttrs)
 	for len(r.b) > 0 && r.err == nil {
 		var ev storedEvent
 		sec := r.u32()
@@ -272,21 +282,27 @@ func decodeSiteEvents(b []byte, withAttrs bool) ([]storedEvent, []uint64, error)
 		ev.PrevVisitorHash = r.u64()
 		ev.Name = r.str()
 		ev.Path = r.str()
+		// The attributes are interned by their bytes: a site has few
+		// combinations, and one allocation each instead of one per event.
+		start := len(r.b)
+		for range 14 {
+			r.skipStr()
+		}
 		a := noAttrs
-		if withAttrs {
-			a = &eventAttrs{}
-		}
-		var skip string
-		for _, p := range [...]*string{&a.ReferrerHost,
-			&a.UTMSource, &a.UTMMedium, &a.UTMCampaign, &a.UTMTerm, &a.UTMContent,
-			&a.Country, &a.Subdivision, &a.City, &a.Device, &a.Browser, &a.BrowserVersion,
-			&a.OS, &a.OSVersion} {
-			if !withAttrs {
-				p = &skip
+		if withAttrs && r.err == nil {
+			raw := b[len(b)-start : len(b)-len(r.b)]
+			if a = interned[string(raw)]; a == nil {
+				a = &eventAttrs{}
+				ar := rbReader{b: raw}
+				for _, p := range [...]*string{&a.ReferrerHost,
+					&a.UTMSource, &a.UTMMedium, &a.UTMCampaign, &a.UTMTerm, &a.UTMContent,
+					&a.Country, &a.Subdivision, &a.City, &a.Device, &a.Browser, &a.BrowserVersion,
+					&a.OS, &a.OSVersion} {
+					*p = ar.str()
+				}
+				interned[string(raw)] = a
 			}
-			*p = r.str()
 		}
-		ev.eventAttrs = a
 		ev.EngagedMS = r.u64()
 		ev.ScrollDepth = r.u8()
 		nk := r.uvarint()
@@ -301,12 +317,21 @@ func decodeSiteEvents(b []byte, withAttrs bool) ([]storedEvent, []uint64, error)
 		if nv != nk {
 			return nil, nil, fmt.Errorf("event with %d property keys and %d values", nk, nv)
 		}
-		for i := range names {
-			v := r.str()
-			if withAttrs {
-				a.Props = append(a.Props, ingest.Prop{Key: names[i], Value: v})
+		if nk > 0 && withAttrs {
+			// Properties are the event's own: its attributes are copied
+			// out of the shared ones.
+			own := *a
+			own.Props = make([]ingest.Prop, len(names))
+			for i := range names {
+				own.Props[i] = ingest.Prop{Key: names[i], Value: r.str()}
+			}
+			a = &own
+		} else {
+			for range names {
+				r.skipStr()
 			}
 		}
+		ev.eventAttrs = a
 		keys = append(keys, r.u64())
 		out = append(out, ev)
 	}
