@@ -142,6 +142,8 @@ type Result struct {
 	} `json:"meta"`
 	Data [][]json.RawMessage `json:"data"`
 	Rows int                 `json:"rows"`
+	// Totals is the WITH TOTALS row, when the query asked for one.
+	Totals []json.RawMessage `json:"totals"`
 }
 
 // Query runs a SELECT (without a FORMAT clause) and decodes its

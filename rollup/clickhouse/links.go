@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -87,42 +88,42 @@ func (b *Backend) LinkStats(code string, r query.Range, g query.Granularity) (*q
 	defer cancel()
 	out := &query.LinkStats{Code: code, From: r.From, To: r.To, Timezone: r.Location().String(), Granularity: g,
 		Series: make([]query.LinkPoint, len(buckets)), Estimated: linkEstimated}
-	lo, hi := hourBounds(r)
-	where := linkWhere(code) + " AND " + timeIn(lo, hi)
-	cols := "countIf(" + notBot + "), countIf(" + isBot + "), uniqCombinedIf(visitor, " + notBot + ")"
-	res, err := b.c.Query(ctx, "SELECT "+cols+" FROM events FINAL WHERE "+where)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read link totals: %w", err)
-	}
-	if len(res.Data) == 1 {
-		row := rawRow(res.Data[0])
-		var e [3]error
-		out.Totals.Clicks, e[0] = row[0].int()
-		out.Totals.BotClicks, e[1] = row[1].int()
-		out.Totals.UniqueVisitors, e[2] = row[2].uint()
-		if err := firstErr(e[:]); err != nil {
-			return nil, fmt.Errorf("cannot read link totals: %w", err)
-		}
-	}
 	for i := range buckets {
 		out.Series[i].T = buckets[i].From
 	}
-	where = linkWhere(code) + " AND " + notBot + " AND " + timeIn(starts[0], end)
-	res, err = b.c.Query(ctx, "SELECT "+bucketExpr(starts)+" AS bk, count(), uniqCombined(visitor) FROM events FINAL WHERE "+
-		where+" GROUP BY bk")
+	// One scan: the buckets cover exactly the range at whole UTC hours,
+	// so WITH TOTALS is the range's totals (its visitors the range's
+	// distinct ones, not the buckets' sum).
+	cols := "countIf(" + notBot + "), countIf(" + isBot + "), uniqCombinedIf(visitor, " + notBot + ")"
+	res, err := b.c.Query(ctx, "SELECT "+bucketExpr(starts)+" AS bk, "+cols+" FROM events FINAL WHERE "+
+		linkWhere(code)+" AND "+timeIn(starts[0], end)+" GROUP BY bk WITH TOTALS")
 	if err != nil {
-		return nil, fmt.Errorf("cannot read link series: %w", err)
+		return nil, fmt.Errorf("cannot read link stats: %w", err)
+	}
+	scan := func(raw []json.RawMessage) (n, bots int64, u uint64, err error) {
+		row := rawRow(raw)
+		var e [3]error
+		n, e[0] = row[0].int()
+		bots, e[1] = row[1].int()
+		u, e[2] = row[2].uint()
+		return n, bots, u, firstErr(e[:])
 	}
 	for _, raw := range res.Data {
-		row := rawRow(raw)
-		k, err1 := row[0].int()
-		n, err2 := row[1].int()
-		u, err3 := row[2].uint()
-		if err := firstErr([]error{err1, err2, err3}); err != nil {
+		k, err := rawRow(raw)[0].int()
+		if err != nil {
 			return nil, fmt.Errorf("cannot read link series: %w", err)
 		}
-		if k >= 1 && int(k) <= len(out.Series) {
+		n, _, u, err := scan(raw[1:])
+		if err != nil {
+			return nil, fmt.Errorf("cannot read link series: %w", err)
+		}
+		if k >= 1 && int(k) <= len(out.Series) && n > 0 {
 			out.Series[k-1].Clicks, out.Series[k-1].UniqueVisitors = n, u
+		}
+	}
+	if len(res.Totals) == 4 {
+		if out.Totals.Clicks, out.Totals.BotClicks, out.Totals.UniqueVisitors, err = scan(res.Totals[1:]); err != nil {
+			return nil, fmt.Errorf("cannot read link totals: %w", err)
 		}
 	}
 	if out.DroppedEvents, err = b.dropped(ctx, ingest.ScopeLink, code, r); err != nil {
