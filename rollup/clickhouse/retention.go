@@ -21,6 +21,15 @@ func (b *Backend) ApplyRetention(ctx context.Context) ([]uint32, error) {
 		return nil, err
 	}
 	defer b.leave()
+	days, err := b.applyRetention(ctx)
+	b.c.m.daysDropped.Add(len(days))
+	if err != nil {
+		b.c.m.retentionFailed.Inc()
+	}
+	return days, err
+}
+
+func (b *Backend) applyRetention(ctx context.Context) ([]uint32, error) {
 	// The oldest day kept is the one holding now - Retention.
 	cut := b.cfg.Now().Add(-b.cfg.Retention).UTC()
 	cutDay := uint32(cut.Year()*10000 + int(cut.Month())*100 + cut.Day())

@@ -136,6 +136,7 @@ func (c *Client) loadSiteEvents(ctx context.Context, site string, fromMS, toMS i
 		return nil, fmt.Errorf("cannot read the events of site %q: %w", site, err)
 	}
 	if len(evs) > 2*limit {
+		c.m.questionsRefused.Inc()
 		return nil, fmt.Errorf("%w: more than %d in the range", errTooManyEvents, limit)
 	}
 	// ClickHouse sorted them; sorted again only if it did not.
@@ -171,7 +172,9 @@ func (c *Client) loadSiteEvents(ctx context.Context, site string, fromMS, toMS i
 		}
 		out = append(out, evs[i])
 	}
+	c.m.siteEventsRead.Add(len(out))
 	if len(out) > limit {
+		c.m.questionsRefused.Inc()
 		return nil, fmt.Errorf("%w: more than %d in the range", errTooManyEvents, limit)
 	}
 	return out, nil
