@@ -110,7 +110,8 @@ var errTooManyEvents = errors.New("too many raw events")
 
 // loadSiteEvents returns the site's non-bot events with fromMS <= Time <
 // toMS, ordered by time then id (the order Plausible's session cache sees
-// them in), with the string columns of cols. At most limit rows: past it,
+// them in), with the string columns of cols. At most limit rows (a
+// retry's copies included, so memory stays bounded): past it,
 // errTooManyEvents.
 //
 // It reads without FINAL, which 18.16 runs in one thread, and drops the
@@ -126,7 +127,7 @@ func (c *Client) loadSiteEvents(ctx context.Context, site string, fromMS, toMS i
 		" AND code = '' AND kind IN (2, 3, 4) AND " + notBot +
 		" AND time >= toDateTime(" + Uint(uint64(floorDiv(fromMS, 1000))) + ")" +
 		" AND time <= toDateTime(" + Uint(uint64(floorDiv(toMS-1, 1000))) + ")" +
-		" ORDER BY time, ms, id, k LIMIT " + Uint(2*uint64(limit)+1)
+		" ORDER BY time, ms, id, k LIMIT " + Uint(uint64(limit)+1)
 	b, err := c.QueryRowBinary(ctx, sql)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the events of site %q: %w", site, err)
@@ -135,7 +136,7 @@ func (c *Client) loadSiteEvents(ctx context.Context, site string, fromMS, toMS i
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the events of site %q: %w", site, err)
 	}
-	if len(evs) > 2*limit {
+	if len(evs) > limit {
 		c.m.questionsRefused.Inc()
 		return nil, fmt.Errorf("%w: more than %d in the range", errTooManyEvents, limit)
 	}

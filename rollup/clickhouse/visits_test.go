@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -230,5 +231,33 @@ func TestVisitAcrossMidnight(t *testing.T) {
 	}
 	if len(got) != 4 || got[0] != 2 || got[1] != 2 || got[2] != 4 || got[3] != 1350 {
 		t.Errorf("v2 visitors, visits, pageviews, duration = %v; want [2 2 4 1350]", got)
+	}
+}
+
+// A site question over more raw events than MaxEvents is refused, as
+// the embedded raw path refuses one: a 400, not a slow answer.
+func TestSiteQuestionOverMaxEventsIsRefused(t *testing.T) {
+	c := newClient(t, sharedServer(t))
+	now := dec1.AddDate(0, 0, 2)
+	b := NewBackend(c, BackendConfig{Now: func() time.Time { return now }, MaxEvents: 3})
+	segA, segB := visitSegments("s1") // 5 events
+	mustStore(t, b, segA, Stored)
+	mustStore(t, b, segB, Stored)
+	if _, err := b.SiteAggregate("s1", dayRange(0, 1), nil); !errors.Is(err, query.ErrUnsupportedQuery) {
+		t.Errorf("aggregate over 5 events with MaxEvents 3: %v; want ErrUnsupportedQuery", err)
+	}
+	q, err := plausible.Parse(json.RawMessage(`{"site_id":"s1","metrics":["visits"],"date_range":["2025-12-01","2025-12-01"]}`),
+		plausible.Site{ID: "s1", Domain: "s1", Timezone: "UTC"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var se *plausible.ScanLimitError
+	if _, err := b.QueryV2("s1", q); !errors.As(err, &se) {
+		t.Errorf("v2 over 5 events with MaxEvents 3: %v; want a ScanLimitError", err)
+	}
+	// Within the bound it answers.
+	b = NewBackend(c, BackendConfig{Now: func() time.Time { return now }, MaxEvents: 5})
+	if m, err := b.SiteAggregate("s1", dayRange(0, 1), nil); err != nil || m.Visits != 2 {
+		t.Errorf("aggregate with MaxEvents 5: %+v, %v; want 2 visits", m, err)
 	}
 }
