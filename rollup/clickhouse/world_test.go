@@ -418,3 +418,69 @@ func diff(path string, e, c any) string {
 	walk(path, e, c)
 	return strings.Join(out, "; ")
 }
+
+// Two aggregators (two clients and backends) store the world at once,
+// each every segment, in opposite orders: the answers are the world's
+// reference, as from one (no visit split over them, nothing counted
+// twice).
+func TestWorldStoredByTwoBackendsAtOnce(t *testing.T) {
+	chserver.Require(t)
+	w := world.Generate(5)
+	segs := w.Segments("edge-1", 61)
+	srv := chserver.StartT(t)
+	b1 := newBackend(t, srv, "two", worldNow)
+	c2, err := clickhouse.New(clickhouse.Config{URL: srv.URL(), Database: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2 := clickhouse.NewBackend(c2, clickhouse.BackendConfig{Now: worldNow})
+	rev := make([][]byte, len(segs))
+	for i := range segs {
+		rev[len(segs)-1-i] = segs[i]
+	}
+	errs := make(chan error, 2)
+	for _, x := range []struct {
+		b    *clickhouse.Backend
+		segs [][]byte
+	}{{b1, segs}, {b2, rev}} {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			for _, seg := range x.segs {
+				if _, err := x.b.StoreSegment(ctx, seg); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	ny := world.MustLoc(t, world.TZ)
+	for d := 28; d <= 29; d++ {
+		from, to := time.Date(2026, 11, d, 0, 0, 0, 0, ny), time.Date(2026, 11, d+1, 0, 0, 0, 0, ny)
+		ref := w.RefSite(from, to)
+		want := ref.Metrics()
+		for i, b := range []*clickhouse.Backend{b1, b2} {
+			got, err := b.SiteAggregate(world.Site, query.Range{From: from, To: to, Loc: ny}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			world.WantEqual(t, fmt.Sprintf("backend %d, Nov %d visitors", i+1, d), int64(got.Visitors), ref.Visitors)
+			got.Visitors = 0
+			if got != want {
+				t.Errorf("backend %d, Nov %d: got %+v; want %+v", i+1, d, got, want)
+			}
+		}
+		clicks, _, _, _ := w.RefClicks(from, to)
+		ls, err := b2.LinkStats(world.Code, query.Range{From: from, To: to, Loc: ny}, query.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		world.WantEqual(t, fmt.Sprintf("Nov %d clicks", d), ls.Totals.Clicks, clicks)
+	}
+}
