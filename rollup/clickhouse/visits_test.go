@@ -136,6 +136,7 @@ func TestVisitAcrossBackendRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c2.Close)
 	b2 := newTestBackend(t, c2, dec1.AddDate(0, 0, 2))
 	mustStore(t, b2, segB, Stored)
 	mustStore(t, b2, segA, Duplicate)

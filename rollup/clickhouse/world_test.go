@@ -433,6 +433,7 @@ func TestWorldStoredByTwoBackendsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c2.Close)
 	b2 := clickhouse.NewBackend(c2, clickhouse.BackendConfig{Now: worldNow})
 	rev := make([][]byte, len(segs))
 	for i := range segs {
