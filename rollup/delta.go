@@ -358,17 +358,18 @@ type bucketKey struct {
 	period uint32
 }
 
-// periodsOf returns the hour, day and month buckets an hour belongs to.
-func periodsOf(h uint32, months map[day]uint32) []struct {
+// bucketPeriod is one bucket of a granularity.
+type bucketPeriod struct {
 	gran   byte
 	period uint32
-} {
-	type gp = struct {
-		gran   byte
-		period uint32
-	}
+}
+
+// periodsOf returns the hour, day and month buckets an hour belongs to
+// (one, a crossing, for a crossing hour): an array, so a flush's places
+// allocate nothing per cell.
+func periodsOf(h uint32, months map[day]uint32) ([3]bucketPeriod, int) {
 	if h&crossingBit != 0 {
-		return []gp{{granCross, h &^ crossingBit}}
+		return [3]bucketPeriod{{granCross, h &^ crossingBit}}, 1
 	}
 	dd := day(h / 24)
 	m, ok := months[dd]
@@ -376,7 +377,7 @@ func periodsOf(h uint32, months map[day]uint32) []struct {
 		m = monthOfDay(dd)
 		months[dd] = m
 	}
-	return []gp{{granHour, h}, {granDay, uint32(dd)}, {granMonth, m}}
+	return [3]bucketPeriod{{granHour, h}, {granDay, uint32(dd)}, {granMonth, m}}, 3
 }
 
 // keep, when not nil, limits what flush writes to the buckets it accepts
@@ -476,7 +477,8 @@ func (d *delta) flush(b *pebble.Batch, keep bucketFilter, touched func(key []byt
 		if !live[i] || (d.counts[i].isZero() && start[i] == start[i+1]) {
 			continue // nothing left: retracted and re-added within the batch
 		}
-		for _, p := range periodsOf(k.hour, fs.months) {
+		ps, np := periodsOf(k.hour, fs.months)
+		for _, p := range ps[:np] {
 			if keep != nil && !keep(p.gran, p.period) {
 				continue
 			}
