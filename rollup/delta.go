@@ -71,7 +71,7 @@ type flushScratch struct {
 	kb, vb    []byte
 	dedup     hashSet
 	targets   []int32
-	targetsAt map[int32]int32
+	tupleAt   []int32
 }
 
 // compRef is one composite (dimension, value) of a flush, and its key
@@ -87,7 +87,6 @@ func (fs *flushScratch) init() {
 		fs.compIdx = make(map[[2]uint32]int32)
 		fs.groupIdx = make(map[bucketKey]int32)
 		fs.months = make(map[day]uint32)
-		fs.targetsAt = make(map[int32]int32)
 	}
 }
 
@@ -95,7 +94,6 @@ func (fs *flushScratch) init() {
 func (fs *flushScratch) reset() {
 	clear(fs.compIdx)
 	clear(fs.groupIdx)
-	clear(fs.targetsAt)
 	clear(fs.comps) // their keys point into compBytes
 	clear(fs.rows)
 	clear(fs.entries)
@@ -567,10 +565,12 @@ func (d *delta) flush(b *pebble.Batch, keep bucketFilter, touched func(key []byt
 // cells of its dimensions' values, and drops the tuple cell.
 func (d *delta) spreadTuples() {
 	n := len(d.keys)
-	d.fs.init()
 	targets := d.fs.targets[:0] // per tuple cell, nTupleDims target cells
-	at := d.fs.targetsAt
-	clear(at)
+	// at[cell] is 1 + the offset of a tuple cell's targets, 0 for
+	// another cell: an array, as every visitor is looked up in it.
+	at := grown(d.fs.tupleAt, n)
+	d.fs.tupleAt = at
+	tuples := 0
 	defer func() { d.fs.targets = targets }()
 	for i := range n {
 		k := d.keys[i]
@@ -582,7 +582,8 @@ func (d *delta) spreadTuples() {
 		}
 		delete(d.cells, k)
 		d.recent[recentSlot(k)] = recentCell{}
-		at[int32(i)] = int32(len(targets))
+		at[i] = int32(len(targets)) + 1
+		tuples++
 		c := d.counts[i]
 		t := &d.tuples[k.val]
 		for j := range nTupleDims {
@@ -591,11 +592,11 @@ func (d *delta) spreadTuples() {
 			targets = append(targets, ti)
 		}
 	}
-	if len(at) == 0 {
+	if tuples == 0 {
 		return
 	}
 	for _, v := range d.visits[:len(d.visits)] {
-		if off, ok := at[v.cell]; ok {
+		if off := at[v.cell] - 1; off >= 0 {
 			for _, ti := range targets[off : off+int32(nTupleDims)] {
 				d.visits = append(d.visits, cellHash{ti, v.hash})
 			}
