@@ -81,24 +81,25 @@ type compRef struct {
 	key      []byte
 }
 
-// init readies the scratch for a flush.
+// init readies the scratch for a flush: nothing of an earlier one is
+// kept but memory.
 func (fs *flushScratch) init() {
 	if fs.compIdx == nil {
 		fs.compIdx = make(map[[2]uint32]int32)
 		fs.groupIdx = make(map[bucketKey]int32)
 		fs.months = make(map[day]uint32)
 	}
-}
-
-// reset forgets what the last flush left (the delta is emptied).
-func (fs *flushScratch) reset() {
 	clear(fs.compIdx)
 	clear(fs.groupIdx)
-	clear(fs.comps) // their keys point into compBytes
+	fs.comps, fs.compBytes, fs.groups = fs.comps[:0], fs.compBytes[:0], fs.groups[:0]
+}
+
+// reset lets go of what the last flush pointed to (the delta is emptied
+// and kept): the sketches it wrote are garbage.
+func (fs *flushScratch) reset() {
 	clear(fs.rows)
 	clear(fs.entries)
-	clear(fs.sets) // sketches: garbage once written
-	fs.comps, fs.compBytes, fs.groups, fs.targets = fs.comps[:0], fs.compBytes[:0], fs.groups[:0], fs.targets[:0]
+	clear(fs.sets)
 }
 
 // grown returns s with length n, zeroed, in its old array if it fits.
