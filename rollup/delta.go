@@ -95,12 +95,22 @@ func (fs *flushScratch) init() {
 }
 
 // reset lets go of what the last flush pointed to (the delta is emptied
-// and kept): the sketches it wrote are garbage.
+// and kept): the sketches it wrote are garbage, and a visitor array past
+// maxKeptFlushHashes (a checkpoint of unusually many visitors) is not
+// kept either.
 func (fs *flushScratch) reset() {
 	clear(fs.rows)
 	clear(fs.entries)
 	clear(fs.sets)
+	if cap(fs.flat) > maxKeptFlushHashes {
+		fs.flat = nil
+	}
 }
+
+// maxKeptFlushHashes bounds the visitor array a kept delta holds between
+// checkpoints (64 MiB); the delta's own arrays are bounded by
+// maxKeptCells.
+const maxKeptFlushHashes = 8 << 20
 
 // grown returns s with length n, zeroed, in its old array if it fits.
 func grown[T any](s []T, n int) []T {
