@@ -69,6 +69,8 @@ type Aggregator struct {
 	// journalNext is the sequence number of the next journal entry.
 	journalNext uint64
 	blocks      blockBuilder // raw blocks of the batch's segments (apply holds mu)
+	// the batches of apply and of the checkpoint, kept (mu)
+	applyBatch, checkpointBatch keptBatch
 	// scratch of apply, kept between batches (apply holds mu)
 	storedScratch      []*ingest.Event
 	preloadScratch     []visitorKey
@@ -273,6 +275,8 @@ func (a *Aggregator) Close() error {
 	if err := a.checkpoint(); err != nil {
 		a.log.Error("cannot write the last rollup checkpoint; the journal folds it at the next start", "err", err)
 	}
+	a.applyBatch.close()
+	a.checkpointBatch.close()
 	a.mu.Unlock()
 	err := a.db.Close()
 	a.cache.Unref()

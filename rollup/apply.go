@@ -149,8 +149,9 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 	for _, seg := range fresh {
 		room += seg.size + batchRoomPerSegment
 	}
-	b := a.db.NewBatchWithSize(room)
-	defer b.Close()
+	b := a.applyBatch.take(a.db, room)
+	committed := false
+	defer func() { a.applyBatch.give(b, committed) }()
 	sizes := make(map[day]dayStat)
 	stored := a.storedScratch[:0]
 	next := a.journalNext
@@ -169,6 +170,7 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return applyResult{}, fmt.Errorf("cannot commit segment batch: %w", err)
 	}
+	committed = true
 	a.journalNext = next
 	a.afterCommit(sizes)
 	a.countApply(&res)

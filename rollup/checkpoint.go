@@ -119,8 +119,7 @@ func (a *Aggregator) checkpoint() error {
 	start := time.Now()
 	now := a.cfg.Now()
 	f := a.pend.f
-	b := a.db.NewBatch()
-	defer b.Close()
+	b := a.checkpointBatch.take(a.db, 0)
 	a.visitors.closeIdle(f, now.UnixMilli())
 	err := a.stageApply(b, f, a.pend.counters, now)
 	if err == nil {
@@ -129,6 +128,7 @@ func (a *Aggregator) checkpoint() error {
 	if err == nil {
 		err = a.sketches.commit(func() error { return b.Commit(pebble.Sync) })
 	}
+	a.checkpointBatch.give(b, err == nil)
 	if err != nil {
 		a.sketches.discard()
 		a.pend.broken = true

@@ -74,12 +74,13 @@ type placement struct {
 }
 
 // placements lists what r counts under one row: its session and visit
-// counts, and with events its pageviews and custom events by the hour.
-func (r *run) placements(events bool) []placement {
+// counts, and with events its pageviews and custom events by the hour. It
+// appends to dst[:0].
+func (r *run) placements(dst []placement, events bool) []placement {
 	if !r.counted() {
-		return nil
+		return dst[:0]
 	}
-	var out []placement
+	out := dst[:0]
 	put := func(h uint32, f int, n int64) {
 		for i := range out {
 			if out[i].h == h {
@@ -132,9 +133,9 @@ func (f *folder) apply(ent, dim, val uint32, ps []placement, sign int64) {
 	}
 }
 
-// diffPlacements is new minus old, hour by hour.
-func diffPlacements(old, new []placement) []placement {
-	out := slices.Clone(new)
+// diffPlacements is new minus old, hour by hour, appended to dst[:0].
+func diffPlacements(dst, old, new []placement) []placement {
+	out := append(dst[:0], new...)
 	for _, o := range old {
 		found := false
 		for i := range out {
@@ -195,7 +196,8 @@ func (f *folder) contribute(ent uint32, r *run, sign int64) {
 		return
 	}
 	d := f.d
-	plain, withEvents := r.placements(false), r.placements(true)
+	plain, withEvents := r.placements(f.pl[6], false), r.placements(f.pl[7], true)
+	f.pl[6], f.pl[7] = plain, withEvents
 	f.apply(ent, dimTotal, d.val(""), plain, sign)
 	f.apply(ent, tupleDim, f.runTuple(r), withEvents, sign)
 	if entry, exit, ok := f.sessionDims(r); ok {
@@ -219,9 +221,11 @@ func (f *folder) change(ent uint32, joined []run, merged *run) {
 	}
 	old := &joined[0]
 	d := f.d
-	op, np := old.placements(false), merged.placements(false)
-	oe, ne := old.placements(true), merged.placements(true)
-	dp, de := diffPlacements(op, np), diffPlacements(oe, ne)
+	pl := &f.pl
+	op, np := old.placements(pl[0], false), merged.placements(pl[1], false)
+	oe, ne := old.placements(pl[2], true), merged.placements(pl[3], true)
+	dp, de := diffPlacements(pl[4], op, np), diffPlacements(pl[5], oe, ne)
+	pl[0], pl[1], pl[2], pl[3], pl[4], pl[5] = op, np, oe, ne, dp, de
 	f.apply(ent, dimTotal, d.val(""), dp, 1)
 	f.move(ent, tupleDim, f.runTuple(old), f.runTuple(merged), true, true, oe, ne, de)
 	oEntry, oExit, oOK := f.sessionDims(old)

@@ -1,10 +1,10 @@
 package rollup
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -41,6 +41,91 @@ type delta struct {
 	// epoch names this delta's interned ids; a run caches its tuple id
 	// for the epoch it was made in (runTuple).
 	epoch uint32
+
+	fs flushScratch
+}
+
+// flushScratch is flush's working memory, kept with the delta from
+// checkpoint to checkpoint: made afresh, its arrays (a few per cell and
+// per visitor) were fresh memory for the kernel to fault in at every
+// checkpoint, and garbage after it.
+type flushScratch struct {
+	live      []bool
+	cellComp  []int32
+	order     []int32
+	rank      []int32
+	start     []int32
+	fill      []int32
+	flat      []uint64
+	refs      []flushRef
+	comps     []compRef
+	compBytes []byte // the composites' bytes
+	compIdx   map[[2]uint32]int32
+	groupIdx  map[bucketKey]int32
+	groups    []bucketKey
+	months    map[day]uint32
+	rows      []rowEntry
+	entries   []sketchEntry
+	sets      []visitorSet
+	merged    []uint64
+	kb, vb    []byte
+	dedup     hashSet
+	targets   []int32
+	tupleAt   []int32
+}
+
+// compRef is one composite (dimension, value) of a flush, and its key
+// (in flushScratch.compBytes).
+type compRef struct {
+	dim, val uint32
+	key      []byte
+}
+
+// init readies the scratch for a flush: nothing of an earlier one is
+// kept but memory.
+func (fs *flushScratch) init() {
+	if fs.compIdx == nil {
+		fs.compIdx = make(map[[2]uint32]int32)
+		fs.groupIdx = make(map[bucketKey]int32)
+		fs.months = make(map[day]uint32)
+	}
+	clear(fs.compIdx)
+	clear(fs.groupIdx)
+	fs.comps, fs.compBytes, fs.groups = fs.comps[:0], fs.compBytes[:0], fs.groups[:0]
+}
+
+// reset lets go of what the last flush pointed to (the delta is emptied
+// and kept): the sketches it wrote are garbage, and a visitor array past
+// maxKeptFlushHashes (a checkpoint of unusually many visitors) is not
+// kept either.
+func (fs *flushScratch) reset() {
+	clear(fs.rows)
+	clear(fs.entries)
+	clear(fs.sets)
+	if cap(fs.flat) > maxKeptFlushHashes {
+		fs.flat = nil
+	}
+}
+
+// maxKeptFlushHashes bounds the visitor array a kept delta holds between
+// checkpoints (64 MiB); the delta's own arrays are bounded by
+// maxKeptCells.
+const maxKeptFlushHashes = 8 << 20
+
+// grown returns s with length n, zeroed, in its old array if it fits.
+func grown[T any](s []T, n int) []T {
+	s = sized(s, n)
+	clear(s)
+	return s
+}
+
+// sized returns s with length n, in its old array if it fits; what it
+// holds is left over (the caller writes every element before reading it).
+func sized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, n+n/4)
+	}
+	return s[:n]
 }
 
 // visitTuple is a visit's value ids under the event-scoped visit
@@ -111,6 +196,7 @@ func (d *delta) reset() bool {
 	d.keys, d.counts, d.visits = d.keys[:0], d.counts[:0], d.visits[:0]
 	d.ents.reset()
 	d.vals.reset()
+	d.fs.reset()
 	return true
 }
 
@@ -281,17 +367,18 @@ type bucketKey struct {
 	period uint32
 }
 
-// periodsOf returns the hour, day and month buckets an hour belongs to.
-func periodsOf(h uint32, months map[day]uint32) []struct {
+// bucketPeriod is one bucket of a granularity.
+type bucketPeriod struct {
 	gran   byte
 	period uint32
-} {
-	type gp = struct {
-		gran   byte
-		period uint32
-	}
+}
+
+// periodsOf returns the hour, day and month buckets an hour belongs to
+// (one, a crossing, for a crossing hour): an array, so a flush's places
+// allocate nothing per cell.
+func periodsOf(h uint32, months map[day]uint32) ([3]bucketPeriod, int) {
 	if h&crossingBit != 0 {
-		return []gp{{granCross, h &^ crossingBit}}
+		return [3]bucketPeriod{{granCross, h &^ crossingBit}}, 1
 	}
 	dd := day(h / 24)
 	m, ok := months[dd]
@@ -299,7 +386,7 @@ func periodsOf(h uint32, months map[day]uint32) []struct {
 		m = monthOfDay(dd)
 		months[dd] = m
 	}
-	return []gp{{granHour, h}, {granDay, uint32(dd)}, {granMonth, m}}
+	return [3]bucketPeriod{{granHour, h}, {granDay, uint32(dd)}, {granMonth, m}}, 3
 }
 
 // keep, when not nil, limits what flush writes to the buckets it accepts
@@ -334,104 +421,109 @@ func (d *delta) flush(b *pebble.Batch, keep bucketFilter, touched func(key []byt
 		return err
 	}
 	d.spreadTuples()
+	fs := &d.fs
+	fs.init()
 	n := len(d.keys)
-	live := make([]bool, n)
+	live := grown(fs.live, n)
+	fs.live = live
 	for _, i := range d.cells {
 		live[i] = true
 	}
 	// The composites, ranked.
-	type compRef struct {
-		dim, val uint32
-		key      string
-	}
-	compIdx := make(map[[2]uint32]int32)
-	var comps []compRef
-	cellComp := make([]int32, n)
+	comps := fs.comps[:0]
+	cellComp := sized(fs.cellComp, n) // read only where written: live cells
+	fs.cellComp = cellComp
 	for i, k := range d.keys {
 		if !live[i] {
 			continue
 		}
 		ck := [2]uint32{k.dim, k.val}
-		c, ok := compIdx[ck]
+		c, ok := fs.compIdx[ck]
 		if !ok {
 			c = int32(len(comps))
-			compIdx[ck] = c
-			comps = append(comps, compRef{k.dim, k.val, d.composite(k.dim, k.val)})
+			fs.compIdx[ck] = c
+			off := len(fs.compBytes)
+			fs.compBytes = append(append(fs.compBytes, d.dimBytes(k.dim)...), d.vals.strs[k.val]...)
+			comps = append(comps, compRef{k.dim, k.val, fs.compBytes[off:len(fs.compBytes):len(fs.compBytes)]})
 		}
 		cellComp[i] = c
 	}
-	order := make([]int32, len(comps))
+	fs.comps = comps
+	order := sized(fs.order, len(comps))
+	fs.order = order
 	for i := range order {
 		order[i] = int32(i)
 	}
-	slices.SortFunc(order, func(x, y int32) int { return strings.Compare(comps[x].key, comps[y].key) })
-	rank := make([]int32, len(comps))
+	slices.SortFunc(order, func(x, y int32) int { return bytes.Compare(comps[x].key, comps[y].key) })
+	rank := sized(fs.rank, len(comps))
+	fs.rank = rank
 	for r, c := range order {
 		rank[c] = int32(r)
 	}
 	// Visitors by cell.
-	start := make([]int32, n+1)
+	start := grown(fs.start, n+1)
+	fs.start = start
 	for _, v := range d.visits {
 		start[v.cell+1]++
 	}
 	for i := 1; i <= n; i++ {
 		start[i] += start[i-1]
 	}
-	flat := make([]uint64, len(d.visits))
-	fill := slices.Clone(start[:n])
+	flat := sized(fs.flat, len(d.visits))
+	fs.flat = flat
+	fill := sized(fs.fill, n)
+	fs.fill = fill
+	copy(fill, start[:n])
 	for _, v := range d.visits {
 		flat[fill[v.cell]] = v.hash
 		fill[v.cell]++
 	}
 	hashesOf := func(i int32) []uint64 { return flat[start[i]:start[i+1]] }
 	// Places.
-	months := make(map[day]uint32)
-	groupIdx := make(map[bucketKey]int32)
-	var groups []bucketKey
-	refs := make([]flushRef, 0, n)
+	groups := fs.groups[:0]
+	refs := fs.refs[:0]
 	for i, k := range d.keys {
 		if !live[i] || (d.counts[i].isZero() && start[i] == start[i+1]) {
 			continue // nothing left: retracted and re-added within the batch
 		}
-		for _, p := range periodsOf(k.hour, months) {
+		ps, np := periodsOf(k.hour, fs.months)
+		for _, p := range ps[:np] {
 			if keep != nil && !keep(p.gran, p.period) {
 				continue
 			}
 			g := bucketKey{k.ent, p.gran, p.period}
-			gi, ok := groupIdx[g]
+			gi, ok := fs.groupIdx[g]
 			if !ok {
 				gi = int32(len(groups))
-				groupIdx[g] = gi
+				fs.groupIdx[g] = gi
 				groups = append(groups, g)
 			}
 			refs = append(refs, flushRef{gi, rank[cellComp[i]], int32(i)})
 		}
 	}
+	fs.groups, fs.refs = groups, refs
 	slices.SortFunc(refs, func(x, y flushRef) int {
 		if x.group != y.group {
 			return int(x.group - y.group)
 		}
 		return int(x.rank - y.rank)
 	})
-	var kb, vb []byte
-	var rows []rowEntry
-	var entries []sketchEntry
-	var sets []visitorSet
-	var merged []uint64
+	kb, vb := fs.kb, fs.vb
+	defer func() { fs.kb, fs.vb = kb, vb }()
 	for lo := 0; lo < len(refs); {
 		hi := lo + 1
 		for hi < len(refs) && refs[hi].group == refs[lo].group {
 			hi++
 		}
 		g := groups[refs[lo].group]
-		rows, entries, sets = rows[:0], entries[:0], sets[:0]
-		merged = merged[:0]
+		rows, entries, sets := fs.rows[:0], fs.entries[:0], fs.sets[:0]
+		merged := fs.merged[:0]
 		for i := lo; i < hi; {
 			j := i + 1
 			for j < hi && refs[j].rank == refs[i].rank {
 				j++
 			}
-			key := []byte(comps[order[refs[i].rank]].key)
+			key := comps[order[refs[i].rank]].key
 			var c counters
 			from := len(merged)
 			for _, r := range refs[i:j] {
@@ -442,15 +534,13 @@ func (d *delta) flush(b *pebble.Batch, keep bucketFilter, touched func(key []byt
 				rows = append(rows, rowEntry{value: key, c: c})
 			}
 			if len(merged) > from {
-				hs := merged[from:]
-				slices.Sort(hs)
-				hs = slices.Compact(hs)
-				merged = merged[:from+len(hs)]
-				sets = append(sets, visitorSet{hashes: hs})
+				sets = append(sets, fs.dedup.visitorSet(merged[from:]))
+				merged = merged[:from+len(sets[len(sets)-1].hashes)]
 				entries = append(entries, sketchEntry{key: key, decoded: true})
 			}
 			i = j
 		}
+		fs.rows, fs.entries, fs.sets, fs.merged = rows, entries, sets, merged
 		if len(rows) > 0 {
 			kb = d.appendBucketKey(kb[:0], tabRows, g)
 			vb = appendRowset(vb[:0], rows)
@@ -486,8 +576,13 @@ func (d *delta) flush(b *pebble.Batch, keep bucketFilter, touched func(key []byt
 // cells of its dimensions' values, and drops the tuple cell.
 func (d *delta) spreadTuples() {
 	n := len(d.keys)
-	var targets []int32 // per tuple cell, nTupleDims target cells
-	at := make(map[int32]int32)
+	targets := d.fs.targets[:0] // per tuple cell, nTupleDims target cells
+	// at[cell] is 1 + the offset of a tuple cell's targets, 0 for
+	// another cell: an array, as every visitor is looked up in it.
+	at := grown(d.fs.tupleAt, n)
+	d.fs.tupleAt = at
+	tuples := 0
+	defer func() { d.fs.targets = targets }()
 	for i := range n {
 		k := d.keys[i]
 		if k.dim != tupleDim {
@@ -498,7 +593,8 @@ func (d *delta) spreadTuples() {
 		}
 		delete(d.cells, k)
 		d.recent[recentSlot(k)] = recentCell{}
-		at[int32(i)] = int32(len(targets))
+		at[i] = int32(len(targets)) + 1
+		tuples++
 		c := d.counts[i]
 		t := &d.tuples[k.val]
 		for j := range nTupleDims {
@@ -507,11 +603,11 @@ func (d *delta) spreadTuples() {
 			targets = append(targets, ti)
 		}
 	}
-	if len(at) == 0 {
+	if tuples == 0 {
 		return
 	}
 	for _, v := range d.visits[:len(d.visits)] {
-		if off, ok := at[v.cell]; ok {
+		if off := at[v.cell] - 1; off >= 0 {
 			for _, ti := range targets[off : off+int32(nTupleDims)] {
 				d.visits = append(d.visits, cellHash{ti, v.hash})
 			}

@@ -39,6 +39,13 @@ type visitorState struct {
 type folder struct {
 	d   *delta
 	src stateSource
+	// merged is joinVisit's visit being built: a folder field, not a
+	// local, because the state source (an interface) is handed a pointer
+	// to it, which made every event allocate one.
+	merged run
+	// pl is scratch of change and contribute (placements and their
+	// differences), one slot per list they hold at once.
+	pl [8][]placement
 }
 
 func newFolder(src stateSource) *folder { return &folder{d: newDelta(), src: src} }
@@ -178,19 +185,20 @@ func (f *folder) joinVisit(ent uint32, ev *ingest.Event) (*run, freshness, error
 		return nil, 0, err
 	}
 	engagement := ev.Kind == ingest.KindEngagement
-	var merged run
+	merged := &f.merged
+	*merged = run{}
 	if !engagement {
-		merged = f.internRun(runOf(ev, ev.VisitorHash))
+		*merged = f.internRun(runOf(ev, ev.VisitorHash))
 	}
 	var taken [4]run
-	joined := f.takeJoining(home, t, &merged, taken[:0], engagement)
+	joined := f.takeJoining(home, t, merged, taken[:0], engagement)
 	target := home
 	var ps *visitorState
 	if prev := ev.PrevVisitorHash; prev != 0 && prev != ev.VisitorHash && hday > 0 {
 		if ps, err = f.src.state(visitorKey{site, hday - 1, prev}); err != nil {
 			return nil, 0, err
 		}
-		joined = f.takeJoining(ps, t, &merged, joined, engagement)
+		joined = f.takeJoining(ps, t, merged, joined, engagement)
 	} else {
 		var nexts [4]uint64
 		links := nexts[:0]
@@ -205,7 +213,7 @@ func (f *folder) joinVisit(ent uint32, ev *ingest.Event) (*run, freshness, error
 				return nil, 0, err
 			}
 			before := len(joined)
-			if joined = f.takeJoining(ns, t, &merged, joined, engagement); len(joined) > before {
+			if joined = f.takeJoining(ns, t, merged, joined, engagement); len(joined) > before {
 				target = ns
 			}
 		}
@@ -221,10 +229,10 @@ func (f *folder) joinVisit(ent uint32, ev *ingest.Event) (*run, freshness, error
 		merged.evHours = addEvHour(merged.evHours, hourOf(t), 0, 0)
 	}
 	merged.returning = hasEarlierVisit(target, merged.start)
-	fresh := freshnessOf(joined, &merged, hourOf(t))
-	f.change(ent, joined, &merged)
+	fresh := freshnessOf(joined, merged, hourOf(t))
+	f.change(ent, joined, merged)
 	f.markReturning(ent, target, merged.start)
-	i := insertRun(target, merged)
+	i := insertRun(target, *merged)
 	target.lastMS = max(target.lastMS, merged.alive)
 	target.dirty = true
 	// The raw engine counts a stored event under its visit's id: every
@@ -232,11 +240,11 @@ func (f *folder) joinVisit(ent uint32, ev *ingest.Event) (*run, freshness, error
 	// including the hash of a part that arrived first and has just been
 	// joined by an earlier event of the day before.
 	if merged.hash != ev.VisitorHash {
-		f.src.crossed(site, ev.VisitorHash, &merged)
+		f.src.crossed(site, ev.VisitorHash, merged)
 	}
 	for i := range joined {
 		if h := joined[i].hash; h != merged.hash && h != ev.VisitorHash {
-			f.src.crossed(site, h, &merged)
+			f.src.crossed(site, h, merged)
 		}
 	}
 	return &target.runs[i], fresh, nil

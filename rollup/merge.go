@@ -509,6 +509,12 @@ func (s *visitorSet) compact() {
 	if s.sk == nil && len(s.hashes) <= maxListHashes {
 		return
 	}
+	s.insertDistinct()
+}
+
+// insertDistinct moves the hashes, distinct and in any order, into the
+// sketch.
+func (s *visitorSet) insertDistinct() {
 	if s.sk == nil {
 		s.sk = newSketch()
 	}
