@@ -36,7 +36,7 @@ type Config struct {
 	// as with AggregatorURL; with more, each is split by partition and
 	// each part ships to its owner (shipsplit.go, DESIGN.md).
 	Aggregators func() []Aggregator
-	ShipToken     string // sent as "Authorization: Bearer ..." to the aggregator
+	ShipToken   string // sent as "Authorization: Bearer ..." to the aggregator
 	// ShipBatchMaxBytes bounds the raw segment bytes in one POST (default
 	// 4 MiB); a single larger segment still goes alone.
 	ShipBatchMaxBytes int64

@@ -93,8 +93,8 @@ type SubSegment struct {
 // its buffers from call to call; not safe for concurrent use.
 type Splitter struct {
 	recs [Partitions][]int32 // offsets of each partition's records
-	out  []byte // what Split appends to
-	keep []byte // Split's own buffer, between calls
+	out  []byte              // what Split appends to
+	keep []byte              // Split's own buffer, between calls
 	subs []SubSegment
 	ev   Event
 	t    DropTally
