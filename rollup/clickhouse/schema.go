@@ -83,6 +83,7 @@ ORDER BY (site, code, time, seg_node, seg_inc, seg_seq, seg_rec)`,
 PARTITION BY tuple()
 ORDER BY (node, inc, seq)`,
 	}},
+	migration2,
 }
 
 // migrationsTable records every applied migration (version once; a
