@@ -57,7 +57,7 @@ type ShipStatus struct {
 // ShipStatus reports the shipper's state.
 func (p *Pipeline) ShipStatus() ShipStatus {
 	st := p.ship.state.status()
-	st.Configured = p.ship.url != "" || p.cfg.Aggregators != nil
+	st.Configured = p.ship.url != "" || (p.cfg.Aggregators != nil && len(p.cfg.Aggregators()) > 0)
 	st.PendingBytes = p.PendingBytes()
 	st.OldestPendingAge = p.OldestPendingAge()
 	st.RejectedMalformed = p.ship.m.rejected[RejectMalformed].Get()

@@ -71,9 +71,9 @@ func isStatsPath(path string) bool {
 
 // statsHandler answers stats locally on an aggregator, or proxies them.
 func (n *Node) statsHandler() fasthttp.RequestHandler {
-	if n.agg != nil {
+	if b := n.analytics(); b != nil {
 		cfg := api.Config{Now: time.Now, Logger: n.log}
-		plain := api.StatsHandler(n.agg, authorizer{n: n}, cfg)
+		plain := api.StatsHandler(b, authorizer{n: n}, cfg)
 		return func(ctx *fasthttp.RequestCtx) {
 			// ?domain= names a link on a custom domain: its stats are
 			// those of the identifier "domain/code" its clicks carry.
@@ -90,7 +90,7 @@ func (n *Node) statsHandler() fasthttp.RequestHandler {
 			if srv := n.edge.Load(); srv != nil && srv.IsPublicHost(name) {
 				name = ""
 			}
-			api.StatsHandler(n.agg, authorizer{n: n, domain: name}, cfg)(ctx)
+			api.StatsHandler(b, authorizer{n: n, domain: name}, cfg)(ctx)
 		}
 	}
 	target := n.aggregatorURL()
