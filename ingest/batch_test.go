@@ -111,6 +111,14 @@ func TestReadBatchZstdBomb(t *testing.T) {
 func FuzzReadBatch(f *testing.F) {
 	plain := AppendBatch(nil, []BatchSegment{{Ref: SegmentRef{Node: "n", Inc: 3, Seq: 1}, Data: buildSegment(threeEvents(), true)}})
 	f.Add(plain, uint8(0))
+	var sp Splitter
+	if subs, err := sp.Split(buildSegment(threeEvents(), true), nil); err == nil {
+		var parts []BatchSegment
+		for _, sub := range subs {
+			parts = append(parts, BatchSegment{Ref: sub.Ref, Data: sub.Data})
+		}
+		f.Add(AppendBatch(nil, parts), uint8(0)) // version 3: parts
+	}
 	f.Add([]byte("WMSB\x01"), uint8(0))
 	f.Add([]byte("WMSB\x01\x01n\x00\x00\x00\x00\x00\x00\x00\x01\x00"), uint8(0))
 	f.Add([]byte{}, uint8(0))
