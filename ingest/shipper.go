@@ -304,6 +304,7 @@ func (s *shipper) round() (more bool, err error) {
 			}
 			delete(s.deferred, sg.seq)
 			delete(s.reidentified, sg.seq)
+			delete(s.multi.whole, sg.seq)
 			s.untrust(sg.seq)
 			s.p.pendingBytes.Add(-sg.size)
 			s.p.m.shippedSegments.Inc()
