@@ -117,7 +117,8 @@ func parseSegmentHeader(b []byte) (SegmentHeader, int, error) {
 		if len(b) < fixed+1 {
 			return h, 0, fmt.Errorf("cannot read segment header: %w: truncated", ErrCorruptSegment)
 		}
-		if binary.BigEndian.Uint64(b[21:]) == 0 {
+		// A part may be cut from a version 1 segment (incarnation 0).
+		if b[4] == segmentVersion2 && binary.BigEndian.Uint64(b[21:]) == 0 {
 			return h, 0, fmt.Errorf("cannot read segment header: %w: zero incarnation", ErrCorruptSegment)
 		}
 		if b[4] == segmentVersion3 && binary.BigEndian.Uint16(b[29:]) == 0 {
