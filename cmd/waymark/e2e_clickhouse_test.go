@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -20,21 +21,19 @@ import (
 // real processes against one real clickhouse-server: clicks on several
 // links and pageviews of a site go through both edges, each sealed
 // segment is split by partition and each part stored by its owner; then
-// one aggregator is SIGKILLed while an insert of its is streaming (its
-// connection to ClickHouse is throttled, so the insert is seen running
-// in system.processes first), and ClickHouse itself is SIGKILLed and
-// restarted while events keep coming. Every event the edges accepted is
+// one aggregator is SIGKILLed in the middle of an insert (its
+// connection to ClickHouse goes through a proxy that holds the insert
+// once its headers and first body bytes are through), and ClickHouse
+// itself is SIGKILLed and restarted while events keep coming. Every event the edges accepted is
 // counted exactly once (the totals are the responses the test counted),
 // in ClickHouse and in the stats API answered from it.
 func TestE2EClickHouseTwoAggregators(t *testing.T) {
 	srv := chserver.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	// a1 reaches ClickHouse through a slow proxy: its inserts take
-	// seconds, so one can be caught running. (ClickHouse reads up to
-	// max_query_size, 256 KiB, of an HTTP body before it registers the
-	// query, so the proxy must not be slower than that for long.)
-	slow := newThrottle(t, srv.HTTPAddr, 128<<10)
+	// a1 reaches ClickHouse through a proxy that can hold one of its
+	// inserts half-sent.
+	slow := newThrottle(t, srv.HTTPAddr, 1<<20)
 
 	c := newCluster(t)
 	v1 := c.start("v1", "us", "voter", "", "--bootstrap-expect", "1")
@@ -206,6 +205,12 @@ func TestE2EClickHouseTwoAggregators(t *testing.T) {
 				t.Fatalf("%s: the stats API says %d clicks of %s; the edges answered %d", phase, n, code, want[code])
 			}
 		}
+		// e2 has no --aggregator-url: it proxies stats to an aggregator
+		// gossip knows.
+		r := do(t, "GET", edges[1]+"/v1/links/"+codes[0]+"/stats?granularity=day&"+rng, key, "")
+		if r.status != 200 || int(r.json(t)["totals"].(map[string]any)["clicks"].(float64)) != want[codes[0]] {
+			t.Fatalf("%s: link stats through e2: %d %s; want %d clicks", phase, r.status, r.body, want[codes[0]])
+		}
 		t.Logf("%s: %v clicks, %d pageviews, each counted once", phase, want, wantPV)
 	}
 
@@ -218,9 +223,9 @@ func TestE2EClickHouseTwoAggregators(t *testing.T) {
 		}
 	}
 
-	// 2. SIGKILL a1 while one of its inserts streams: one whose
-	// connection comes from the proxy (system.processes has the
-	// client's port).
+	// 2. SIGKILL a1 in the middle of an insert: the proxy holds the
+	// next events insert a1 sends once its first body bytes are through,
+	// and a1 is killed while it waits.
 	stop := make(chan struct{})
 	done := stream(stop)
 	stopStream := sync.OnceFunc(func() { close(stop); <-done })
@@ -233,12 +238,14 @@ func TestE2EClickHouseTwoAggregators(t *testing.T) {
 			}
 		}
 	})
-	waitFor(t, "an insert of a1 running in ClickHouse", 60*time.Second, func() bool {
-		out, err := srv.Query(ctx, "SELECT count() FROM system.processes WHERE query LIKE 'INSERT INTO events%' AND elapsed > 0.1 AND port IN ("+slow.ports()+") FORMAT TabSeparated")
-		n, _ := strconv.Atoi(strings.TrimSpace(out))
-		return err == nil && n > 0
-	})
+	held, release := slow.holdNextInsert()
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		t.Fatal("a1 sent no events insert within 60s")
+	}
 	a1.kill()
+	release()
 	before := sent.Load()
 	waitFor(t, "200 more events sent with a1 dead", 60*time.Second, func() bool { return sent.Load()-before >= 200 })
 	stopStream()
@@ -286,7 +293,8 @@ func TestE2EClickHouseTwoAggregators(t *testing.T) {
 }
 
 // throttle is a TCP proxy to a backend that forwards what clients send
-// at a fixed rate (what the backend answers goes at full speed).
+// at a fixed rate (what the backend answers goes at full speed), and can
+// hold an events insert half-sent.
 type throttle struct {
 	ln      net.Listener
 	backend string
@@ -295,15 +303,23 @@ type throttle struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	conns   []net.Conn
-	local   []string // the ports its connections to the backend come from
+	// armed: hold the next events insert once its first body bytes are
+	// forwarded; held is closed then, and the copy waits for release.
+	armed   atomic.Bool
+	held    chan struct{}
+	release chan struct{}
 }
 
-// ports lists the ports the proxy's connections to the backend came
-// from, comma-separated.
-func (th *throttle) ports() string {
-	th.mu.Lock()
-	defer th.mu.Unlock()
-	return strings.Join(th.local, ",")
+// insertMarker is how the clickhouse client's events insert starts: its
+// statement in the URL of the request line.
+var insertMarker = []byte("query=INSERT+INTO+events")
+
+// holdNextInsert arms the hold; release lets the held copy go on (its
+// connection is closed by then, when its client was killed).
+func (th *throttle) holdNextInsert() (held <-chan struct{}, release func()) {
+	th.held, th.release = make(chan struct{}), make(chan struct{})
+	th.armed.Store(true)
+	return th.held, sync.OnceFunc(func() { close(th.release) })
 }
 
 func newThrottle(t *testing.T, backend string, rate int) *throttle {
@@ -334,7 +350,6 @@ func (th *throttle) accept() {
 		}
 		th.mu.Lock()
 		th.conns = append(th.conns, c, b)
-		th.local = append(th.local, strconv.Itoa(b.LocalAddr().(*net.TCPAddr).Port))
 		th.mu.Unlock()
 		th.wg.Add(2)
 		go func() { defer th.wg.Done(); io.Copy(c, b); c.Close() }()
@@ -348,12 +363,37 @@ func (th *throttle) slowCopy(dst io.Writer, src io.Reader) {
 	tick := time.NewTicker(time.Second * step / time.Duration(th.rate))
 	defer tick.Stop()
 	buf := make([]byte, step)
+	var tail []byte
+	// 1: an events insert's request line went through; 2: its headers
+	// too; then, once body bytes are through, it is held.
+	state := 0
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
+			window := append(tail, buf[:n]...)
+			from := 0
+			if state == 0 && th.armed.Load() {
+				if m := bytes.Index(window, insertMarker); m >= 0 {
+					state, from = 1, m
+				}
+			}
+			if state == 1 {
+				if i := bytes.Index(window[from:], []byte("\r\n\r\n")); i >= 0 {
+					state = 2
+					if from+i+4 == len(window) {
+						window = window[:0] // no body bytes in this read yet
+					}
+				}
+			}
+			if state == 2 && len(window) > 0 && th.armed.CompareAndSwap(true, false) {
+				close(th.held)
+				<-th.release
+				state = 0
+			}
+			tail = append(tail[:0], window[max(0, len(window)-len(insertMarker)):]...)
 			<-tick.C
 		}
 		if err != nil {
