@@ -85,6 +85,9 @@ func (s *Server) dispatchAPI(ctx *fasthttp.RequestCtx) string {
 	if route, ok := s.dispatchDomains(ctx, path, method); ok {
 		return route
 	}
+	if route, ok := s.dispatchWebhooks(ctx, path, method); ok {
+		return route
+	}
 	if s.cfg.APIFallback != nil {
 		// The stats are answered outside edge; their key and its scope
 		// are checked here, from scopeTable, like every other route's. A

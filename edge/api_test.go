@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -573,11 +574,17 @@ func FuzzCreateBody(f *testing.F) {
 		`{"url":null}`, `{"url":1}`, `[]`, `{`, ``, `{"url":"x","redirect":1e400}`, `{"click_limit":9223372036854775808}`,
 		`{"url":"x","expires_at":"0000-01-01T00:00:00Z"}`, `{"url":"x","url":"y"}`,
 		`{"url":"x","tags":["Spring","sms"]}`, `{"url":"x","tags":["a,b"]}`, `{"url":"x","tags":null}`,
+		// Redirect rules (issue 13): the rules body is fuzzed through here.
+		`{"url":"x","rules":[{"if":{"device":["ios"]},"url":"https://a.example/"},{"if":{"country":["de","AT"]},"url":"https://b.example/"}]}`,
+		`{"url":"x","rules":[{"if":{"language":["FR"],"query":{"ref":"qr","n":["1","2"]}},"url":"https://c.example/"}]}`,
+		`{"url":"x","rules":[{"if":{"os":["ios"],"browser":["chrome"],"after":"2030-01-01T00:00:00Z","before":"2031-01-01T00:00:00Z"},"url":"https://d.example/"}]}`,
+		`{"url":"x","rules":[{"if":{"device":["fridge"]},"url":"https://a.example/"}]}`, `{"url":"x","rules":[{"if":{},"url":"u"}]}`,
+		`{"url":"x","rules":null}`, `{"url":"x","rules":{}}`, `{"url":"x","rules":[1]}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := decodeCreate(body)
+		req, rawRules, err := decodeCreate(body)
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatalf("empty error for %q", body)
@@ -586,6 +593,30 @@ func FuzzCreateBody(f *testing.F) {
 		}
 		if !store.ValidRedirect(req.Redirect) || req.ClickLimit < 0 || req.ExpiresAt < 0 || store.CheckStoredTags(req.Tags) != nil {
 			t.Fatalf("decodeCreate(%q) accepted %+v", body, req)
+		}
+		rules, rerr := decodeRules(rawRules)
+		if rerr != nil {
+			if !strings.HasPrefix(rerr.detail, "rules") || !strings.HasPrefix(rerr.pointer, "/rules") {
+				t.Fatalf("rule error without its place: %+v", rerr)
+			}
+			return
+		}
+		// Destinations are checked by the server; what the decoder let
+		// through either encodes and decodes back as it was, or is
+		// refused by the store's own check.
+		enc, err := store.EncodeRules(rules)
+		if err != nil {
+			if !errors.Is(err, store.ErrInvalidRules) {
+				t.Fatalf("EncodeRules: %v", err)
+			}
+			return
+		}
+		back, err := store.DecodeRules(enc)
+		if err != nil || len(back) != len(rules) {
+			t.Fatalf("rules %+v: encoded, then decoded to %+v, %v", rules, back, err)
+		}
+		if again, _ := store.EncodeRules(back); again != enc {
+			t.Fatalf("rules %+v: a second encoding differs", rules)
 		}
 	})
 }

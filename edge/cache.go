@@ -50,9 +50,15 @@ type entry struct {
 	// reviewUntil (Unix ms): a redirect whose destination was edited shows
 	// body, the review interstitial, until then (bait and switch); 0: none.
 	reviewUntil int64
+	// gated: the link has a password or a preview (password.go,
+	// preview.go); nil for every other link, which pays one nil check.
+	gated *gatedEntry
 	// forwardQuery: a redirect merges the visit's query into location
 	// (query.go); read only when the visit has one.
 	forwardQuery bool
+	// rules: the link's redirect rules (rulematch.go); nil for a link
+	// without, which then pays one nil check.
+	rules *ruleSet
 }
 
 // Entries with their bytes in the same allocation, right behind the entry:

@@ -52,6 +52,13 @@ type Config struct {
 	APIFallback     fasthttp.RequestHandler                     // /v1/ paths edge does not serve (e.g. stats); nil answers 404
 	OnRedirect      func(ctx *fasthttp.RequestCtx, code []byte) // after a 3xx (click capture), never for HEAD; must not block; may be nil
 
+	// Redirect rules (rulematch.go). OnRuleRedirect replaces OnRedirect
+	// for a link with rules: rule is the index + 1 of the rule followed,
+	// 0 for the link's own URL. Classifier tells the rules a visitor's
+	// device, OS, browser and country; nil, rules on those never match.
+	OnRuleRedirect func(ctx *fasthttp.RequestCtx, code []byte, rule uint8)
+	Classifier     VisitClassifier
+
 	// EditReview is how long an edit that changes a destination shows the
 	// review interstitial before redirecting (bait and switch); default
 	// 24 h, negative disables.
@@ -102,6 +109,9 @@ type Config struct {
 	// SuspendedOwners is the node's set of suspended owners (their links
 	// answer 410, their keys 401); nil is an empty set of the server's own.
 	SuspendedOwners *OwnerSet
+	// WebhookAllowPrivate lets webhooks name private, loopback and
+	// link-local addresses (--webhook-allow-private; webhooks.go).
+	WebhookAllowPrivate bool
 }
 
 const (

@@ -138,18 +138,43 @@ type createRequest struct {
 	// Domain is the custom domain ("" the default), canonical once the
 	// handler checked it; omitted when empty so older bodies hash as before.
 	Domain string `json:"domain,omitempty"`
+	// Password is never marshalled, so the request hash holds no fast
+	// hash of it; Protected stands in for it there. Preview is as sent
+	// until the handler normalises its image URL.
+	Password  string         `json:"-"`
+	Protected bool           `json:"password_protected,omitempty"`
+	Preview   *store.Preview `json:"preview,omitempty"`
+	// Rules are the redirect rules, encoded (store.EncodeRules) once the
+	// handler checked them. The encoding is binary, so the request hash
+	// sees it as base64 (RulesHashed), omitted when none so older bodies
+	// hash as before.
+	Rules       string `json:"-"`
+	RulesHashed string `json:"rules,omitempty"`
 }
 
 var createFields = []string{"url", "alias", "expires_at", "click_limit", "redirect", "forward_query", "tags", "domain"}
 
 // decodeCreate type-checks a create body. Semantic checks that need the
-// server (destination rules, alias rules, the clock) come later.
-func decodeCreate(body []byte) (createRequest, error) {
-	o, err := decodeObject(body, createFields)
+// server (destination rules, alias rules, the clock) come later; the
+// redirect rules come back raw (decodeRules reads them).
+func decodeCreate(body []byte) (createRequest, json.RawMessage, error) {
+	o, err := decodeObject(body, createBodyFields)
 	if err != nil {
-		return createRequest{}, err
+		return createRequest{}, nil, err
 	}
-	return decodeCreateObject(o)
+	req, err := decodeCreateObject(o)
+	if err != nil {
+		return createRequest{}, nil, err
+	}
+	g, err := decodeGates(o) // gatesjson.go
+	if err != nil {
+		return createRequest{}, nil, err
+	}
+	req.Password, req.Protected = g.password, g.password != ""
+	if !g.preview.IsZero() {
+		req.Preview = &g.preview
+	}
+	return req, o["rules"], nil
 }
 
 // decodeCreateObject type-checks the create fields of o (a bulk item has
@@ -222,16 +247,24 @@ type patchRequest struct {
 	forward    *bool // forward_query
 	setTags    bool
 	tags       string // normal form; "" clears
+	gates      gateFields
+	// rules: the raw "rules" member (null or [] clears), read by
+	// decodeRules once the link is known.
+	setRules bool
+	rules    json.RawMessage
 }
 
-var patchFields = []string{"url", "expires_at", "click_limit", "status", "forward_query", "tags"}
+var patchFields = []string{"url", "expires_at", "click_limit", "status", "forward_query", "tags", "rules"}
 
 func decodePatch(body []byte) (patchRequest, error) {
-	o, err := decodeObject(body, patchFields)
+	o, err := decodeObject(body, patchBodyFields)
 	if err != nil {
 		return patchRequest{}, err
 	}
 	var req patchRequest
+	if req.gates, err = decodeGates(o); err != nil { // gatesjson.go
+		return patchRequest{}, err
+	}
 	u, st, err := o.str("url")
 	switch {
 	case err != nil:
@@ -281,6 +314,9 @@ func decodePatch(body []byte) (patchRequest, error) {
 		return patchRequest{}, err
 	}
 	req.setTags, req.tags = st != fieldAbsent, tags
+	if raw, ok := o["rules"]; ok {
+		req.setRules, req.rules = true, raw
+	}
 	return req, nil
 }
 

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -33,6 +34,12 @@ type linkView struct {
 	ForwardQuery bool `json:"forward_query"`
 	// Tags: lower case, sorted; [] when none.
 	Tags []string `json:"tags"`
+	// Rules: the redirect rules in order (rules.go); [] when none.
+	Rules []ruleView `json:"rules"`
+	// PasswordProtected: visitors must give the link's password (which is
+	// never shown). Preview: the social preview; null for none.
+	PasswordProtected bool           `json:"password_protected"`
+	Preview           *store.Preview `json:"preview"`
 }
 
 func (s *Server) linkView(l *store.Link, now time.Time) linkView {
@@ -47,9 +54,14 @@ func (s *Server) linkView(l *store.Link, now time.Time) linkView {
 
 		ForwardQuery: !l.NoForwardQuery,
 		Tags:         store.SplitTags(l.Tags),
+		Rules:        rulesView(l.Rules),
 	}
 	if v.Tags == nil {
 		v.Tags = []string{}
+	}
+	v.PasswordProtected = l.PasswordHash != ""
+	if p, err := store.DecodePreview(l.Preview); err == nil && !p.IsZero() {
+		v.Preview = &p
 	}
 	if d := l.Domain(); d != "" {
 		v.Domain = &d
@@ -119,7 +131,7 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 	if !ok {
 		return
 	}
-	req, err := decodeCreate(raw)
+	req, rawRules, err := decodeCreate(raw)
 	if err != nil {
 		writeProblem(ctx, probInvalidRequest, err.Error())
 		return
@@ -130,7 +142,19 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		return
 	}
 	req.URL = d.url
+	rules, rerr := decodeRules(rawRules)
+	if rerr == nil {
+		req.Rules, rerr = s.checkRules(rules, req.Redirect)
+	}
+	if rerr != nil {
+		writeRuleProblem(ctx, rerr)
+		return
+	}
+	req.RulesHashed = base64.StdEncoding.EncodeToString([]byte(req.Rules))
 	if !checkExpiry(ctx, req.ExpiresAt, now) {
+		return
+	}
+	if req.Preview != nil && !s.checkPreviewImage(ctx, req.Preview) { // gates.go
 		return
 	}
 	if req.Alias != "" {
@@ -183,6 +207,13 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 		}
 	}
 
+	var passwordHash string
+	if req.Password != "" {
+		if passwordHash, ok = s.hashForAPI(ctx, req.Password); !ok { // password.go
+			return
+		}
+	}
+
 	// Only a create that is about to be made spends the domain's budget,
 	// and one that is not made gives it back (createlimits.go).
 	destDomain, ok := s.takeCreateDomain(ctx, d.host)
@@ -217,6 +248,11 @@ func (s *Server) createLink(ctx *fasthttp.RequestCtx, owner store.Owner) {
 
 		NoForwardQuery: req.NoForwardQuery,
 		Tags:           req.Tags,
+		Rules:          req.Rules,
+		PasswordHash:   passwordHash,
+	}
+	if req.Preview != nil {
+		l.Preview = store.EncodePreview(*req.Preview)
 	}
 	resp := marshalJSON(s.linkView(&l, now))
 	var idem *store.IdempotencyWrite
@@ -371,7 +407,29 @@ func (s *Server) updateLink(ctx *fasthttp.RequestCtx, owner store.Owner, code st
 	if req.setTags && req.tags != l.Tags {
 		p.SetTags, p.Tags = true, req.tags
 	}
-	if !p.SetURL && !p.SetExpiresAt && !p.SetClickLimit && !p.SetStatus && !p.SetForwardQuery && !p.SetTags {
+	if req.setRules {
+		rules, rerr := decodeRules(req.rules)
+		var enc string
+		if rerr == nil {
+			enc, rerr = s.checkRules(rules, int(l.Redirect))
+		}
+		if rerr != nil {
+			writeRuleProblem(ctx, rerr)
+			return
+		}
+		if enc != l.Rules {
+			p.SetRules, p.Rules = true, enc
+			if enc != "" && s.cfg.EditReview > 0 {
+				// New rule destinations are reviewed like a new url
+				// (bait and switch); applied only if they change.
+				p.ReviewUntil = now.Add(s.cfg.EditReview).UnixMilli()
+			}
+		}
+	}
+	if !s.patchGates(ctx, &l, req.gates, &p) { // gates.go
+		return
+	}
+	if !p.SetURL && !p.SetExpiresAt && !p.SetClickLimit && !p.SetStatus && !p.SetForwardQuery && !p.SetTags && !p.SetRules && !p.SetPassword && !p.SetPreview {
 		setIndex(ctx, l.Index)
 		writeJSON(ctx, fasthttp.StatusOK, marshalJSON(s.linkView(&l, now)))
 		return
@@ -416,6 +474,10 @@ func (s *Server) applyPatch(ctx *fasthttp.RequestCtx, p *store.LinkPatch, what s
 		writeProblem(ctx, probNotFound, fmt.Sprintf("there is no link %q", p.Code))
 	case errors.Is(err, store.ErrPermanentRedirect):
 		writeProblem(ctx, probPermanentRedirect, fmt.Sprintf("link %q is a permanent redirect; its destination cannot change", p.Code))
+	case errors.Is(err, store.ErrPasswordPermanent):
+		writeProblem(ctx, probPermanentRedirect, passwordPermanentDetail(p.Code))
+	case errors.Is(err, store.ErrInvalidLinkGate):
+		writeProblem(ctx, probInvalidRequest, err.Error())
 	case errors.Is(err, store.ErrLinkLocked):
 		writeProblem(ctx, probLinkLocked, fmt.Sprintf("link %q is locked by an operator (blocked, legal block or under review); the owner cannot change it", p.Code))
 	case err != nil:

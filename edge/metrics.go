@@ -35,6 +35,10 @@ type serverMetrics struct {
 
 	exports, exportsFailed            *metrics.Counter // GET /v1/links/export
 	bulkItemsCreated, bulkItemsFailed *metrics.Counter // POST /v1/links/bulk
+
+	// Issue 13.4: links with a preview answered to a crawler (the page)
+	// and to anyone else (the redirect).
+	previewPages, previewRedirects *metrics.Counter
 }
 
 func newServerMetrics(set *metrics.Set, c *cache) *serverMetrics {
@@ -67,6 +71,9 @@ func newServerMetrics(set *metrics.Set, c *cache) *serverMetrics {
 		exportsFailed:    set.GetOrCreateCounter("waymark_api_exports_failed_total"),
 		bulkItemsCreated: set.GetOrCreateCounter(`waymark_api_bulk_items_total{result="created"}`),
 		bulkItemsFailed:  set.GetOrCreateCounter(`waymark_api_bulk_items_total{result="failed"}`),
+
+		previewPages:     set.GetOrCreateCounter(`waymark_preview_answers_total{answer="page"}`),
+		previewRedirects: set.GetOrCreateCounter(`waymark_preview_answers_total{answer="redirect"}`),
 	}
 	if c != nil {
 		set.GetOrCreateGauge("waymark_edge_cache_entries", func() float64 { return float64(c.len()) })

@@ -9,7 +9,11 @@ import (
 // everywhere, and the strict Content-Security-Policy sent with them (see
 // writePage) would refuse anything else.
 
-func page(title, body string) []byte {
+func page(title, body string) []byte { return pageWithHead(title, "", body) }
+
+// pageWithHead is page with more elements in <head> (already escaped):
+// the preview's meta tags (preview.go).
+func pageWithHead(title, head, body string) []byte {
 	var b strings.Builder
 	b.WriteString(`<!doctype html>
 <html lang="en">
@@ -19,13 +23,17 @@ func page(title, body string) []byte {
 <meta name="robots" content="noindex, nofollow">
 <title>`)
 	b.WriteString(html.EscapeString(title))
-	b.WriteString(`</title>
-<style>
+	b.WriteString("</title>\n")
+	b.WriteString(head)
+	b.WriteString(`<style>
 body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:36em;margin:4em auto;padding:0 1em;color:#1f2328}
 h1{font-size:1.5em;margin-bottom:.5em}
 .host{font-family:ui-monospace,monospace;background:#f3f4f6;padding:.1em .3em;border-radius:3px;word-break:break-all}
 .button{display:inline-block;margin-top:1em;padding:.6em 1.2em;background:#1f6feb;color:#fff;border-radius:6px;text-decoration:none}
 .warning{border-left:4px solid #cf222e;padding-left:1em}
+input,button{font:inherit;padding:.5em .7em;border-radius:6px}
+input{border:1px solid #8c959f;width:100%;box-sizing:border-box;margin:.3em 0 .8em}
+button{border:0;background:#1f6feb;color:#fff;cursor:pointer}
 </style>
 </head>
 <body>

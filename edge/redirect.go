@@ -32,6 +32,10 @@ var (
 // answer. Nothing here touches the network or Raft.
 func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 	if !ctx.IsGet() && !ctx.IsHead() {
+		if ctx.IsPost() {
+			s.serveUnlock(ctx, code) // a password attempt (password.go)
+			return
+		}
 		ctx.Response.Header.Set("Allow", "GET, HEAD")
 		writePage(ctx, fasthttp.StatusMethodNotAllowed, pageMethod)
 		return
@@ -83,7 +87,15 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 	}
 	switch kind {
 	case kindRedirect:
-		writeRedirect(ctx, e, now)
+		if e.gated != nil { // a password or a preview (password.go, preview.go)
+			s.serveGated(ctx, e, code, now, hit)
+			return
+		}
+		if e.rules != nil {
+			s.serveRules(ctx, e, code, hit, now) // rulematch.go
+			return
+		}
+		writeRedirect(ctx, e, e.location, now)
 		if hit {
 			s.m.redirectHit.Inc()
 		} else {
@@ -97,6 +109,12 @@ func (s *Server) serveCode(ctx *fasthttp.RequestCtx, code []byte) {
 		}
 		return
 	case kindReview:
+		if e.gated != nil && e.gated.passwordHash != "" {
+			// The review page names the destination: the password first.
+			s.passwords.forms.Inc()
+			writeFormPage(ctx, fasthttp.StatusOK, e.gated.form)
+			return
+		}
 		writePage(ctx, fasthttp.StatusOK, e.body)
 	case kindNotFound:
 		writePage(ctx, fasthttp.StatusNotFound, pageNotFound)
@@ -181,9 +199,13 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 		e.kind, e.status, e.public, e.maxAge = kindRedirect, uint16(l.Redirect), public, maxAge
 		e.location, e.cacheControl = b[:n:n], b[n:m:m]
 		e.forwardQuery = !l.NoForwardQuery
+		if l.Rules != "" {
+			s.addRules(e, l)
+		}
 		if l.ReviewUntil != 0 {
 			e.reviewUntil, e.body = l.ReviewUntil, reviewPage(hostOf(l.URL), l.URL)
 		}
+		e.gated = newGatedEntry(l)
 		return e
 	}
 	e := &entry{code: string(code), owner: l.Owner, expiresAt: l.ExpiresAt}
@@ -197,23 +219,27 @@ func (s *Server) buildEntry(code []byte, l *store.Link) *entry {
 		e.kind, e.status = kindReview, fasthttp.StatusOK
 		e.body = reviewPage(hostOf(l.URL), l.URL)
 		e.location = []byte(l.URL) // for the blocklist check only
+		if l.PasswordHash != "" {
+			e.gated = newGatedEntry(l) // the form before the review page
+		}
 	default: // disabled, click-limited, or a status this build does not know
 		e.kind, e.status = kindGone, fasthttp.StatusGone
 	}
 	return e
 }
 
-// writeRedirect copies a cached redirect into the response. It does not
-// allocate: the header values are copied into the response's own buffers.
-// now (Unix ms) is read only when the entry expires.
-func writeRedirect(ctx *fasthttp.RequestCtx, e *entry, now int64) {
+// writeRedirect copies a cached redirect to location (the entry's own, or
+// a redirect rule's) into the response. It does not allocate: the header
+// values are copied into the response's own buffers. now (Unix ms) is
+// read only when the entry expires.
+func writeRedirect(ctx *fasthttp.RequestCtx, e *entry, location []byte, now int64) {
 	ctx.Response.SetStatusCode(int(e.status))
 	h := &ctx.Response.Header
 	if q := ctx.URI().QueryString(); len(q) > 0 && e.forwardQuery {
 		var buf [1024]byte // longer answers allocate; the header copies it
-		h.SetCanonical(hdrLocation, appendMergedQuery(buf[:0], e.location, q))
+		h.SetCanonical(hdrLocation, appendMergedQuery(buf[:0], location, q))
 	} else {
-		h.SetCanonical(hdrLocation, e.location)
+		h.SetCanonical(hdrLocation, location)
 	}
 	h.SetCanonical(hdrReferrerPolicy, valRedirectReferrer)
 	if ctx.IsHead() {

@@ -61,6 +61,15 @@ var scopeTable = []struct {
 	{"GET", "/v1/keys", store.ScopeKeysWrite},
 	{"POST", "/v1/keys", store.ScopeKeysWrite},
 	{"DELETE", "/v1/keys/*", store.ScopeKeysWrite},
+
+	// Webhooks (issue 13 point 5): a webhook is a feed of the owner's
+	// link changes, so reading them takes links:read and changing them
+	// links:write (no scope of their own: the scope byte is shared).
+	{"GET", "/v1/webhooks", store.ScopeLinksRead},
+	{"POST", "/v1/webhooks", store.ScopeLinksWrite},
+	{"GET", "/v1/webhooks/*", store.ScopeLinksRead},
+	{"DELETE", "/v1/webhooks/*", store.ScopeLinksWrite},
+	{"GET", "/v1/webhooks/*/deliveries", store.ScopeLinksRead},
 }
 
 // requiredScopes returns the scopes of which a key needs one for method

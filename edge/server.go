@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,14 @@ type Server struct {
 	// links and keys are stopped (suspended.go).
 	creates   createLimits
 	suspended *OwnerSet
+
+	// Issue 13: password attempts and hashing (password.go); redirect
+	// rules (rulematch.go): the click hook that records the rule
+	// followed, the visitor classifier, the counters.
+	passwords      *passwordGate
+	onRuleRedirect func(ctx *fasthttp.RequestCtx, code []byte, rule uint8)
+	classifier     VisitClassifier
+	ruleM          *ruleMetrics
 
 	lnState listenerState
 
@@ -125,8 +134,10 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		// less than a whole write and refuse every one.
 		s.limiter = newLimiter[store.KeyHash](cfg.WriteRate, max(1, 2*cfg.WriteRate), cfg.Now)
 	}
+	s.passwords = newPasswordGate(cfg.Now, cfg.Metrics, runtime.GOMAXPROCS(0))
 	s.creates = newCreateLimits(cfg)
 	s.suspended = cfg.SuspendedOwners
+	s.onRuleRedirect, s.classifier, s.ruleM = cfg.OnRuleRedirect, cfg.Classifier, newRuleMetrics(cfg.Metrics)
 	s.limits = newBodyLimits(cfg.MaxRequestBodyBytes, cfg.BodyLimits)
 	if _, set := s.limits.exact[bulkPath]; !set {
 		s.limits.exact[bulkPath] = maxBulkBodyBytes // bulk.go

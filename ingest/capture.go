@@ -28,6 +28,8 @@ type pending struct {
 	spans   [clickSpans]span // pieces of buf: code, referrer host, raw query
 	country [2]byte          // from a trusted proxy header; zero if none
 	click   bool             // a click captured by CaptureClick; ev is filled by fillClick
+	ruled   bool             // the click's link has redirect rules; rule says which it followed
+	rule    uint8            // Event.Rule
 	ip      netip.Addr
 
 	ev Event
@@ -50,6 +52,7 @@ func (pe *pending) reset() {
 	clear(props[:cap(props)]) // drop references to request strings
 	pe.ev = Event{Props: props}
 	pe.click, pe.clickAt = false, 0
+	pe.ruled, pe.rule = false, 0
 	pe.ip = netip.Addr{}
 	pe.ua = pe.ua[:0]
 	pe.country = [2]byte{}
@@ -87,6 +90,10 @@ func (pe *pending) fillClick() {
 	ev.Time = pe.clickAt
 	ev.Code = pe.viewString(pe.spans[spanCode])
 	ev.ReferrerHost = pe.viewString(pe.spans[spanReferrer])
+	if pe.ruled {
+		ev.Flags |= FlagRules
+		ev.Rule = pe.rule
+	}
 	if q := pe.viewString(pe.spans[spanQuery]); q != "" {
 		// Decoded values go after the raw bytes in pe.buf; should it grow,
 		// the views taken so far keep the old array alive.
@@ -107,6 +114,20 @@ func (p *Pipeline) CaptureClick(ctx *fasthttp.RequestCtx, code []byte) {
 	}
 	pe := p.pool.Get().(*pending)
 	p.captureInto(pe, ctx, code)
+	p.enqueue(pe)
+}
+
+// CaptureRuleClick is CaptureClick for a link with redirect rules: the
+// event records the rule the redirect followed (rule index + 1, or 0 for
+// the link's own URL).
+func (p *Pipeline) CaptureRuleClick(ctx *fasthttp.RequestCtx, code []byte, rule uint8) {
+	if p.closed.Load() {
+		p.m.drop(DropClosed)
+		return
+	}
+	pe := p.pool.Get().(*pending)
+	p.captureInto(pe, ctx, code)
+	pe.ruled, pe.rule = true, rule
 	p.enqueue(pe)
 }
 

@@ -19,6 +19,7 @@ const (
 	eventVersion2 = 2 // version 1 plus the previous-day visitor hash
 	eventVersion3 = 3 // neither client time nor screen width; the previous hash optional
 	eventVersion4 = 4 // version 3 plus subdivision, city and the two versions
+	eventVersion5 = 5 // version 4 plus the redirect rule a click followed
 )
 
 // Encoding, version 4, the one AppendEvent writes (all varints are Go's
@@ -36,6 +37,12 @@ const (
 //	prop count uvarint, then key and value strings per prop
 //
 // Empty strings cost one byte, so a click is typically under 100 bytes.
+//
+// Version 5 is version 4 with one more byte at the end: the redirect rule
+// a click followed (Event.Rule). It is written only for events with
+// FlagRules, so every other event keeps its version 4 bytes and an
+// aggregator that predates rules reads them; version 4 decodes with Rule
+// 0 and without the flag (which version 4 cannot carry).
 //
 // Version 3 is version 4 without the last four strings (they decode
 // empty). Versions 1 and 2 (written before) also carry the client's clock (a
@@ -85,6 +92,9 @@ func CheckEvent(ev *Event) error {
 	if msg := checkScalars(ev.Kind, ev.Flags, ev.EngagedMS, ev.ScrollDepth, len(ev.Props)); msg != "" {
 		return corruptEvent("%s", msg)
 	}
+	if msg := checkRule(ev.Kind, ev.Flags, ev.Rule); msg != "" {
+		return corruptEvent("%s", msg)
+	}
 	for i, f := range eventStrings(ev) {
 		if len(*f) > stringLimits[i] {
 			return corruptEvent("%s longer than %d bytes", stringNames[i], stringLimits[i])
@@ -115,11 +125,29 @@ func checkScalars(kind Kind, flags uint8, engagedMS uint64, scrollDepth uint8, p
 	return ""
 }
 
-// AppendEvent appends the binary encoding of ev (version 4) to dst and
-// returns the extended slice. It allocates nothing when dst has room. It
-// does not validate; see CheckEvent.
+// checkRule holds the rules on the redirect rule of an event.
+func checkRule(kind Kind, flags, rule uint8) string {
+	switch {
+	case flags&FlagRules != 0 && kind != KindClick:
+		return "rule flag on a site event"
+	case flags&FlagRules == 0 && rule != 0:
+		return "rule without the rule flag"
+	case rule > store.MaxRules:
+		return "rule out of range"
+	}
+	return ""
+}
+
+// AppendEvent appends the binary encoding of ev (version 4, or 5 for a
+// click with FlagRules) to dst and returns the extended slice. It
+// allocates nothing when dst has room. It does not validate; see
+// CheckEvent.
 func AppendEvent(dst []byte, ev *Event) []byte {
-	dst = append(dst, eventVersion4, byte(ev.Kind), ev.Flags)
+	version := byte(eventVersion4)
+	if ev.Flags&FlagRules != 0 {
+		version = eventVersion5
+	}
+	dst = append(dst, version, byte(ev.Kind), ev.Flags)
 	dst = append(dst, ev.ID[:]...)
 	dst = binary.AppendVarint(dst, ev.Time)
 	dst = binary.LittleEndian.AppendUint64(dst, ev.VisitorHash)
@@ -138,6 +166,9 @@ func AppendEvent(dst []byte, ev *Event) []byte {
 	for i := range ev.Props {
 		dst = appendString(dst, ev.Props[i].Key)
 		dst = appendString(dst, ev.Props[i].Value)
+	}
+	if version == eventVersion5 {
+		dst = append(dst, ev.Rule)
 	}
 	return dst
 }
@@ -160,7 +191,7 @@ func decodeEvent(b []byte, ev *Event, validateOnly bool) error {
 		return corruptEvent("short header")
 	}
 	version := b[0]
-	if version < eventVersion1 || version > eventVersion4 {
+	if version < eventVersion1 || version > eventVersion5 {
 		return corruptEvent("unknown version %d", b[0])
 	}
 	ev.Reset()
@@ -218,8 +249,19 @@ func decodeEvent(b []byte, ev *Event, validateOnly bool) error {
 			ev.Props = append(ev.Props, Prop{Key: k, Value: v})
 		}
 	}
+	if version == eventVersion5 {
+		ev.Rule = d.byte()
+	}
 	if d.err == "" {
 		if msg := checkScalars(ev.Kind, ev.Flags, ev.EngagedMS, ev.ScrollDepth, int(n)); msg != "" {
+			d.fail(msg)
+		}
+	}
+	if d.err == "" {
+		// One event, one encoding: version 5 exactly when the flag is set.
+		if (version == eventVersion5) != (ev.Flags&FlagRules != 0) {
+			d.fail("rule flag and version disagree")
+		} else if msg := checkRule(ev.Kind, ev.Flags, ev.Rule); msg != "" {
 			d.fail(msg)
 		}
 	}

@@ -82,7 +82,7 @@ func TestAppendEventAllocatesNothing(t *testing.T) {
 }
 
 func FuzzDecodeEvent(f *testing.F) {
-	for _, ev := range []Event{sampleClick(), sampleSiteEvent(), {Kind: KindPageview}} {
+	for _, ev := range []Event{sampleClick(), sampleSiteEvent(), {Kind: KindPageview}, ruledClick()} {
 		f.Add(AppendEvent(nil, &ev))
 	}
 	for _, version := range []byte{eventVersion1, eventVersion2, eventVersion3} {

@@ -35,7 +35,10 @@ const (
 	// FlagNonInteractive marks an event sent with "i": false; it does not
 	// affect bounce rate.
 	FlagNonInteractive uint8 = 1 << 1
-	flagsKnown               = FlagBot | FlagNonInteractive
+	// FlagRules marks a click on a link with redirect rules; Rule says
+	// which of them it followed. Clicks on other links have neither.
+	FlagRules  uint8 = 1 << 2
+	flagsKnown       = FlagBot | FlagNonInteractive | FlagRules
 )
 
 // Limits on event fields: one set of rules for the edge and the
@@ -121,6 +124,11 @@ type Event struct {
 	BrowserVersion string
 	OS             string
 	OSVersion      string
+
+	// Rule is the redirect rule a click followed (with FlagRules): the
+	// rule's index + 1, or 0 for the link's own URL (the fallback). At
+	// most store.MaxRules.
+	Rule uint8
 
 	EngagedMS   uint64 // visible time on page (engagement events)
 	ScrollDepth uint8  // 0-100 percent (engagement events)

@@ -41,7 +41,12 @@ type Config struct {
 	// 4 MiB); a single larger segment still goes alone.
 	ShipBatchMaxBytes int64
 	ShipMaxBackoff    time.Duration // retry backoff ceiling (default 30s)
-	HTTPClient        *http.Client  // default: a client with a 30s timeout
+	// DeferShipWhileBusy, for a node that aggregates its own events on
+	// the CPUs that serve them: the longest the shipper holds sealed
+	// segments back while the process is busy serving (shippace.go).
+	// Zero ships at once.
+	DeferShipWhileBusy time.Duration
+	HTTPClient         *http.Client // default: a client with a 30s timeout
 
 	TrustedProxies []netip.Prefix // X-Forwarded-For / CountryHeader honoured only from these
 	CountryHeader  string         // e.g. "CF-IPCountry"
@@ -162,6 +167,10 @@ type Pipeline struct {
 	ship    *shipper
 	script  scriptAsset
 	closeMu sync.Mutex
+
+	// Redirect rules' view of the visitor (classify.go), made on first use.
+	classifierOnce sync.Once
+	classifier     *VisitClassifier
 }
 
 // Open recovers the segment folder (cutting any torn tail), then starts the
@@ -559,6 +568,9 @@ func (p *Pipeline) Close(ctx context.Context) error {
 		// Stragglers that slipped in after the writer drained.
 		p.dropQueued()
 		p.enrich.close()
+		if c := p.classifier; c != nil {
+			c.close()
+		}
 	}
 	return err
 }

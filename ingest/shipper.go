@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/s2"
@@ -54,6 +55,9 @@ type shipper struct {
 	arena []byte
 	m     shipMetrics
 	state shipState
+	gate  *busyGate // nil: never holds (Config.DeferShipWhileBusy)
+	// heldNs is the time gate has held segments back, for the metric.
+	heldNs atomic.Int64
 
 	oldestSeq uint64 // seq whose created time is in p.oldestSealedMs
 	// deferred holds segments answers left unacknowledged: when each may
@@ -107,6 +111,9 @@ func newShipper(p *Pipeline) *shipper {
 	s := &shipper{p: p, url: url, wakeCh: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), deferred: map[uint64]deferral{}, reidentified: map[uint64]bool{}, written: map[uint64]bool{}}
 	s.m = newShipMetrics(p.cfg.Metrics, s)
+	if p.cfg.DeferShipWhileBusy > 0 {
+		s.gate = newBusyGate(p.cfg.DeferShipWhileBusy, p.m.written.Get, &s.heldNs, p.log.Debug)
+	}
 	return s
 }
 
@@ -132,8 +139,18 @@ func (s *shipper) run() {
 	defer close(s.done)
 	poll := max(s.p.cfg.SegmentMaxAge, time.Second)
 	failures := 0
+	draining := false
 	for {
+		if !draining && s.p.pendingBytes.Load() > 0 {
+			if d := s.gate.hold(s.p.now()); d > 0 {
+				if !s.sleep(d) {
+					return
+				}
+				continue
+			}
+		}
 		more, err := s.round()
+		draining = more && err == nil
 		switch {
 		case err != nil:
 			if s.ctx.Err() != nil {

@@ -31,6 +31,10 @@ func newShipMetrics(set *metrics.Set, s *shipper) shipMetrics {
 	m.splitSegments = set.GetOrCreateCounter("waymark_ingest_split_segments_total")
 	m.partsSent = set.GetOrCreateCounter("waymark_ingest_segment_parts_sent_total")
 	m.aggregatorFailures = set.GetOrCreateCounter("waymark_ingest_aggregator_failures_total")
+	// A counter in seconds, served as a gauge: it only grows.
+	set.GetOrCreateGauge("waymark_ingest_ship_held_busy_seconds_total", func() float64 {
+		return time.Duration(s.heldNs.Load()).Seconds()
+	})
 	set.GetOrCreateGauge("waymark_ingest_bad_segments", func() float64 {
 		return float64(s.state.status().BadSegments)
 	})

@@ -25,6 +25,9 @@ func (n *Node) openAggregator() error {
 	if n.cfg.AnalyticsStore == StoreClickHouse {
 		return n.openClickHouse()
 	}
+	if err := n.openClickOutbox(); err != nil { // link.clicked webhooks (webhookclicks.go)
+		return err
+	}
 	agg, err := rollup.Open(rollup.Config{
 		Dir:       filepath.Join(n.cfg.DataDir, "aggregator"),
 		Retention: n.cfg.Retention,
@@ -38,6 +41,9 @@ func (n *Node) openAggregator() error {
 		Logger:       n.log,
 		Metrics:      n.metrics,
 		Now:          time.Now,
+
+		// link.clicked webhooks (webhookclicks.go).
+		OnStoredClicks: n.queueClicks,
 	})
 	if err != nil {
 		return fmt.Errorf("cannot open aggregator: %w", err)
@@ -57,6 +63,16 @@ func (n *Node) aggregatorURL() string {
 		return "http://" + n.httpLn.Addr().String()
 	}
 	return ""
+}
+
+// selfAggregatedDefer is the ingest pipeline's DeferShipWhileBusy: the
+// configured hold when this node's own aggregator folds its events (they
+// share its CPUs), none when they ship to another node.
+func (n *Node) selfAggregatedDefer() time.Duration {
+	if n.cfg.AggregatorURL == "" && n.cfg.HasRole(RoleAggregator) {
+		return n.cfg.DeferBusy
+	}
+	return 0
 }
 
 // EventsCount is the answer of `waymark events count`.

@@ -87,7 +87,10 @@ type Config struct {
 	CaptureClicks   bool
 	IngestMaxBytes  int64
 	MaxShipLag      time.Duration
-	Retention       time.Duration
+	// DeferBusy: how long a node that aggregates its own events holds
+	// them back while it is busy serving (ingest/shippace.go); 0 never.
+	DeferBusy time.Duration
+	Retention time.Duration
 	// Create limits (edge/createlimits.go) in creates/s; 0 turns one off.
 	CreateRateIP, CreateRateDomain, CreateRateKey float64
 	// PurgeAfter: a deleted link's destination is purged this long after
@@ -99,6 +102,10 @@ type Config struct {
 	// CheckpointInterval: how long folded events wait in the aggregator's
 	// memory before their rollups are written (rollup/DESIGN.md).
 	CheckpointInterval time.Duration
+	// Webhooks (node/webhooks.go): private addresses allowed (tests),
+	// how long a delivery is retried, the first retry's wait, and the
+	// clicks one link.clicked delivery carries at most.
+	Webhooks WebhookConfig
 
 	// AnalyticsStore is where an aggregator keeps analytics: "pebble"
 	// (embedded, one aggregator) or "clickhouse" (shared by any number
@@ -216,8 +223,10 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.Float64Var(&c.IngestIPRate, "ingest-ip-rate", 100, "events per second one client address may send to /api/event (burst 10x)")
 	fs.Int64Var(&c.IngestMaxBytes, "ingest-max-pending-bytes", 1<<30, "byte cap on event segments not yet shipped; past it new events are dropped and counted")
 	fs.DurationVar(&c.MaxShipLag, "max-ship-lag", time.Hour, "ship lag past this shows as a warning in /readyz/detail and `waymark status` (readiness does not depend on it)")
+	fs.DurationVar(&c.DeferBusy, "analytics-defer-busy", 30*time.Second, "a node that aggregates its own events (aggregator role, no --aggregator-url) folds them in the CPU time serving leaves: while redirects and events keep its CPUs busy it holds them back, at most this long, then catches up (0: fold at once)")
 	fs.DurationVar(&c.Retention, "retention", 90*24*time.Hour, "aggregator: raw events older than this are dropped, by whole days")
 	fs.DurationVar(&c.CheckpointInterval, "analytics-checkpoint-interval", rollup.DefaultCheckpointInterval, "aggregator: how long folded events wait in memory before their rollups are written (a query writes them at once; after a crash they are refolded from the stored segments)")
+	c.Webhooks.flags(fs)
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&checkOnly, "check-config", false, "print the validated configuration and exit")
@@ -370,6 +379,9 @@ func (c *Config) Validate() error {
 	}
 	if c.KeyUseFlush != 0 && c.KeyUseFlush < time.Second {
 		return fmt.Errorf("%w: --key-use-flush must be at least 1s", ErrBadConfig)
+	}
+	if c.DeferBusy < 0 {
+		return fmt.Errorf("%w: --analytics-defer-busy must not be negative (0 folds at once)", ErrBadConfig)
 	}
 	if c.PurgeAfter < 0 {
 		return fmt.Errorf("%w: --purge-after must not be negative (0 never purges)", ErrBadConfig)

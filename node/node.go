@@ -49,6 +49,11 @@ type Node struct {
 	// suspended is the in-memory set of suspended owners, loaded from the
 	// store before raft replays anything and kept by the FSM (owners_abuse.go).
 	suspended *edge.OwnerSet
+	// clicks is the aggregator's link.clicked webhook outbox and
+	// whMetrics the waymark_webhook_* series (webhooks.go).
+	clicks    *clickOutbox
+	whOnce    sync.Once
+	whMetrics *webhookMetrics
 
 	gossip   *Gossip
 	removals *operatorRemovals // members an operator removed from Raft (removals.go)
@@ -158,6 +163,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err erro
 		return nil, err
 	}
 	n.startKeyUseFlush(bgCtx)
+	n.startWebhooks(bgCtx)
 	if err := phase("admin", n.openAdmin); err != nil {
 		return nil, err
 	}
@@ -211,15 +217,17 @@ func (n *Node) openIngest() error {
 		SiteRate:        n.cfg.IngestSiteRate,
 		SiteBurst:       n.cfg.IngestSiteRate * 2,
 		MaxPendingBytes: n.cfg.IngestMaxBytes,
-		IPBurst:         n.cfg.IngestIPRate * 10,
-		TrustedProxies:  n.cfg.TrustedProxies,
-		CountryHeader:   n.cfg.CountryHeader,
-		GeoIPPath:       n.cfg.GeoIPPath,
-		Sites:           sites,
-		Salts:           n.salts,
-		Logger:          n.log,
-		Metrics:         n.metrics,
-		Now:             time.Now,
+		// Only where the aggregation shares this process's CPUs.
+		DeferShipWhileBusy: n.selfAggregatedDefer(),
+		IPBurst:            n.cfg.IngestIPRate * 10,
+		TrustedProxies:     n.cfg.TrustedProxies,
+		CountryHeader:      n.cfg.CountryHeader,
+		GeoIPPath:          n.cfg.GeoIPPath,
+		Sites:              sites,
+		Salts:              n.salts,
+		Logger:             n.log,
+		Metrics:            n.metrics,
+		Now:                time.Now,
 	})
 	return err
 }
@@ -320,6 +328,12 @@ func (n *Node) openEdge(publicURL string) error {
 		CreateRateDomain: createRate(n.cfg.CreateRateDomain),
 		TrustedProxies:   n.cfg.TrustedProxies,
 		SuspendedOwners:  n.suspended,
+
+		// Issue 13: redirect rules (rules.go).
+		OnRuleRedirect: n.onRuleRedirect(),
+		Classifier:     n.ruleClassifier(),
+		// Issue 13 point 5: webhooks (webhooks.go).
+		WebhookAllowPrivate: n.cfg.Webhooks.AllowPrivate,
 	}, n.store, guardedWriter{n.raft, n.disk})
 	if err != nil {
 		return err

@@ -77,8 +77,8 @@ type commandSpec struct {
 // commandTable maps each type to its decoder; the decoded command applies
 // itself. It is read-only after init.
 var commandTable = map[cmdType]commandSpec{
-	cmdCreateLink:        {name: "create_link", version: 4, decode: decodeCreateLink},
-	cmdUpdateLink:        {name: "update_link", version: 4, decode: decodeUpdateLink},
+	cmdCreateLink:        {name: "create_link", version: 5, decode: decodeCreateLink},
+	cmdUpdateLink:        {name: "update_link", version: 5, decode: decodeUpdateLink},
 	cmdCreateOwner:       {name: "create_owner", version: 1, decode: decodeCreateOwner},
 	cmdCreateSite:        {name: "create_site", version: 1, decode: decodeCreateSite},
 	cmdAllocBlock:        {name: "alloc_block", version: 2, decode: decodeAllocBlock},
@@ -171,6 +171,10 @@ const (
 	createNoForwardQuery byte = 1 << 1 // version 2: the link does not forward queries
 	createDomain         byte = 1 << 2 // version 3: the link's custom domain follows
 	createTags           byte = 1 << 3 // version 4: the link's tags (a string, normal form) follow, after the domain
+	// Version 5 (issue 13): redirect rules, password hash, preview.
+	createRules    byte = 1 << 4 // the link's redirect rules (store.EncodeRules) follow, after the tags
+	createPassword byte = 1 << 5 // the password hash (PHC string) follows, after the rules
+	createPreview  byte = 1 << 6 // the encoded preview follows, after the password hash
 )
 
 func (c *createLinkCmd) appendPayload(dst []byte) []byte {
@@ -194,6 +198,15 @@ func (c *createLinkCmd) appendPayload(dst []byte) []byte {
 	if c.Link.Tags != "" {
 		flags |= createTags
 	}
+	if c.Link.Rules != "" {
+		flags |= createRules
+	}
+	if c.Link.PasswordHash != "" {
+		flags |= createPassword
+	}
+	if c.Link.Preview != "" {
+		flags |= createPreview
+	}
 	dst = append(dst, flags)
 	if c.Idem != nil {
 		dst = appendString(dst, c.Idem.Owner)
@@ -205,6 +218,15 @@ func (c *createLinkCmd) appendPayload(dst []byte) []byte {
 	}
 	if c.Link.Tags != "" {
 		dst = appendString(dst, c.Link.Tags)
+	}
+	if c.Link.Rules != "" {
+		dst = appendString(dst, c.Link.Rules)
+	}
+	if c.Link.PasswordHash != "" {
+		dst = appendString(dst, c.Link.PasswordHash)
+	}
+	if c.Link.Preview != "" {
+		dst = appendString(dst, c.Link.Preview)
 	}
 	return dst
 }
@@ -222,6 +244,9 @@ func decodeCreateLink(version byte, p []byte) (command, error) {
 	}
 	if version >= 4 {
 		known |= createTags
+	}
+	if version >= 5 {
+		known |= createRules | createPassword | createPreview
 	}
 	flags := r.Byte()
 	if flags&^known != 0 {
@@ -248,8 +273,32 @@ func decodeCreateLink(version byte, p []byte) (command, error) {
 			r.Fail()
 		}
 	}
+	if flags&createRules != 0 {
+		if c.Link.Rules = r.String(); c.Link.Rules == "" {
+			r.Fail()
+		}
+	}
+	if flags&createPassword != 0 {
+		if c.Link.PasswordHash = r.String(); c.Link.PasswordHash == "" {
+			r.Fail()
+		}
+	}
+	if flags&createPreview != 0 {
+		if c.Link.Preview = r.String(); c.Link.Preview == "" {
+			r.Fail()
+		}
+	}
 	if !r.Done() {
 		return nil, corrupt("create_link")
+	}
+	if err := store.CheckStoredRules(c.Link.Rules); err != nil {
+		return nil, invalid("create_link", err)
+	}
+	if err := store.CheckPasswordHash(c.Link.PasswordHash); err != nil {
+		return nil, invalid("create_link", err)
+	}
+	if err := store.CheckStoredPreview(c.Link.Preview); err != nil {
+		return nil, invalid("create_link", err)
 	}
 	if err := store.CheckStoredTags(c.Link.Tags); err != nil {
 		return nil, invalid("create_link", err)
@@ -279,14 +328,18 @@ func appendUpdateLink(dst []byte, p *store.LinkPatch) []byte {
 	return appendCommand(dst, &updateLinkCmd{Patch: *p})
 }
 
-// Bits of the UpdateLink field mask.
+// Bits of the UpdateLink field mask: one byte up to version 4, a uvarint
+// from version 5.
 const (
-	patchURL byte = 1 << iota
+	patchURL uint64 = 1 << iota
 	patchExpiresAt
 	patchClickLimit
 	patchStatus
 	patchForwardQuery // version 3
 	patchTags         // version 4: the new tags (a string, normal form; empty clears)
+	patchRules        // version 5: the new redirect rules (store.EncodeRules; empty clears)
+	patchPassword     // version 5: the new password hash (PHC string; empty removes)
+	patchPreview      // version 5: the new encoded preview (empty removes)
 	patchKnown        = patchURL | patchExpiresAt | patchClickLimit | patchStatus
 )
 
@@ -295,7 +348,7 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 	dst = appendString(dst, p.Code)
 	dst = appendString(dst, p.Owner)
 	dst = appendVarints(dst, p.UpdatedAt)
-	var mask byte
+	var mask uint64
 	if p.SetURL {
 		mask |= patchURL
 	}
@@ -314,7 +367,17 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 	if p.SetTags {
 		mask |= patchTags
 	}
-	dst = append(dst, mask)
+	if p.SetRules {
+		mask |= patchRules
+	}
+	if p.SetPassword {
+		mask |= patchPassword
+	}
+	if p.SetPreview {
+		mask |= patchPreview
+	}
+	dst = appendUvarint(dst, mask) // version 5: a uvarint
+
 	if p.SetURL {
 		dst = appendString(dst, p.URL)
 	}
@@ -333,6 +396,15 @@ func (c *updateLinkCmd) appendPayload(dst []byte) []byte {
 	if p.SetTags {
 		dst = appendString(dst, p.Tags)
 	}
+	if p.SetRules {
+		dst = appendString(dst, p.Rules)
+	}
+	if p.SetPassword {
+		dst = appendString(dst, p.PasswordHash)
+	}
+	if p.SetPreview {
+		dst = appendString(dst, p.Preview)
+	}
 	return appendPatchAudit(dst, p)
 }
 
@@ -343,13 +415,21 @@ func decodeUpdateLink(version byte, b []byte) (command, error) {
 	p.Code = r.String()
 	p.Owner = r.String()
 	p.UpdatedAt = r.Varint()
-	mask := r.Byte()
+	var mask uint64
+	if version >= 5 {
+		mask = r.Uvarint()
+	} else {
+		mask = uint64(r.Byte())
+	}
 	known := patchKnown
 	if version >= 3 {
 		known |= patchForwardQuery
 	}
 	if version >= 4 {
 		known |= patchTags
+	}
+	if version >= 5 {
+		known |= patchRules | patchPassword | patchPreview
 	}
 	if mask&^known != 0 {
 		r.Fail()
@@ -372,6 +452,15 @@ func decodeUpdateLink(version byte, b []byte) (command, error) {
 	if p.SetTags = mask&patchTags != 0; p.SetTags {
 		p.Tags = r.String()
 	}
+	if p.SetRules = mask&patchRules != 0; p.SetRules {
+		p.Rules = r.String()
+	}
+	if p.SetPassword = mask&patchPassword != 0; p.SetPassword {
+		p.PasswordHash = r.String()
+	}
+	if p.SetPreview = mask&patchPreview != 0; p.SetPreview {
+		p.Preview = r.String()
+	}
 	if version >= 2 {
 		r.patchAudit(p)
 	}
@@ -382,6 +471,15 @@ func decodeUpdateLink(version byte, b []byte) (command, error) {
 		return nil, invalid("update_link", err)
 	}
 	if err := store.CheckStoredTags(p.Tags); err != nil {
+		return nil, invalid("update_link", err)
+	}
+	if err := store.CheckStoredRules(p.Rules); err != nil {
+		return nil, invalid("update_link", err)
+	}
+	if err := store.CheckPasswordHash(p.PasswordHash); err != nil {
+		return nil, invalid("update_link", err)
+	}
+	if err := store.CheckStoredPreview(p.Preview); err != nil {
 		return nil, invalid("update_link", err)
 	}
 	return c, nil

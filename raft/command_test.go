@@ -42,6 +42,10 @@ func sampleCommands() []command {
 		&createLinkCmd{Link: store.Link{Code: "tag2", URL: "u", Owner: "o", Redirect: 302, NoForwardQuery: true, Tags: "a"}},
 		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", Owner: "o1", SetTags: true, Tags: "q4,sms"}},
 		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", Owner: "o1", SetTags: true}},
+		// Issue 13: redirect rules (create_link and update_link version 5).
+		&createLinkCmd{Link: store.Link{Code: "rul", URL: "u", Owner: "o", Redirect: 302, Tags: "a", Rules: testRules}, Idem: idem},
+		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", Owner: "o1", SetTags: true, Tags: "b", SetRules: true, Rules: testRules, ReviewUntil: 5}},
+		&updateLinkCmd{Patch: store.LinkPatch{Code: "abc1234", Owner: "o1", SetRules: true}},
 		&createOwnerCmd{Owner: store.Owner{ID: "o1", Name: "Ada", CreatedAt: 5}, Key: store.HashAPIKey([]byte("secret"))},
 		&createSiteCmd{Site: store.Site{ID: "s1", Domain: "example.com", Timezone: "Europe/Paris", Owner: "o1", CreatedAt: 6}},
 		&allocBlockCmd{Region: "eu", Size: 4096, version: 2},
@@ -143,7 +147,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"unknown audit flag", badAuditFlag, store.ErrCorrupt},
 		{"reason too long", appendUpdateLink(nil, &store.LinkPatch{Code: "a", Reason: strings.Repeat("r", store.MaxReasonLen+1)}), store.ErrCorrupt},
 		{"actor too long", appendUpdateLink(nil, &store.LinkPatch{Code: "a", Actor: strings.Repeat("a", store.MaxActorLen+1)}), store.ErrCorrupt},
-		{"update_link version 5", []byte{byte(cmdUpdateLink), 5, 0}, errUnknownCommand},
+		{"update_link newer version", []byte{byte(cmdUpdateLink), commandTable[cmdUpdateLink].version + 1, 0}, errUnknownCommand},
 		{"site edit that changes nothing", site(store.SitePatch{SiteID: "s1", Owner: "o1"}), store.ErrCorrupt},
 		{"site edit without a site", site(store.SitePatch{SetIgnoreDNT: true}), store.ErrCorrupt},
 		{"ignore DNT flag 2", dntTwo, store.ErrCorrupt},
@@ -184,6 +188,10 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"create_link with tags out of order", appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "a", URL: "u", Redirect: 302, Tags: "sms,aa"}}), store.ErrCorrupt},
 		{"create_link with an upper-case tag", appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "a", URL: "u", Redirect: 302, Tags: "Sms"}}), store.ErrCorrupt},
 		{"update_link version 3 with the tags bit", asVersion(appendUpdateLink(nil, &store.LinkPatch{Code: "a", SetTags: true, Tags: "sms"}), 3), store.ErrCorrupt},
+		{"create_link version 4 with the rules flag", asVersion(appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "a", URL: "u", Redirect: 302, Rules: testRules}}), 4), store.ErrCorrupt},
+		{"create_link with rules that do not decode", appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "a", URL: "u", Redirect: 302, Rules: "\x01\x00"}}), store.ErrCorrupt},
+		{"update_link with rules that do not decode", appendUpdateLink(nil, &store.LinkPatch{Code: "a", SetRules: true, Rules: "\x01\x00"}), store.ErrCorrupt},
+		{"update_link version 4 with the rules bit", asVersion(appendUpdateLink(nil, &store.LinkPatch{Code: "a", SetRules: true, Rules: testRules}), 4), store.ErrCorrupt},
 		{"update_link with a duplicate tag", appendUpdateLink(nil, &store.LinkPatch{Code: "a", SetTags: true, Tags: "sms,sms"}), store.ErrCorrupt},
 		{"create_link version 2 with the domain flag", asVersion(appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "go.acme.com/a", URL: "u", Redirect: 302}}), 2), store.ErrCorrupt},
 		{"create_link with a non-canonical domain", appendCommand(nil, &createLinkCmd{Link: store.Link{Code: "Go.acme.com/a", URL: "u", Redirect: 302}}), store.ErrCorrupt},
@@ -231,6 +239,9 @@ func FuzzDecodeCommand(f *testing.F) {
 	for _, c := range sampleCommands() {
 		f.Add(appendCommand(nil, c))
 	}
+	for _, c := range gatesCommands() { // gates_test.go
+		f.Add(appendCommand(nil, c))
+	}
 	f.Add(updateLinkV1(&store.LinkPatch{Code: "abc", SetURL: true, URL: "https://a"}))
 	f.Add([]byte{})
 	f.Add([]byte{200, 1, 1, 5})
@@ -263,3 +274,15 @@ func asVersion(cmd []byte, v byte) []byte {
 	b[1] = v
 	return b
 }
+
+// testRules is one encoded rule set for the command tests.
+var testRules = func() string {
+	enc, err := store.EncodeRules([]store.Rule{
+		{URL: "https://apps.example/ios", Devices: store.RuleDeviceIOS},
+		{URL: "https://example.de/", Countries: []string{"DE", "AT"}, Query: []store.RuleQuery{{Key: "ref", Values: []string{"qr"}}}},
+	})
+	if err != nil {
+		panic("BUG: " + err.Error())
+	}
+	return enc
+}()

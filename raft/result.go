@@ -24,6 +24,10 @@ import (
 //	(bit 7)           a second flags byte follows the first (resultMore*):
 //	domain   bytes    store.AppendDomain, if flagged in the second byte (bit 0)
 //	tags     string   the link's tags, if flagged in the second byte (bit 1)
+//	rules    string   the link's redirect rules, if flagged in the second
+//	                  byte (bit 4)
+//	password string   the link's password hash, if flagged in the second byte (bit 5)
+//	preview  string   the link's encoded preview, if flagged in the second byte (bit 6)
 //	bulk     ...      bulk results (appendBulkResults, bulkcmd.go), if
 //	                  flagged in the second byte (bit 3); always last
 //
@@ -47,10 +51,13 @@ const (
 // set, and then never zero). Payloads follow every first-byte payload, in
 // bit order.
 const (
-	resultMoreDomain byte = 1 << 0 // store.AppendDomain as bytes (domain_update)
-	resultMoreTags   byte = 1 << 1 // the link's tags
-	resultMoreBulk   byte = 1 << 3 // bulk results
-	resultMoreKnown       = resultMoreDomain | resultMoreTags | resultMoreBulk
+	resultMoreDomain   byte = 1 << 0 // store.AppendDomain as bytes (domain_update)
+	resultMoreTags     byte = 1 << 1 // the link's tags
+	resultMoreBulk     byte = 1 << 3 // bulk results
+	resultMoreRules    byte = 1 << 4 // the link's redirect rules (before the bulk results)
+	resultMorePassword byte = 1 << 5 // the link's password hash
+	resultMorePreview  byte = 1 << 6 // the link's encoded preview
+	resultMoreKnown         = resultMoreDomain | resultMoreTags | resultMoreBulk | resultMoreRules | resultMorePassword | resultMorePreview
 )
 
 // errCode names a sentinel error on the wire; never renumbered or reused.
@@ -78,6 +85,10 @@ const (
 	errCodeDomainNotApproved errCode = 18
 	errCodeDomainNotOwned    errCode = 19
 	errCodeKeyIDTaken        errCode = 20 // issue 12, keys
+	errCodeTooManyWebhooks   errCode = 21 // issue 13, webhooks (22 reserved for webhooks)
+	// Issue 13 (passwords and previews).
+	errCodePasswordPermanent errCode = 26
+	errCodeInvalidLinkGate   errCode = 27
 )
 
 // wireErrors maps codes to sentinels. Order matters when encoding: an
@@ -105,6 +116,9 @@ var wireErrors = []struct {
 	{errCodeDomainNotApproved, store.ErrDomainNotApproved},
 	{errCodeDomainNotOwned, store.ErrDomainNotOwned},
 	{errCodeKeyIDTaken, store.ErrKeyIDTaken},
+	{errCodeTooManyWebhooks, store.ErrTooManyWebhooks},
+	{errCodePasswordPermanent, store.ErrPasswordPermanent},
+	{errCodeInvalidLinkGate, store.ErrInvalidLinkGate},
 	{errCodeCorrupt, store.ErrCorrupt},
 }
 
@@ -177,6 +191,15 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	if res.Bulk != nil {
 		more |= resultMoreBulk
 	}
+	if flags&resultHasLink != 0 && res.Link.Rules != "" {
+		more |= resultMoreRules
+	}
+	if flags&resultHasLink != 0 && res.Link.PasswordHash != "" {
+		more |= resultMorePassword
+	}
+	if flags&resultHasLink != 0 && res.Link.Preview != "" {
+		more |= resultMorePreview
+	}
 	if more != 0 {
 		flags |= resultMoreFlags
 	}
@@ -215,6 +238,15 @@ func appendResult(dst []byte, res *applyResult) []byte {
 	}
 	if more&resultMoreTags != 0 {
 		dst = appendString(dst, res.Link.Tags)
+	}
+	if more&resultMoreRules != 0 {
+		dst = appendString(dst, res.Link.Rules)
+	}
+	if more&resultMorePassword != 0 {
+		dst = appendString(dst, res.Link.PasswordHash)
+	}
+	if more&resultMorePreview != 0 {
+		dst = appendString(dst, res.Link.Preview)
 	}
 	if more&resultMoreBulk != 0 {
 		dst = appendBulkResults(dst, res.Bulk)
@@ -286,6 +318,24 @@ func decodeResult(b []byte) (*applyResult, error) {
 	if more&resultMoreTags != 0 {
 		res.Link.Tags = r.String()
 		if flags&resultHasLink == 0 || res.Link.Tags == "" || store.CheckStoredTags(res.Link.Tags) != nil {
+			r.Fail()
+		}
+	}
+	if more&resultMoreRules != 0 {
+		res.Link.Rules = r.String()
+		if flags&resultHasLink == 0 || res.Link.Rules == "" || store.CheckStoredRules(res.Link.Rules) != nil {
+			r.Fail()
+		}
+	}
+	if more&resultMorePassword != 0 {
+		res.Link.PasswordHash = r.String()
+		if flags&resultHasLink == 0 || res.Link.PasswordHash == "" || store.CheckPasswordHash(res.Link.PasswordHash) != nil {
+			r.Fail()
+		}
+	}
+	if more&resultMorePreview != 0 {
+		res.Link.Preview = r.String()
+		if flags&resultHasLink == 0 || res.Link.Preview == "" || store.CheckStoredPreview(res.Link.Preview) != nil {
 			r.Fail()
 		}
 	}

@@ -53,6 +53,7 @@ func sampleResults() []*applyResult {
 		{Index: 33, Link: store.Link{Code: "tag", URL: "u", Owner: "o", Redirect: 302, Tags: "sms,spring"}},
 		{Index: 34, Link: store.Link{Code: "tag", URL: "u", Owner: "o", Redirect: 302, NoForwardQuery: true, ReviewUntil: 5, Tags: "a"},
 			Report: &store.Report{ID: 3, Code: "tag", Count: 1, Reasons: store.ReasonIllegal}},
+		{Index: 35, Link: store.Link{Code: "rul", URL: "u", Owner: "o", Redirect: 302, Tags: "a", Rules: testRules}},
 	}
 }
 
@@ -113,7 +114,9 @@ func TestDecodeResultRejects(t *testing.T) {
 	unknownMore[2] |= 1 << 6
 	badTag := appendResult(nil, &applyResult{Index: 1, Link: store.Link{Code: "t", URL: "u", Redirect: 302, Tags: "b,a"}})
 	noLinkTags := []byte{resultVersion, resultMoreFlags, resultMoreTags, 1, 0, 1, 'a'}
+	badRules := appendResult(nil, &applyResult{Index: 1, Link: store.Link{Code: "t", URL: "u", Redirect: 302, Rules: "\x01\x00"}})
 	for name, b := range map[string][]byte{
+		"bad rules":              badRules,
 		"empty":                  nil,
 		"version 0":              {0, 0, 0, 0},
 		"version 2":              {2, 0, 0, 0},

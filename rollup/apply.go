@@ -163,6 +163,9 @@ func (a *Aggregator) apply(segs []*verifiedSegment) (applyResult, error) {
 	if err := stageDays(b, sizes); err != nil {
 		return applyResult{}, err
 	}
+	if err := a.feedClicks(stored); err != nil { // webhooks (clickhook.go)
+		return applyResult{}, err
+	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return applyResult{}, fmt.Errorf("cannot commit segment batch: %w", err)
 	}

@@ -73,6 +73,9 @@ type Config struct {
 	// limit, when a link's exact non-bot click count reaches its
 	// ClickLimit. The node commits the status change through Raft.
 	OnClickLimit func(code string)
+	// OnStoredClicks receives the clicks of each apply before its commit
+	// (clickhook.go); an error fails the apply. It must not keep evs.
+	OnStoredClicks func(evs []*ingest.Event) error
 
 	Logger  *slog.Logger
 	Metrics *metrics.Set

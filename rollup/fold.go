@@ -1,7 +1,10 @@
 package rollup
 
 import (
+	"strconv"
+
 	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/store"
 )
 
 // stateSource gives the folder the state of a visitor: the live table
@@ -85,7 +88,18 @@ func (f *folder) foldClick(ev *ingest.Event) {
 	for _, dv := range linkDimsOf(ev) {
 		d.countAndVisitor(cellKey{ent, uint32(dv.dim), d.val(dv.value), h}, fCount, ev.VisitorHash)
 	}
+	if ev.Flags&ingest.FlagRules != 0 {
+		d.countAndVisitor(cellKey{ent, dimRule, d.val(ruleValues[ev.Rule%uint8(len(ruleValues))]), h}, fCount, ev.VisitorHash)
+	}
 }
+
+// ruleValues are dimRule's values by Event.Rule, made once.
+var ruleValues = func() (v [store.MaxRules + 1]string) {
+	for i := range v {
+		v[i] = strconv.Itoa(i)
+	}
+	return v
+}()
 
 func (f *folder) foldSite(ev *ingest.Event) (uint64, error) {
 	d, t := f.d, ev.Time

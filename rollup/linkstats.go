@@ -15,7 +15,7 @@ var estimatedUniques = []string{"unique_visitors"}
 var linkDims = map[string]byte{
 	"country": dimCountry, "device": dimDevice, "browser": dimBrowser, "os": dimOS,
 	"referrer": dimReferrer, "utm_source": dimUTMSource, "utm_medium": dimUTMMedium,
-	"utm_campaign": dimUTMCampaign,
+	"utm_campaign": dimUTMCampaign, "rule": dimRule,
 }
 
 // LinkStats returns a link's totals over r and its series by g. Clicks
@@ -78,8 +78,8 @@ func (a *Aggregator) LinkStats(code string, r query.Range, g query.Granularity) 
 }
 
 // LinkBreakdown returns the top limit values of a dimension (country,
-// device, browser, os, referrer, utm_source, utm_medium, utm_campaign) by
-// clicks over r.
+// device, browser, os, referrer, utm_source, utm_medium, utm_campaign,
+// rule) by clicks over r.
 func (a *Aggregator) LinkBreakdown(code, dimension string, r query.Range, limit int) (*query.LinkBreakdown, error) {
 	dim, ok := linkDims[dimension]
 	if !ok {

@@ -39,6 +39,9 @@ const (
 	dimUTMSource   = 'u'
 	dimUTMMedium   = 'm'
 	dimUTMCampaign = 'a'
+	// dimRule: the redirect rule a click followed ("0" the link's URL,
+	// "1".."20" the rules in order); only clicks on links with rules.
+	dimRule = 'w'
 	// site only
 	dimUTMTerm    = 'T'
 	dimUTMContent = 'C'

@@ -19,6 +19,7 @@ type Batch struct {
 	st            *Store
 	blockChanges  []BlockChange // reach the blocklist snapshot at Commit
 	domainChanged bool          // a custom domain changed: rebuild the approved set at Commit
+	whCache       *webhookBatch // webhooks read by this batch's link events (webhook.go)
 }
 
 // NewBatch starts an atomic group of writes.
@@ -117,6 +118,9 @@ func (b *Batch) CreateLink(l *Link) error {
 		return err
 	}
 	if err := b.PutLink(l); err != nil {
+		return err
+	}
+	if err := b.queueLinkEvent(nil, l); err != nil {
 		return err
 	}
 	h := createHistory(l)

@@ -21,7 +21,11 @@ var sampleLinks = []Link{
 	{Code: "tagged2", URL: "https://example.net/", Redirect: 302, Index: 6, NoForwardQuery: true, ReviewUntil: 9, Tags: "a-b_c,q4"},
 	{Code: "go.acme.com/launch", URL: "https://acme.example/", Owner: "o", Redirect: 302, Index: 5},
 	{Code: "xn--bcher-kva.example/aB3xY9q", URL: "https://b.example/", Redirect: 307, NoForwardQuery: true, ReviewUntil: 9},
-	{Code: "go.acme.com/t", URL: "https://acme.example/t", Redirect: 302, NoForwardQuery: true, ReviewUntil: 9, Tags: "sms"}, // every option
+	{Code: "go.acme.com/t", URL: "https://acme.example/t", Redirect: 302, NoForwardQuery: true, ReviewUntil: 9, Tags: "sms"},
+	{Code: "locked", URL: "https://a.example/", Redirect: 302, PasswordHash: samplePHC},                          // issue 13.2
+	{Code: "ruled", URL: "https://example.net/", Redirect: 302, Index: 8, Rules: "\x01\x01\x01\x08http://a\x01"}, // rules alone
+	{Code: "go.acme.com/r", URL: "https://acme.example/r", Redirect: 307, NoForwardQuery: true, ReviewUntil: 9, Tags: "sms", Rules: "\x01\x01\x01\x08http://a\x01"},
+	{Code: "go.acme.com/all", URL: "https://a.example/", Redirect: 307, NoForwardQuery: true, ReviewUntil: 9, Tags: "sms", Rules: "\x01\x01\x01\x08http://a\x01", PasswordHash: samplePHC, Preview: "\x01T\x01D\x13https://i.example/x"}, // every option
 }
 
 var sampleOwners = []Owner{

@@ -242,6 +242,9 @@ func createHistory(l *Link) HistoryEntry {
 	if l.Tags != "" {
 		h.Changes = append(h.Changes, FieldChange{Field: "tags", New: l.Tags})
 	}
+	if l.Rules != "" {
+		h.Changes = append(h.Changes, FieldChange{Field: "rules", New: RulesSummary(l.Rules)})
+	}
 	return h
 }
 
@@ -267,6 +270,14 @@ func patchHistory(p *LinkPatch, old, l *Link, index uint64) (HistoryEntry, bool)
 	add("review_until", millisText(old.ReviewUntil), millisText(l.ReviewUntil))
 	add("forward_query", strconv.FormatBool(!old.NoForwardQuery), strconv.FormatBool(!l.NoForwardQuery))
 	add("tags", old.Tags, l.Tags)
+	if old.Rules != l.Rules {
+		h.Changes = append(h.Changes, FieldChange{Field: "rules", Old: RulesSummary(old.Rules), New: RulesSummary(l.Rules)})
+	}
+	if old.PasswordHash != l.PasswordHash {
+		o, n := passwordText(old.PasswordHash, l.PasswordHash)
+		h.Changes = append(h.Changes, FieldChange{Field: "password", Old: o, New: n})
+	}
+	add("preview", previewText(old.Preview), previewText(l.Preview))
 	if len(h.Changes) == 0 && h.Action == "" {
 		return h, false
 	}

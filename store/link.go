@@ -75,6 +75,15 @@ type Link struct {
 	// distinct, at most MaxTags, joined by ','; empty for none. A string
 	// rather than a slice keeps Link comparable.
 	Tags string
+	// Rules are the link's redirect rules (rules.go) as EncodeRules
+	// returns them; empty for none. An encoded string keeps Link
+	// comparable.
+	Rules string
+	// PasswordHash is the argon2id PHC string of the link's password
+	// (gates.go); "" for none. The password itself is never stored.
+	PasswordHash string
+	// Preview is the social preview, encoded (EncodePreview); "" for none.
+	Preview string
 }
 
 // InReview reports whether an edit's review window is open at now (ms).
@@ -108,17 +117,20 @@ const (
 	// linkOptDomain: the link is on a custom domain. The record's code
 	// field holds the bare code and the domain follows ReviewUntil;
 	// decoded, Link.Code is the identifier "domain/code" (domain.go).
-	linkOptDomain = 1 << 2
-	linkOptTags   = 1 << 3 // the tags (a string, not empty, normal form) follow the domain
-	linkOptKnown  = linkOptReview | linkOptNoForwardQuery | linkOptDomain | linkOptTags
+	linkOptDomain   = 1 << 2
+	linkOptTags     = 1 << 3 // the tags (a string, not empty, normal form) follow the domain
+	linkOptRules    = 1 << 4 // the redirect rules (EncodeRules, not empty) follow the tags
+	linkOptPassword = 1 << 5 // the password hash (PHC string, not empty) follows the rules
+	linkOptPreview  = 1 << 6 // the encoded preview (not empty) follows the password hash
+	linkOptKnown    = linkOptReview | linkOptNoForwardQuery | linkOptDomain | linkOptTags | linkOptRules | linkOptPassword | linkOptPreview
 	// linkOptNeedV3: the options only version 3 can hold.
-	linkOptNeedV3 = linkOptNoForwardQuery | linkOptDomain | linkOptTags
+	linkOptNeedV3 = linkOptNoForwardQuery | linkOptDomain | linkOptTags | linkOptRules | linkOptPassword | linkOptPreview
 )
 
 // AppendLink appends the encoding of l to dst.
 func AppendLink(dst []byte, l *Link) []byte {
 	domain, code := SplitLinkID(l.Code)
-	options := l.NoForwardQuery || domain != "" || l.Tags != ""
+	options := l.NoForwardQuery || domain != "" || l.Tags != "" || l.Rules != "" || l.PasswordHash != "" || l.Preview != ""
 	switch {
 	case options:
 		dst = append(dst, linkVersionOptions)
@@ -151,6 +163,15 @@ func AppendLink(dst []byte, l *Link) []byte {
 		if l.Tags != "" {
 			opts |= linkOptTags
 		}
+		if l.Rules != "" {
+			opts |= linkOptRules
+		}
+		if l.PasswordHash != "" {
+			opts |= linkOptPassword
+		}
+		if l.Preview != "" {
+			opts |= linkOptPreview
+		}
 		dst = append(dst, opts)
 	}
 	if l.ReviewUntil != 0 {
@@ -161,6 +182,15 @@ func AppendLink(dst []byte, l *Link) []byte {
 	}
 	if l.Tags != "" {
 		dst = AppendString(dst, l.Tags)
+	}
+	if l.Rules != "" {
+		dst = AppendString(dst, l.Rules)
+	}
+	if l.PasswordHash != "" {
+		dst = AppendString(dst, l.PasswordHash)
+	}
+	if l.Preview != "" {
+		dst = AppendString(dst, l.Preview)
 	}
 	return dst
 }
@@ -175,6 +205,15 @@ func checkLink(l *Link) error {
 		return fmt.Errorf("redirect %d is not 301, 302, 307 or 308", l.Redirect)
 	}
 	if err := CheckStoredTags(l.Tags); err != nil {
+		return err
+	}
+	if err := CheckStoredRules(l.Rules); err != nil {
+		return err
+	}
+	if err := CheckPasswordHash(l.PasswordHash); err != nil {
+		return err
+	}
+	if err := CheckStoredPreview(l.Preview); err != nil {
 		return err
 	}
 	return CheckLinkID(l.Code)
@@ -217,8 +256,9 @@ func DecodeLink(b []byte, l *Link) error {
 	redirect := r.Uvarint()
 	l.Redirect = uint16(redirect)
 	l.Index = r.Uvarint()
-	l.ReviewUntil, l.NoForwardQuery, l.Tags = 0, false, ""
+	l.ReviewUntil, l.NoForwardQuery, l.Tags, l.Rules, l.PasswordHash, l.Preview = 0, false, "", "", "", ""
 	review, onDomain, tags := version == linkVersionReview, false, false
+	rules, password, preview := false, false, false
 	if version == linkVersionOptions {
 		// One link, one encoding: version 3 only with an option that
 		// versions 1 and 2 cannot hold.
@@ -228,6 +268,8 @@ func DecodeLink(b []byte, l *Link) error {
 		}
 		review, l.NoForwardQuery = opts&linkOptReview != 0, opts&linkOptNoForwardQuery != 0
 		onDomain, tags = opts&linkOptDomain != 0, opts&linkOptTags != 0
+		rules = opts&linkOptRules != 0
+		password, preview = opts&linkOptPassword != 0, opts&linkOptPreview != 0
 	}
 	if review {
 		if l.ReviewUntil = r.Varint(); l.ReviewUntil == 0 {
@@ -246,6 +288,21 @@ func DecodeLink(b []byte, l *Link) error {
 	}
 	if tags {
 		if l.Tags = r.String(); l.Tags == "" || !checkStoredTags(l.Tags) {
+			r.Fail()
+		}
+	}
+	if rules {
+		if l.Rules = r.String(); l.Rules == "" || CheckStoredRules(l.Rules) != nil {
+			r.Fail()
+		}
+	}
+	if password {
+		if l.PasswordHash = r.String(); l.PasswordHash == "" || CheckPasswordHash(l.PasswordHash) != nil {
+			r.Fail()
+		}
+	}
+	if preview {
+		if l.Preview = r.String(); l.Preview == "" || CheckStoredPreview(l.Preview) != nil {
 			r.Fail()
 		}
 	}

@@ -78,6 +78,19 @@ type LinkPatch struct {
 	SetTags bool
 	Tags    string
 
+	// SetRules replaces the link's redirect rules with Rules (EncodeRules;
+	// empty clears them).
+	SetRules bool
+	Rules    string
+	// SetPassword replaces the link's password hash with PasswordHash (a
+	// PHC argon2id string made by the node that took the API call; empty
+	// removes the password). SetPreview replaces its encoded preview
+	// (EncodePreview; empty removes it).
+	SetPassword  bool
+	PasswordHash string
+	SetPreview   bool
+	Preview      string
+
 	// Audit: who made the edit (default Owner, or "operator" when Owner is
 	// empty), what kind of change it is (default derived from the change,
 	// see historyAction) and why.
@@ -107,6 +120,9 @@ func (p *LinkPatch) Apply(l *Link) error {
 	if p.SetURL && l.URL != p.URL && p.ReviewUntil != 0 {
 		l.ReviewUntil = p.ReviewUntil // bait and switch: a new destination is reviewed
 	}
+	if p.SetRules && l.Rules != p.Rules && p.Rules != "" && p.ReviewUntil != 0 {
+		l.ReviewUntil = p.ReviewUntil // new rule destinations are reviewed too
+	}
 	if p.ClearReview {
 		l.ReviewUntil = 0
 	}
@@ -121,6 +137,29 @@ func (p *LinkPatch) Apply(l *Link) error {
 			return err
 		}
 		l.Tags = p.Tags
+	}
+	if p.SetRules {
+		if err := CheckStoredRules(p.Rules); err != nil {
+			return err
+		}
+		l.Rules = p.Rules
+	}
+	if p.SetPassword {
+		if err := CheckPasswordHash(p.PasswordHash); err != nil {
+			return err
+		}
+		// Checked here, in the FSM, like ErrPermanentRedirect: browsers
+		// that followed a 301/308 never ask again, password or not.
+		if l.PasswordHash == "" && p.PasswordHash != "" && l.Permanent() {
+			return ErrPasswordPermanent
+		}
+		l.PasswordHash = p.PasswordHash
+	}
+	if p.SetPreview {
+		if err := CheckStoredPreview(p.Preview); err != nil {
+			return err
+		}
+		l.Preview = p.Preview
 	}
 	if p.SetExpiresAt {
 		l.ExpiresAt = p.ExpiresAt
@@ -158,6 +197,9 @@ func (b *Batch) UpdateLink(p *LinkPatch, index uint64) (Link, error) {
 		return Link{}, err
 	}
 	if err := b.retag(&l, old.Tags, l.Tags); err != nil {
+		return Link{}, err
+	}
+	if err := b.queueLinkEvent(&old, &l); err != nil {
 		return Link{}, err
 	}
 	// The audit record goes into the same batch, so the change and its

@@ -491,13 +491,15 @@ type headlessBrowser struct {
 
 // startBrowser starts Chromium with a fresh profile; it skips (or, in CI,
 // fails) when Chromium is not installed.
-func startBrowser(t *testing.T) *headlessBrowser {
+// extra options go after the harness's own (e2e_gates_test.go maps a
+// test host name to loopback with them).
+func startBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *headlessBrowser {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		requireTool(t, "headless Chromium is not installed (%v); on Debian: apt-get install chromium, or run .ci/install-browser.sh", err)
 	}
 	b := &headlessBrowser{dataDir: t.TempDir(), requests: map[network.RequestID]*eventRequest{}}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox,
@@ -522,7 +524,7 @@ func startBrowser(t *testing.T) *headlessBrowser {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 			b.cmd = cmd
 		}),
-	)
+	}, extra...)...)
 	ctx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithListener(b.listen))
 	b.ctx = ctx
 	b.stop = func() {

@@ -28,6 +28,7 @@ import (
 // counted exactly once (the totals are the responses the test counted),
 // in ClickHouse and in the stats API answered from it.
 func TestE2EClickHouseTwoAggregators(t *testing.T) {
+	started := time.Now().UTC()
 	srv := chserver.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -205,9 +206,23 @@ func TestE2EClickHouseTwoAggregators(t *testing.T) {
 				t.Fatalf("%s: the stats API says %d clicks of %s; the edges answered %d", phase, n, code, want[code])
 			}
 		}
+		// The site: every pageview is one visitor's (one user agent, one
+		// address, one day's salt), minutes apart: one visit, unless the
+		// test crossed midnight UTC.
+		r := do(t, "GET", "http://"+a2.http+"/v1/sites/"+siteID+"/stats/aggregate?tz=UTC&"+rng, key, "")
+		if r.status != 200 {
+			t.Fatalf("%s: site stats: %d %s", phase, r.status, r.body)
+		}
+		m := r.json(t)
+		if pv := int(m["pageviews"].(float64)); pv != wantPV {
+			t.Fatalf("%s: the stats API says %d pageviews; the edges accepted %d (%s)", phase, pv, wantPV, r.body)
+		}
+		if vs, v := int(m["visits"].(float64)), int(m["visitors"].(float64)); started.Format(time.DateOnly) == time.Now().UTC().Format(time.DateOnly) && (vs != 1 || v != 1) {
+			t.Fatalf("%s: %d visits of %d visitors; want 1 of 1, though aggregators died and partitions moved (%s)", phase, vs, v, r.body)
+		}
 		// e2 has no --aggregator-url: it proxies stats to an aggregator
 		// gossip knows.
-		r := do(t, "GET", edges[1]+"/v1/links/"+codes[0]+"/stats?granularity=day&"+rng, key, "")
+		r = do(t, "GET", edges[1]+"/v1/links/"+codes[0]+"/stats?granularity=day&"+rng, key, "")
 		if r.status != 200 || int(r.json(t)["totals"].(map[string]any)["clicks"].(float64)) != want[codes[0]] {
 			t.Fatalf("%s: link stats through e2: %d %s; want %d clicks", phase, r.status, r.body, want[codes[0]])
 		}

@@ -235,6 +235,34 @@ func TestE2EOpenAPI(t *testing.T) {
 		wantProblem(t, v.send(t, "DELETE", base+"/v1/links/"+plain, "", ""), 401, "unauthorized")
 	})
 
+	t.Run("passwords and previews", func(t *testing.T) { // issue 13.2, 13.4
+		m := want(t, v.send(t, "POST", base+"/v1/links", key, `{"url":"https://example.com/pw","alias":"oa-pw","password":"s3cret",
+			"preview":{"title":"T","description":"D","image":"https://img.example/i.png"}}`), 201)
+		if m["password_protected"] != true {
+			t.Fatalf("password_protected: %v", m)
+		}
+		want(t, v.send(t, "GET", base+"/v1/links/oa-pw", key, ""), 200)
+		want(t, v.send(t, "GET", base+"/oa-pw", "", ""), 200) // the form
+		form := withHeader("Content-Type", "application/x-www-form-urlencoded")
+		want(t, v.send(t, "POST", base+"/oa-pw", "", "password=nope", form), 200)
+		if ex := want2(t, v.send(t, "POST", base+"/oa-pw", "", "password=s3cret", form), 302); ex.header.Get("Location") != "https://example.com/pw" {
+			t.Fatalf("unlock Location: %q", ex.header.Get("Location"))
+		}
+		for range 3 { // 5 attempts a minute per client and link
+			want(t, v.send(t, "POST", base+"/oa-pw", "", "password=nope", form), 200)
+		}
+		if ex := want2(t, v.send(t, "POST", base+"/oa-pw", "", "password=s3cret", form), 429); ex.header.Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+		want(t, v.send(t, "PATCH", base+"/v1/links/oa-pw", key, `{"password":null}`), 200)
+		want(t, v.send(t, "POST", base+"/oa-pw", "", "password=s3cret", form), 405)
+		want(t, v.send(t, "GET", base+"/oa-pw", "", "", withHeader("User-Agent", "Twitterbot/1.0")), 200) // the preview page
+		want(t, v.send(t, "GET", base+"/oa-pw", "", ""), 302)
+		want(t, v.send(t, "PATCH", base+"/v1/links/oa-pw", key, `{"preview":null,"password":"again"}`), 200)
+		wantProblem(t, v.send(t, "PATCH", base+"/v1/links/oa-pw", key, `{"preview":{"image":"ftp://img.example/i.png"}}`), 400, "invalid-request")
+		wantProblem(t, v.send(t, "PATCH", base+"/v1/links/oa-perm", key, `{"password":"late"}`), 409, "permanent-redirect")
+	})
+
 	var site, goal string
 	t.Run("sites and goals", func(t *testing.T) {
 		m := want(t, v.send(t, "POST", base+"/v1/sites", key, `{"domain":"shop.example","timezone":"Europe/Berlin"}`), 201)
@@ -363,6 +391,23 @@ func TestE2EOpenAPI(t *testing.T) {
 		wantProblem(t, v.send(t, "DELETE", base+"/v1/keys/"+readerID, key, ""), 404, "not-found")
 		wantProblem(t, v.send(t, "DELETE", base+"/v1/keys/"+readerID, "", ""), 401, "unauthorized")
 		wantProblem(t, v.send(t, "GET", base+"/v1/links", reader, ""), 401, "unauthorized")
+	})
+
+	t.Run("webhooks", func(t *testing.T) {
+		// Issue 13 point 5. A public address literal: this node has no
+		// --webhook-allow-private, and the test needs no DNS.
+		m := want(t, v.send(t, "POST", base+"/v1/webhooks", key, `{"url":"https://93.184.215.14/hook","events":["link.clicked","link.created"]}`), 201)
+		id := m["id"].(string)
+		want(t, v.send(t, "GET", base+"/v1/webhooks", key, ""), 200)
+		want(t, v.send(t, "GET", base+"/v1/webhooks/"+id, key, ""), 200)
+		want(t, v.send(t, "GET", base+"/v1/webhooks/"+id+"/deliveries", key, ""), 200)
+		wantProblem(t, v.send(t, "POST", base+"/v1/webhooks", key, `{"url":"http://127.0.0.1:9/hook","events":["link.created"]}`), 422, "webhook-url-forbidden")
+		wantProblem(t, v.send(t, "POST", base+"/v1/webhooks", key, `{"url":"https://93.184.215.14/hook","events":[]}`, invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "GET", base+"/v1/webhooks", "", ""), 401, "unauthorized")
+		wantProblem(t, v.send(t, "GET", base+"/v1/webhooks/wh_0000000000000001", key, ""), 404, "not-found")
+		wantProblem(t, v.send(t, "GET", base+"/v1/webhooks/wh_0000000000000001/deliveries", key, ""), 404, "not-found")
+		want(t, v.send(t, "DELETE", base+"/v1/webhooks/"+id, key, ""), 204)
+		wantProblem(t, v.send(t, "DELETE", base+"/v1/webhooks/"+id, key, ""), 404, "not-found")
 	})
 
 	t.Run("reports", func(t *testing.T) {

@@ -57,6 +57,9 @@ const (
 	BadSnapshot         = "bad-snapshot"
 	Internal            = "internal"
 	InsufficientScope   = "insufficient-scope"
+	// Issue 13 point 5: webhooks.
+	WebhookForbidden = "webhook-url-forbidden"
+	WebhookLimit     = "webhook-limit"
 )
 
 var types = map[string]Type{
@@ -122,6 +125,10 @@ var types = map[string]Type{
 		"The uploaded file is not a Waymark backup this node can restore: it is damaged, cut short, of another format version, or its contents do not decode. Nothing was changed."},
 	InsufficientScope: {403, "Insufficient scope",
 		"The API key is valid but lacks the scope this request needs (links:read, links:write, stats:read, sites:write, domains:write or keys:write); the detail names it. Use a key that has it, or make one with POST /v1/keys."},
+	WebhookForbidden: {422, "Webhook URL forbidden",
+		"The webhook URL names, or its host resolves to, a private, loopback, link-local or otherwise non-public address. Deliveries go only to public addresses (checked again at every delivery) unless the operator starts the nodes with --webhook-allow-private."},
+	WebhookLimit: {409, "Webhook limit reached",
+		"An account has at most 20 webhooks. Delete one (DELETE /v1/webhooks/{id}) before adding another."},
 	Internal: {500, "Internal error",
 		"The server failed to handle the request. It has been logged; retrying may help."},
 }

@@ -142,6 +142,8 @@ type Result struct {
 	} `json:"meta"`
 	Data [][]json.RawMessage `json:"data"`
 	Rows int                 `json:"rows"`
+	// Totals is the WITH TOTALS row, when the query asked for one.
+	Totals []json.RawMessage `json:"totals"`
 }
 
 // Query runs a SELECT (without a FORMAT clause) and decodes its
@@ -154,6 +156,12 @@ func (c *Client) Query(ctx context.Context, sql string) (*Result, error) {
 		return nil, err
 	}
 	return decodeResult(b)
+}
+
+// QueryRowBinary runs a SELECT (without a FORMAT clause) and returns its
+// answer as RowBinary bytes, buffered by the server first as Query's.
+func (c *Client) QueryRowBinary(ctx context.Context, sql string) ([]byte, error) {
+	return c.do(ctx, url.Values{"wait_end_of_query": {"1"}}, strings.NewReader(sql+" FORMAT RowBinary"), true)
 }
 
 // decodeResult reads a JSONCompact answer.

@@ -1,10 +1,14 @@
-// Package clickhouse is the ClickHouse analytics backend's foundation: an
-// HTTP client for ClickHouse (18.16 and current releases), the schema
-// and its migrations, storing a shipped segment's events exactly once
-// with its identity, and the first queries (a site's and a link's daily
-// series and totals). It is not wired into the node yet; DESIGN.md says
-// what it does, why, and what is left.
+// Package clickhouse is the ClickHouse analytics backend: an HTTP client
+// for ClickHouse (18.16 and current releases), the schema and its
+// migrations, storing a shipped segment's events and drop tallies exactly
+// once with its identity, and Backend, which answers every question of
+// rollup/query.Backend from what is stored: link questions in SQL
+// (uniqCombined visitors, exact counts), site questions from the raw
+// events cut into visits at query time by the embedded store's rules
+// (exact), Plausible v2 through rollup/plausible's engine. Retention drops
+// whole day partitions. DESIGN.md says what it does, why, what it costs
+// and what is left.
 //
-// It depends on ingest's segment and event types only, never on package
-// rollup, which will select it behind its backend interface.
+// It depends on ingest, rollup/query, rollup/plausible, rollup/sources and
+// store, never on package rollup (only its tests import it, to compare).
 package clickhouse

@@ -104,3 +104,38 @@ func FuzzPeekedHeaderIsTheVerifiedOne(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeSiteEvents: a RowBinary answer of any bytes is decoded or
+// refused, never a panic, with and without attributes.
+func FuzzDecodeSiteEvents(f *testing.F) {
+	row := func(props int) []byte {
+		var b []byte
+		b = append(b, 1, 2, 3, 4, 5, 0, 2, 0)
+		b = append(b, make([]byte, 16+16)...)
+		b = append(b, 8, 'p', 'a', 'g', 'e', 'v', 'i', 'e', 'w', 1, '/')
+		for range 14 {
+			b = append(b, 2, 'D', 'E')
+		}
+		b = append(b, make([]byte, 8)...)
+		b = append(b, 50, byte(props))
+		for range props {
+			b = append(b, 1, 'k')
+		}
+		b = append(b, byte(props))
+		for range props {
+			b = append(b, 1, 'v')
+		}
+		return append(b, make([]byte, 8)...)
+	}
+	f.Add(row(0))
+	f.Add(append(row(2), row(1)...))
+	f.Add(row(1)[:40])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, attrs := range []bool{false, true} {
+			evs, keys, err := decodeSiteEvents(b, attrs)
+			if err == nil && len(evs) != len(keys) {
+				t.Fatalf("%d events, %d keys", len(evs), len(keys))
+			}
+		}
+	})
+}

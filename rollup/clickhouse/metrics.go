@@ -15,6 +15,12 @@ type clientMetrics struct {
 	segFailed      *metrics.Counter // not stored: the caller retries
 	eventsInserted *metrics.Counter // rows sent, a retry's again
 	insertDuration *metrics.Histogram
+	// The Backend's: raw events site questions read, questions refused
+	// as too big, retention's days dropped and failed runs.
+	siteEventsRead   *metrics.Counter
+	questionsRefused *metrics.Counter
+	daysDropped      *metrics.Counter
+	retentionFailed  *metrics.Counter
 }
 
 func newClientMetrics(s *metrics.Set) *clientMetrics {
@@ -33,5 +39,10 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		segFailed:      s.GetOrCreateCounter(p + `segments_total{outcome="error"}`),
 		eventsInserted: s.GetOrCreateCounter(p + "events_inserted_total"),
 		insertDuration: s.GetOrCreateHistogram(p + "segment_insert_duration_seconds"),
+
+		siteEventsRead:   s.GetOrCreateCounter(p + "site_events_read_total"),
+		questionsRefused: s.GetOrCreateCounter(p + "questions_refused_total"),
+		daysDropped:      s.GetOrCreateCounter(p + "retention_days_dropped_total"),
+		retentionFailed:  s.GetOrCreateCounter(p + "retention_failed_total"),
 	}
 }

@@ -84,6 +84,36 @@ PARTITION BY tuple()
 ORDER BY (node, inc, seq)`,
 	}},
 	migration2,
+	{3, "drop tallies and retired link clicks", []string{
+		// A segment's drop tallies (ingest.DropTally), written with its
+		// events, before its identity; keyed by the segment identity and
+		// the tally's place in it, so a retried segment's second copy
+		// collapses as its events do. A day per partition, dropped with
+		// the events' days.
+		`CREATE TABLE IF NOT EXISTS drop_tallies (
+    scope UInt8,
+    name String,
+    hour DateTime,
+    count UInt64,
+    seg_node String,
+    seg_inc UInt64,
+    seg_seq UInt64,
+    seg_rec UInt32
+) ENGINE = ReplacingMergeTree()
+PARTITION BY toYYYYMMDD(hour)
+ORDER BY (scope, name, hour, seg_node, seg_inc, seg_seq, seg_rec)`,
+		// Each link's non-bot clicks of a raw day that retention dropped,
+		// written just before the drop: all-time clicks (the click limit's
+		// counter) outlive the raw days. Keyed by (code, day), so a
+		// retention run cut short and run again collapses onto itself.
+		`CREATE TABLE IF NOT EXISTS retired_clicks (
+    code String,
+    day UInt32,
+    clicks UInt64
+) ENGINE = ReplacingMergeTree()
+PARTITION BY tuple()
+ORDER BY (code, day)`,
+	}},
 }
 
 // migrationsTable records every applied migration (version once; a

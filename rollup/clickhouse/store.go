@@ -144,6 +144,9 @@ func (c *Client) storeSegment(ctx context.Context, raw []byte) (StoreResult, err
 		return res, fmt.Errorf("BUG: the insert of segment %d of %q succeeded without all its rows: %w", ref.Seq, ref.Node, e.err)
 	}
 	c.m.insertDuration.UpdateDuration(t0)
+	if err := c.insertTallies(ctx, ref, e.tallies); err != nil {
+		return res, err
+	}
 	rec := fmt.Sprintf("INSERT INTO segments (node, inc, seq, part, bytes, crc, events, first_time, last_time, stored) VALUES (%s, %d, %d, %d, %d, %d, %d, %s, %s, %s)",
 		String(ref.Node), ref.Inc, ref.Seq, ref.Part, size, crc, e.rows,
 		DateTime(time.UnixMilli(e.first)), DateTime(time.UnixMilli(e.last)), DateTime(time.Now()))
@@ -160,6 +163,7 @@ var errInsertEnded = errors.New("insert ended")
 type encoded struct {
 	rows        uint32
 	first, last int64 // oldest and newest event time, ms
+	tallies     []ingest.DropTally
 	err         error
 }
 
@@ -178,7 +182,7 @@ func encodeRows(raw []byte, ref ingest.SegmentRef, w io.Writer) encoded {
 	identity := appendString(nil, ref.Node)
 	identity = binary.LittleEndian.AppendUint64(identity, ref.Inc)
 	identity = binary.LittleEndian.AppendUint64(identity, ref.Seq)
-	_, e.err = ingest.ReadSegmentRecords(raw, func(_ []byte, ev *ingest.Event) error {
+	_, e.err = ingest.ReadSegmentParts(raw, func(_ []byte, ev *ingest.Event) error {
 		if e.rows == 0 || ev.Time < e.first {
 			e.first = ev.Time
 		}
@@ -195,6 +199,9 @@ func encodeRows(raw []byte, ref ingest.SegmentRef, w io.Writer) encoded {
 			}
 			chunk = chunk[:0]
 		}
+		return nil
+	}, func(t *ingest.DropTally) error {
+		e.tallies = append(e.tallies, *t)
 		return nil
 	})
 	if e.err == nil && len(chunk) > 0 {
@@ -229,4 +236,27 @@ func (c *Client) segmentRecord(ctx context.Context, ref ingest.SegmentRef) (*seg
 // parseUint reads a JSONCompact integer, quoted (64-bit) or not.
 func parseUint(v []byte) (uint64, error) {
 	return strconv.ParseUint(strings.Trim(string(v), `"`), 10, 64)
+}
+
+// insertTallies stores a segment's drop tallies, each keyed by the
+// segment identity and its place among the tallies, before the identity
+// is recorded: a retry inserts them again and the copies collapse.
+func (c *Client) insertTallies(ctx context.Context, ref ingest.SegmentRef, tallies []ingest.DropTally) error {
+	if len(tallies) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("INSERT INTO drop_tallies (scope, name, hour, count, seg_node, seg_inc, seg_seq, seg_rec) VALUES ")
+	for i := range tallies {
+		t := &tallies[i]
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%d, %s, %s, %d, %s, %d, %d, %d)", t.Scope, String(t.Name),
+			DateTime(time.Unix(t.Hour*3600, 0)), t.Count, String(ref.Node), ref.Inc, ref.Seq, i)
+	}
+	if err := c.Exec(ctx, b.String()); err != nil {
+		return fmt.Errorf("cannot store the drop tallies of segment %d of %q: %w", ref.Seq, ref.Node, err)
+	}
+	return nil
 }

@@ -51,6 +51,7 @@ type config struct {
 	Verbose       bool
 	StartTimeout  time.Duration
 	SettleTimeout time.Duration
+	IdleTimeout   time.Duration
 	// Check runs the exactly-once check of the raw store; it needs a node
 	// with the aggregator role (not `--role voter,edge`).
 	Check bool
@@ -75,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.Verbose, "v", false, "copy the children's logs to stderr")
 	fs.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "how long the node may take to become ready")
 	fs.DurationVar(&cfg.SettleTimeout, "settle-timeout", 10*time.Minute, "how long shipping may take to store every accepted event")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 3*time.Minute, "how long to wait before each run for both servers to be idle (a node still folding its last run's events)")
 	fs.BoolVar(&cfg.Check, "check", true, "check that the raw store holds exactly the accepted events (needs the aggregator role: -check=false with -node-args \"--role voter,edge\")")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed for the choice of site, page and visitor")
 	err := harness.ParseFlags(fs, args, func() error {

@@ -21,6 +21,7 @@ var ipRateArgs = []string{"--ingest-ip-rate", "1000000"}
 type target struct {
 	name   string
 	addr   string
+	pid    int
 	exited <-chan struct{}
 	why    func() string
 }
@@ -57,8 +58,8 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	defer baseline.Stop()
 	fmt.Fprintf(out, "baseline at %s (pid %d)\n", baselineAddr, baseline.Pid())
 
-	base := target{name: "baseline", addr: baselineAddr, exited: baseline.Exited(), why: baseline.ExitNote}
-	nt := target{name: "node", addr: node.HTTPAddr, exited: node.Exited(), why: node.ExitNote}
+	base := target{name: "baseline", addr: baselineAddr, pid: baseline.Pid(), exited: baseline.Exited(), why: baseline.ExitNote}
+	nt := target{name: "node", addr: node.HTTPAddr, pid: node.Pid(), exited: node.Exited(), why: node.ExitNote}
 	domains := make([]string, len(sites))
 	for i, s := range sites {
 		domains[i] = s.Domain
@@ -111,6 +112,15 @@ func runRound(ctx context.Context, cfg config, out io.Writer, r int, base, node 
 	targets := [2]target{base, node}
 	err := harness.RunPair(r, func(side int) error {
 		t := targets[side]
+		// Each run starts with both servers idle, so it does not carry the
+		// last run's work (a node still folding its events).
+		waited, idle, err := harness.WaitIdle(ctx, harness.IdleConfig{Groups: []int{base.pid, node.pid}, Timeout: cfg.IdleTimeout})
+		if err != nil {
+			return err
+		}
+		if !idle {
+			fmt.Fprintf(out, "  round %d %s: servers not idle after %v; measuring anyway\n", r+1, t.name, waited.Round(time.Second))
+		}
 		res, err := harness.RunEventLoad(ctx, harness.EventLoadConfig{
 			Addr: t.addr, Domains: domains, Pages: cfg.Pages, Visitors: cfg.Visitors,
 			Conns: cfg.Conns, Warmup: cfg.Warmup, Duration: cfg.Duration, Seed: cfg.Seed + uint64(r),

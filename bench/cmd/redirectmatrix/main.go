@@ -14,7 +14,7 @@
 //
 //	redirectmatrix [-waymark bin/waymark] [-links 100000] [-duration 10s]
 //	               [-warmup 2s] [-conns 64] [-rounds 3] [-visitors 20000]
-//	               [-targets floor,nginx,dev-capture-off,dev,edge] [-out FILE]
+//	               [-targets floor,nginx,dev-capture-off,dev,dev-fold-now,edge] [-out FILE]
 package main
 
 import (
@@ -40,8 +40,9 @@ const (
 	targetNginx      = "nginx"
 	targetDevNoCap   = "dev-capture-off"
 	targetDev        = "dev"
+	targetDevFoldNow = "dev-fold-now" // capture on, aggregation never deferred
 	targetEdge       = "edge"
-	allTargetsInList = targetFloor + "," + targetNginx + "," + targetDevNoCap + "," + targetDev + "," + targetEdge
+	allTargetsInList = targetFloor + "," + targetNginx + "," + targetDevNoCap + "," + targetDev + "," + targetDevFoldNow + "," + targetEdge
 )
 
 var knownTargets = strings.Split(allTargetsInList, ",")

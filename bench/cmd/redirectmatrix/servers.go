@@ -72,7 +72,7 @@ func startFleet(ctx context.Context, cfg config, echo, out io.Writer) (*fleet, e
 	}
 	f.dir = dir
 	var bin string
-	if cfg.has(targetDevNoCap) || cfg.has(targetDev) || cfg.has(targetEdge) {
+	if cfg.has(targetDevNoCap) || cfg.has(targetDev) || cfg.has(targetDevFoldNow) || cfg.has(targetEdge) {
 		if bin, err = harness.ResolveWaymark(cfg.Waymark); err != nil {
 			return f, err
 		}
@@ -95,6 +95,8 @@ func startFleet(ctx context.Context, cfg config, echo, out io.Writer) (*fleet, e
 			s, c, err = f.startDevNode(ctx, cfg, bin, echo, name, "`waymark node --dev`, `--capture-clicks=false`", "--capture-clicks=false")
 		case targetDev:
 			s, c, err = f.startDevNode(ctx, cfg, bin, echo, name, "`waymark node --dev` (capture on, aggregates itself)")
+		case targetDevFoldNow:
+			s, c, err = f.startDevNode(ctx, cfg, bin, echo, name, "`waymark node --dev --analytics-defer-busy=0` (folds at once)", "--analytics-defer-busy=0")
 		case targetEdge:
 			s, c, err = f.startEdge(ctx, cfg, bin, echo)
 		default:
