@@ -40,8 +40,9 @@ type chAggregator struct {
 // ClickHouse answers (readiness); chRetryMax bounds the wait between
 // migration attempts.
 const (
-	chProbeInterval = 2 * time.Second
-	chRetryMax      = 10 * time.Second
+	chProbeInterval     = 2 * time.Second
+	chRetryMax          = 10 * time.Second
+	chRetentionInterval = time.Hour
 )
 
 func (n *Node) openClickHouse() error {
@@ -59,7 +60,7 @@ func (n *Node) openClickHouse() error {
 	if err != nil {
 		return fmt.Errorf("cannot open clickhouse: %w", err)
 	}
-	ch := &chAggregator{client: client, backend: clickhouse.NewBackend(client, clickhouse.BackendConfig{}), done: make(chan struct{})}
+	ch := &chAggregator{client: client, backend: clickhouse.NewBackend(client, clickhouse.BackendConfig{Retention: n.cfg.Retention}), done: make(chan struct{})}
 	ch.handler = rollup.StoreHandler(rollup.StoreHandlerConfig{
 		Token:   n.internalToken,
 		Store:   ch.store,
@@ -80,7 +81,8 @@ func (n *Node) openClickHouse() error {
 	return nil
 }
 
-// run migrates (retrying with a growing wait), then probes ClickHouse.
+// run migrates (retrying with a growing wait), then probes ClickHouse
+// and applies --retention (dropping whole raw days) once an hour.
 func (ch *chAggregator) run(ctx context.Context, n *Node) {
 	defer close(ch.done)
 	log := n.log.With("component", "clickhouse")
@@ -111,7 +113,20 @@ func (ch *chAggregator) run(ctx context.Context, n *Node) {
 	}
 	t := time.NewTicker(chProbeInterval)
 	defer t.Stop()
+	var retained time.Time
 	for {
+		if time.Since(retained) >= chRetentionInterval && ch.reachable.Load() {
+			// Every aggregator runs it; a second run drops nothing more.
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+			days, err := ch.backend.ApplyRetention(rctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				log.Warn("cannot apply retention in clickhouse; will try again", "err", err)
+			} else if len(days) > 0 {
+				log.Info("retention dropped raw days in clickhouse", "days", fmt.Sprint(days), "retention", n.cfg.Retention)
+			}
+			retained = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -180,11 +195,13 @@ func (ch *chAggregator) healthCheck() HealthCheck {
 	return c
 }
 
-// close stops the migrate/probe loop, then drops the connections. The
-// receiver stopped before (the public listener shuts first).
+// close stops the migrate/probe/retention loop, then the backend, then
+// drops the connections: the reverse of openClickHouse. The receiver
+// stopped before (the public listener shuts first).
 func (ch *chAggregator) close() error {
 	ch.cancel()
 	<-ch.done
+	err := ch.backend.Close()
 	ch.client.Close()
-	return nil
+	return err
 }
