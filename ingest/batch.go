@@ -26,6 +26,10 @@ import (
 //	            | segment length uvarint | the segment file's bytes, unchanged
 //
 // Version 1 bodies (no incarnation field; incarnation 0) are still read.
+// Version 3 (written only when the batch holds a sub-segment, that is
+// when the node ships to several aggregators: split.go) has the part
+// (uint16 big endian) after the sequence; a batch of whole segments is
+// written as version 2, as before.
 //
 // The aggregator answers 200 with a ShipAck:
 //
@@ -47,6 +51,7 @@ const (
 	batchMagic      = "WMSB"
 	batchVersion1   = 1
 	batchVersion2   = 2
+	batchVersion3   = 3
 )
 
 // Reasons in ShipAck.Rejected.
@@ -57,11 +62,15 @@ const (
 
 // SegmentRef is a segment's identity: the node that wrote it, the
 // incarnation of the segment folder it was written in (0 for segments
-// written before incarnations existed) and its sequence number there.
+// written before incarnations existed), its sequence number there and
+// its part: 0 for a whole segment, partition+1 for a sub-segment
+// (split.go; absent from the JSON when 0, so acks of whole segments are
+// as before).
 type SegmentRef struct {
 	Node string `json:"node"`
 	Inc  uint64 `json:"inc"`
 	Seq  uint64 `json:"seq"`
+	Part uint16 `json:"part,omitempty"`
 }
 
 // SegmentRejection is a segment the aggregator refuses for good, and why.
@@ -84,12 +93,22 @@ type BatchSegment struct {
 
 // AppendBatch appends the uncompressed encoding of a batch to dst.
 func AppendBatch(dst []byte, segs []BatchSegment) []byte {
+	version := byte(batchVersion2)
+	for _, s := range segs {
+		if s.Ref.Part != 0 {
+			version = batchVersion3
+			break
+		}
+	}
 	dst = append(dst, batchMagic...)
-	dst = append(dst, batchVersion2)
+	dst = append(dst, version)
 	for _, s := range segs {
 		dst = appendString(dst, s.Ref.Node)
 		dst = binary.BigEndian.AppendUint64(dst, s.Ref.Inc)
 		dst = binary.BigEndian.AppendUint64(dst, s.Ref.Seq)
+		if version == batchVersion3 {
+			dst = binary.BigEndian.AppendUint16(dst, s.Ref.Part)
+		}
 		dst = binary.AppendUvarint(dst, uint64(len(s.Data)))
 		dst = append(dst, s.Data...)
 	}
@@ -190,7 +209,7 @@ func parseBatch(b []byte) ([]BatchSegment, error) {
 		return nil, fmt.Errorf("cannot read batch: %w: bad magic", ErrCorruptSegment)
 	}
 	version := b[4]
-	if version != batchVersion1 && version != batchVersion2 {
+	if version != batchVersion1 && version != batchVersion2 && version != batchVersion3 {
 		return nil, fmt.Errorf("cannot read batch: %w: unknown version %d", ErrCorruptSegment, b[4])
 	}
 	d := decoder{b: b, off: 5, validateOnly: true}
@@ -204,22 +223,36 @@ func parseBatch(b []byte) ([]BatchSegment, error) {
 		node := string(b[d.off : d.off+int(nodeLen)])
 		d.off += int(nodeLen)
 		var inc uint64
-		if version == batchVersion2 {
+		if version >= batchVersion2 {
 			inc = d.beUint64()
 		}
 		seq := d.beUint64()
+		var part uint16
+		if version == batchVersion3 {
+			part = d.beUint16()
+		}
 		n := d.uvarint()
 		if d.err != "" || uint64(len(b)-d.off) < n {
 			d.fail("truncated segment")
 			break
 		}
-		segs = append(segs, BatchSegment{Ref: SegmentRef{Node: node, Inc: inc, Seq: seq}, Data: b[d.off : d.off+int(n)]})
+		segs = append(segs, BatchSegment{Ref: SegmentRef{Node: node, Inc: inc, Seq: seq, Part: part}, Data: b[d.off : d.off+int(n)]})
 		d.off += int(n)
 	}
 	if d.err != "" {
 		return nil, fmt.Errorf("cannot read batch: %w: %s", ErrCorruptSegment, d.err)
 	}
 	return segs, nil
+}
+
+func (d *decoder) beUint16() uint16 {
+	if len(d.b)-d.off < 2 {
+		d.fail("truncated")
+		return 0
+	}
+	v := binary.BigEndian.Uint16(d.b[d.off:])
+	d.off += 2
+	return v
 }
 
 func (d *decoder) beUint64() uint64 {

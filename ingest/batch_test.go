@@ -15,8 +15,8 @@ import (
 
 func TestReadBatchRoundTrip(t *testing.T) {
 	segs := []BatchSegment{
-		{Ref: SegmentRef{"node-a", 3, 7}, Data: buildSegment(threeEvents(), true)},
-		{Ref: SegmentRef{"node-a", 3, 8}, Data: buildSegment(nil, true)},
+		{Ref: SegmentRef{Node: "node-a", Inc: 3, Seq: 7}, Data: buildSegment(threeEvents(), true)},
+		{Ref: SegmentRef{Node: "node-a", Inc: 3, Seq: 8}, Data: buildSegment(nil, true)},
 	}
 	raw := AppendBatch(nil, segs)
 	enc, _ := zstd.NewWriter(nil)
@@ -109,8 +109,16 @@ func TestReadBatchZstdBomb(t *testing.T) {
 }
 
 func FuzzReadBatch(f *testing.F) {
-	plain := AppendBatch(nil, []BatchSegment{{Ref: SegmentRef{"n", 3, 1}, Data: buildSegment(threeEvents(), true)}})
+	plain := AppendBatch(nil, []BatchSegment{{Ref: SegmentRef{Node: "n", Inc: 3, Seq: 1}, Data: buildSegment(threeEvents(), true)}})
 	f.Add(plain, uint8(0))
+	var sp Splitter
+	if subs, err := sp.Split(buildSegment(threeEvents(), true), nil); err == nil {
+		var parts []BatchSegment
+		for _, sub := range subs {
+			parts = append(parts, BatchSegment{Ref: sub.Ref, Data: sub.Data})
+		}
+		f.Add(AppendBatch(nil, parts), uint8(0)) // version 3: parts
+	}
 	f.Add([]byte("WMSB\x01"), uint8(0))
 	f.Add([]byte("WMSB\x01\x01n\x00\x00\x00\x00\x00\x00\x00\x01\x00"), uint8(0))
 	f.Add([]byte{}, uint8(0))
@@ -171,11 +179,11 @@ func TestShipAckJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &ack); err != nil {
 		t.Fatal(err)
 	}
-	if len(ack.Acked) != 1 || ack.Acked[0] != (SegmentRef{"a", 5, 1}) ||
-		len(ack.Rejected) != 1 || ack.Rejected[0].SegmentRef != (SegmentRef{"a", 5, 2}) || ack.Rejected[0].Reason != RejectConflict {
+	if len(ack.Acked) != 1 || ack.Acked[0] != (SegmentRef{Node: "a", Inc: 5, Seq: 1}) ||
+		len(ack.Rejected) != 1 || ack.Rejected[0].SegmentRef != (SegmentRef{Node: "a", Inc: 5, Seq: 2}) || ack.Rejected[0].Reason != RejectConflict {
 		t.Fatalf("decoded %+v", ack)
 	}
-	out, _ := json.Marshal(ShipAck{Acked: []SegmentRef{{"a", 5, 1}}})
+	out, _ := json.Marshal(ShipAck{Acked: []SegmentRef{{Node: "a", Inc: 5, Seq: 1}}})
 	if string(out) != `{"acked":[{"node":"a","inc":5,"seq":1}]}` {
 		t.Fatalf("encoded %s", out)
 	}

@@ -4,7 +4,9 @@
 // with a daily salt (kept for today and yesterday only), enrichment
 // (country, region, city, browser and OS with versions, device, bot flag),
 // the append-only segment files every event lands in, and the shipper that
-// moves sealed segments to the aggregator exactly once.
+// moves sealed segments to the aggregator exactly once; with several
+// aggregators it cuts each sealed segment by partition (site or link) and
+// ships each part to the partition's owner (split.go, shipsplit.go).
 //
 // The flow is
 //

@@ -30,7 +30,13 @@ type Config struct {
 	QueueSize       int           // bounded in-memory event queue (default 65536, rounded up to a power of two); full -> drop + count, never block
 
 	AggregatorURL string // shipper POSTs batches to AggregatorURL+ShipPath; empty: segments accumulate
-	ShipToken     string // sent as "Authorization: Bearer ..." to the aggregator
+	// Aggregators, when set, is asked before every shipping round for the
+	// aggregators to ship to (gossip or a URL list); it overrides
+	// AggregatorURL unless it returns none. With one, segments ship whole
+	// as with AggregatorURL; with more, each is split by partition and
+	// each part ships to its owner (shipsplit.go, DESIGN.md).
+	Aggregators func() []Aggregator
+	ShipToken   string // sent as "Authorization: Bearer ..." to the aggregator
 	// ShipBatchMaxBytes bounds the raw segment bytes in one POST (default
 	// 4 MiB); a single larger segment still goes alone.
 	ShipBatchMaxBytes int64

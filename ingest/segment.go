@@ -29,11 +29,15 @@ var ErrCorruptSegment = errors.New("corrupt segment")
 // a record, so the footer is unambiguous.
 //
 // Version 1 headers have no incarnation field; they are still read, with
-// incarnation 0. The writer writes version 2 only.
+// incarnation 0. The writer writes version 2 only. Version 3 is version 2
+// with a part (uint16, after the incarnation): a sub-segment the shipper
+// cut from a sealed segment for one partition when it ships to several
+// aggregators (split.go); it exists only on the wire, never on disk.
 const (
 	segmentMagic    = "WMSG"
 	segmentVersion1 = 1
 	segmentVersion2 = 2
+	segmentVersion3 = 3
 	// MaxRecordBytes bounds one record payload. Events are far smaller
 	// (every field is bounded); a larger length is corruption.
 	MaxRecordBytes = 1 << 20
@@ -44,20 +48,23 @@ const (
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // SegmentHeader identifies a segment: the node that wrote it, the
-// incarnation of the segment folder it was written in and its sequence
-// number, which together are the segment's identity for idempotent
-// shipping.
+// incarnation of the segment folder it was written in, its sequence
+// number and, for a sub-segment, its part, which together are the
+// segment's identity for idempotent shipping.
 type SegmentHeader struct {
 	Version     uint8
 	NodeID      string
 	Incarnation uint64 // 0 for version 1 headers
 	Seq         uint64
-	Created     time.Time // when the writer opened the segment
+	// Part is 0 for a whole segment and partition+1 for the sub-segment
+	// of one partition (version 3, split.go).
+	Part    uint16
+	Created time.Time // when the writer opened the segment
 }
 
 // Ref is the header's identity.
 func (h SegmentHeader) Ref() SegmentRef {
-	return SegmentRef{Node: h.NodeID, Inc: h.Incarnation, Seq: h.Seq}
+	return SegmentRef{Node: h.NodeID, Inc: h.Incarnation, Seq: h.Seq, Part: h.Part}
 }
 
 // appendSegmentHeader appends the encoded (version 2) header of a new
@@ -73,8 +80,22 @@ func appendSegmentHeader(dst []byte, nodeID string, inc, seq uint64, created tim
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable))
 }
 
+// appendPartHeader appends the version 3 header of a sub-segment: the
+// whole segment's identity and created time, and its part (never 0).
+func appendPartHeader(dst []byte, h *SegmentHeader, part uint16) []byte {
+	start := len(dst)
+	dst = append(dst, segmentMagic...)
+	dst = append(dst, segmentVersion3)
+	dst = binary.BigEndian.AppendUint64(dst, h.Seq)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(h.Created.UnixMilli()))
+	dst = binary.BigEndian.AppendUint64(dst, h.Incarnation)
+	dst = binary.BigEndian.AppendUint16(dst, part)
+	dst = appendString(dst, h.NodeID)
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable))
+}
+
 // maxHeaderLen bounds an encoded header: enough to read for parsing one.
-const maxHeaderLen = len(segmentMagic) + 1 + 8 + 8 + 8 + binary.MaxVarintLen16 + maxNodeIDLen + 4
+const maxHeaderLen = len(segmentMagic) + 1 + 8 + 8 + 8 + 2 + binary.MaxVarintLen16 + maxNodeIDLen + 4
 
 // parseSegmentHeader returns the header and its length in bytes.
 func parseSegmentHeader(b []byte) (SegmentHeader, int, error) {
@@ -88,13 +109,20 @@ func parseSegmentHeader(b []byte) (SegmentHeader, int, error) {
 	}
 	switch b[4] {
 	case segmentVersion1:
-	case segmentVersion2:
+	case segmentVersion2, segmentVersion3:
 		fixed += 8
+		if b[4] == segmentVersion3 {
+			fixed += 2
+		}
 		if len(b) < fixed+1 {
 			return h, 0, fmt.Errorf("cannot read segment header: %w: truncated", ErrCorruptSegment)
 		}
-		if binary.BigEndian.Uint64(b[21:]) == 0 {
+		// A part may be cut from a version 1 segment (incarnation 0).
+		if b[4] == segmentVersion2 && binary.BigEndian.Uint64(b[21:]) == 0 {
 			return h, 0, fmt.Errorf("cannot read segment header: %w: zero incarnation", ErrCorruptSegment)
+		}
+		if b[4] == segmentVersion3 && binary.BigEndian.Uint16(b[29:]) == 0 {
+			return h, 0, fmt.Errorf("cannot read segment header: %w: zero part", ErrCorruptSegment)
 		}
 	default:
 		return h, 0, fmt.Errorf("cannot read segment header: %w: unknown version %d", ErrCorruptSegment, b[4])
@@ -110,8 +138,11 @@ func parseSegmentHeader(b []byte) (SegmentHeader, int, error) {
 	h.Version = b[4]
 	h.Seq = binary.BigEndian.Uint64(b[5:])
 	h.Created = time.UnixMilli(int64(binary.BigEndian.Uint64(b[13:]))).UTC()
-	if h.Version == segmentVersion2 {
+	if h.Version >= segmentVersion2 {
 		h.Incarnation = binary.BigEndian.Uint64(b[21:])
+	}
+	if h.Version == segmentVersion3 {
+		h.Part = binary.BigEndian.Uint16(b[29:])
 	}
 	h.NodeID = string(b[fixed+w : end])
 	return h, end + 4, nil

@@ -117,6 +117,7 @@ func FuzzReadSegment(f *testing.F) {
 	f.Add([]byte("WMSG"))
 	f.Add([]byte{})
 	f.Add(segmentWithTallies())
+	f.Add(appendFooter(appendPartHeader(nil, &SegmentHeader{NodeID: "node-a", Incarnation: 3, Seq: 7}, 5), 0))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		delivered := 0
 		_, err := ReadSegmentParts(b, func(_ []byte, ev *Event) error {

@@ -66,6 +66,9 @@ type shipper struct {
 	// goroutine only.
 	deferred     map[uint64]deferral
 	reidentified map[uint64]bool
+	// multi is the state of shipping to several aggregators
+	// (shipsplit.go); shipper goroutine only.
+	multi multiShip
 
 	// written holds the sealed segments this process wrote whole (see
 	// checkBeforeSend). The syncer adds to it, the shipper reads and
@@ -244,7 +247,17 @@ func (s *shipper) round() (more bool, err error) {
 	}
 	s.noteOldest(segs)
 	s.forgetDeferred(segs)
-	if s.url == "" || len(segs) == 0 {
+	url := s.url
+	if s.p.cfg.Aggregators != nil {
+		targets := s.p.cfg.Aggregators()
+		if len(segs) > 0 && (len(targets) > 1 || s.multi.splitting()) {
+			return s.roundMulti(segs, targets)
+		}
+		if len(targets) == 1 {
+			url = strings.TrimRight(targets[0].URL, "/") + ShipPath
+		}
+	}
+	if url == "" || len(segs) == 0 {
 		return false, nil
 	}
 	now := time.Now()
@@ -266,14 +279,15 @@ func (s *shipper) round() (more bool, err error) {
 			return false, fmt.Errorf("cannot read segment %d: %w", sg.seq, err)
 		}
 		h, n, damage := s.checkBeforeSend(sg.seq, data)
-		if damage == nil && (h.Seq != sg.seq || h.NodeID != s.p.cfg.NodeID) {
-			damage = fmt.Errorf("%w: header names %q/%d", ErrCorruptSegment, h.NodeID, h.Seq)
+		if damage == nil && (h.Seq != sg.seq || h.NodeID != s.p.cfg.NodeID || h.Part != 0) {
+			damage = fmt.Errorf("%w: header names %q/%d part %d", ErrCorruptSegment, h.NodeID, h.Seq, h.Part)
 		}
 		if damage != nil {
 			s.p.m.corruptSegments.Inc()
 			s.quarantine(sg, "damaged sealed segment set aside, not shipped", damage)
 			continue
 		}
+		s.multi.sentWhole(sg.seq)
 		batch = append(batch, BatchSegment{Ref: h.Ref(), Data: data})
 		files = append(files, sg)
 		records = append(records, n)
@@ -282,7 +296,7 @@ func (s *shipper) round() (more bool, err error) {
 	if len(batch) == 0 {
 		return more, nil
 	}
-	ack, err := s.post(batch)
+	ack, err := s.post(url, batch)
 	if err != nil {
 		s.state.failed(err)
 		return more, err
@@ -307,6 +321,7 @@ func (s *shipper) round() (more bool, err error) {
 			}
 			delete(s.deferred, sg.seq)
 			delete(s.reidentified, sg.seq)
+			delete(s.multi.whole, sg.seq)
 			s.untrust(sg.seq)
 			s.p.pendingBytes.Add(-sg.size)
 			s.p.m.shippedSegments.Inc()
@@ -442,13 +457,14 @@ func (s *shipper) forgetDeferred(segs []sealedSegment) {
 	s.writtenMu.Lock()
 	prune := len(s.written) > 0
 	s.writtenMu.Unlock()
-	if len(s.deferred) == 0 && len(s.reidentified) == 0 && !prune {
+	if len(s.deferred) == 0 && len(s.reidentified) == 0 && !prune && s.multi.empty() {
 		return
 	}
 	on := make(map[uint64]bool, len(segs))
 	for _, sg := range segs {
 		on[sg.seq] = true
 	}
+	s.multi.forget(on)
 	if prune {
 		// One sealed since the listing is dropped too; it merely gets the
 		// whole check.
@@ -523,14 +539,14 @@ func (s *shipper) quarantine(sg sealedSegment, msg string, why error) {
 }
 
 // post sends one batch and returns the aggregator's answer.
-func (s *shipper) post(batch []BatchSegment) (ShipAck, error) {
+func (s *shipper) post(url string, batch []BatchSegment) (ShipAck, error) {
 	s.raw = AppendBatch(s.raw[:0], batch)
 	if !s.zstdOnly {
 		body, err := s.encodeS2()
 		if err != nil {
 			return ShipAck{}, err
 		}
-		ack, status, answer, err := s.send(body, "s2")
+		ack, status, answer, err := s.send(url, body, "s2")
 		if !(status == http.StatusBadRequest && bytes.Contains(answer, []byte("unsupported Content-Encoding"))) {
 			return ack, err
 		}
@@ -541,7 +557,7 @@ func (s *shipper) post(batch []BatchSegment) (ShipAck, error) {
 	if s.enc == nil {
 		s.enc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	}
-	ack, _, _, err := s.send(s.enc.EncodeAll(s.raw, nil), "zstd")
+	ack, _, _, err := s.send(url, s.enc.EncodeAll(s.raw, nil), "zstd")
 	return ack, err
 }
 
@@ -569,10 +585,10 @@ func (s *shipper) encodeS2() ([]byte, error) {
 
 // send posts one compressed batch. Besides the answer it returns the
 // status and body of a refusal.
-func (s *shipper) send(body []byte, encoding string) (ShipAck, int, []byte, error) {
+func (s *shipper) send(url string, body []byte, encoding string) (ShipAck, int, []byte, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, 60*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return ShipAck{}, 0, nil, fmt.Errorf("cannot build ship request: %w", err)
 	}

@@ -14,6 +14,12 @@ type shipMetrics struct {
 	rejected map[string]*metrics.Counter
 	// rotations counts new incarnations started after a conflict.
 	rotations *metrics.Counter
+	// Shipping to several aggregators (shipsplit.go): segments shipped
+	// in parts, parts sent (a retry's again), failed requests to one
+	// aggregator (its partitions move for a while).
+	splitSegments      *metrics.Counter
+	partsSent          *metrics.Counter
+	aggregatorFailures *metrics.Counter
 }
 
 func newShipMetrics(set *metrics.Set, s *shipper) shipMetrics {
@@ -22,6 +28,9 @@ func newShipMetrics(set *metrics.Set, s *shipper) shipMetrics {
 		m.rejected[r] = set.GetOrCreateCounter(`waymark_ingest_segments_rejected_total{reason="` + r + `"}`)
 	}
 	m.rotations = set.GetOrCreateCounter("waymark_ingest_incarnation_rotations_total")
+	m.splitSegments = set.GetOrCreateCounter("waymark_ingest_split_segments_total")
+	m.partsSent = set.GetOrCreateCounter("waymark_ingest_segment_parts_sent_total")
+	m.aggregatorFailures = set.GetOrCreateCounter("waymark_ingest_aggregator_failures_total")
 	// A counter in seconds, served as a gauge: it only grows.
 	set.GetOrCreateGauge("waymark_ingest_ship_held_busy_seconds_total", func() float64 {
 		return time.Duration(s.heldNs.Load()).Seconds()
@@ -52,7 +61,7 @@ type ShipStatus struct {
 // ShipStatus reports the shipper's state.
 func (p *Pipeline) ShipStatus() ShipStatus {
 	st := p.ship.state.status()
-	st.Configured = p.ship.url != ""
+	st.Configured = p.ship.url != "" || (p.cfg.Aggregators != nil && len(p.cfg.Aggregators()) > 0)
 	st.PendingBytes = p.PendingBytes()
 	st.OldestPendingAge = p.OldestPendingAge()
 	st.RejectedMalformed = p.ship.m.rejected[RejectMalformed].Get()

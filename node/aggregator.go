@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/rollup"
+	"github.com/waymark/waymark/rollup/query"
 )
 
 // openAggregator starts the rollup receiver on nodes with the aggregator
@@ -19,6 +21,9 @@ import (
 func (n *Node) openAggregator() error {
 	if !n.cfg.HasRole(RoleAggregator) {
 		return nil
+	}
+	if n.cfg.AnalyticsStore == StoreClickHouse {
+		return n.openClickHouse()
 	}
 	if err := n.openClickOutbox(); err != nil { // link.clicked webhooks (webhookclicks.go)
 		return err
@@ -47,11 +52,12 @@ func (n *Node) openAggregator() error {
 	return nil
 }
 
-// aggregatorURL is where this node ships its segments: the configured
-// address, or itself when it aggregates.
+// aggregatorURL is the aggregator this node proxies stats to and shows
+// in its status: the first --aggregator-url, or itself when it
+// aggregates. (Segments ship to every aggregator: shipTargets.)
 func (n *Node) aggregatorURL() string {
-	if n.cfg.AggregatorURL != "" {
-		return n.cfg.AggregatorURL
+	if urls := n.cfg.aggregatorURLs(); len(urls) > 0 {
+		return urls[0]
 	}
 	if n.cfg.HasRole(RoleAggregator) {
 		return "http://" + n.httpLn.Addr().String()
@@ -82,7 +88,7 @@ func (a *adminServer) eventsFilter(r *http.Request) rollup.Filter {
 
 func (a *adminServer) eventsCount(w http.ResponseWriter, r *http.Request) {
 	if a.n.agg == nil {
-		writeProblem(w, r, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
+		a.notEmbedded(w, r)
 		return
 	}
 	c, err := a.n.agg.Count(a.eventsFilter(r))
@@ -111,7 +117,7 @@ type TailEvent struct {
 
 func (a *adminServer) eventsTail(w http.ResponseWriter, r *http.Request) {
 	if a.n.agg == nil {
-		writeProblem(w, r, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
+		a.notEmbedded(w, r)
 		return
 	}
 	limit := 20
@@ -145,7 +151,7 @@ func tailEvent(ev *ingest.Event) TailEvent {
 
 func (a *adminServer) rollupRebuild(w http.ResponseWriter, r *http.Request) {
 	if a.n.agg == nil {
-		writeProblem(w, r, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
+		a.notEmbedded(w, r)
 		return
 	}
 	var req struct {
@@ -168,4 +174,56 @@ func (a *adminServer) rollupRebuild(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"from": req.From, "to": req.To, "took": time.Since(t0).Round(time.Millisecond).String()})
+}
+
+// analytics is the backend this node answers stats from: the embedded
+// aggregator or ClickHouse; nil on a node without the aggregator role.
+func (n *Node) analytics() query.Backend {
+	switch {
+	case n.agg != nil:
+		return n.agg
+	case n.ch != nil:
+		return n.ch.backend
+	}
+	return nil
+}
+
+// shipTargets are the aggregators this node ships segments to, asked by
+// the shipper before every round (ingest.Config.Aggregators): the
+// --aggregator-url list, named by URL; without one, the members gossip
+// knows with the aggregator role, named by node name (a dead one stays
+// listed, not alive: the split goes on and its partitions move; one that
+// left is dropped); without those, this node when it aggregates. Every
+// node given the same list, or seeing the same membership, ranks the
+// same names (DESIGN.md of ingest, "Several aggregators").
+func (n *Node) shipTargets() []ingest.Aggregator {
+	if urls := n.cfg.aggregatorURLs(); len(urls) > 0 {
+		out := make([]ingest.Aggregator, len(urls))
+		for i, u := range urls {
+			out[i] = ingest.Aggregator{Name: u, URL: peerURL(u), Alive: true}
+		}
+		return out
+	}
+	var out []ingest.Aggregator
+	if g := n.gossip; g != nil {
+		for _, m := range g.Members() {
+			if m.Status == "left" || !slices.Contains(m.Roles, RoleAggregator) || m.HTTPAddr == "" {
+				continue
+			}
+			out = append(out, ingest.Aggregator{Name: m.Name, URL: peerURL("http://" + m.HTTPAddr), Alive: m.Status == "alive"})
+		}
+	}
+	if len(out) == 0 && n.cfg.HasRole(RoleAggregator) && n.httpLn != nil {
+		out = append(out, ingest.Aggregator{Name: n.cfg.Name, URL: peerURL("http://" + n.httpLn.Addr().String()), Alive: true})
+	}
+	return out
+}
+
+// notEmbedded answers an admin call that needs the embedded aggregator.
+func (a *adminServer) notEmbedded(w http.ResponseWriter, r *http.Request) {
+	if a.n.ch != nil {
+		writeProblem(w, r, "not-aggregator", "this aggregator keeps analytics in ClickHouse (--analytics-store clickhouse): read the events table there")
+		return
+	}
+	writeProblem(w, r, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")
 }

@@ -107,6 +107,16 @@ type Config struct {
 	// clicks one link.clicked delivery carries at most.
 	Webhooks WebhookConfig
 
+	// AnalyticsStore is where an aggregator keeps analytics: "pebble"
+	// (embedded, one aggregator) or "clickhouse" (shared by any number
+	// of aggregators; chaggregator.go). The ClickHouse fields are read
+	// with "clickhouse" only; the password is read from its file at start.
+	AnalyticsStore         string
+	ClickHouseURL          string
+	ClickHouseDatabase     string
+	ClickHouseUser         string
+	ClickHousePasswordFile string
+
 	LogFormat string // text or json
 	LogLevel  string // debug, info, warn, error
 }
@@ -189,7 +199,12 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.DurationVar(&c.EditReview, "edit-review", 24*time.Hour, "how long an edit that changes a link's destination shows the review interstitial first (0 disables)")
 	fs.DurationVar(&c.ApplyTimeout, "apply-timeout", 5*time.Second, "deadline of every replicated write")
 	fs.StringVar(&blocked, "blocked-hosts", "", "deprecated: use `waymark blocklist add`, which every node applies; comma-separated destination hosts this node alone refuses at create and edit")
-	fs.StringVar(&c.AggregatorURL, "aggregator-url", "", "where segments ship (default with --dev: this node)")
+	fs.StringVar(&c.AggregatorURL, "aggregator-url", "", "where segments ship: one aggregator URL, or several comma-separated (each sealed segment is then split by site or link and each part ships to its owner); default: the aggregators gossip knows (with --dev: this node)")
+	fs.StringVar(&c.AnalyticsStore, "analytics-store", "pebble", "aggregator: where analytics live: pebble (embedded, one aggregator) or clickhouse (any number of aggregators against one ClickHouse; needs --clickhouse-url)")
+	fs.StringVar(&c.ClickHouseURL, "clickhouse-url", "", "aggregator with --analytics-store clickhouse: ClickHouse's HTTP interface, http://HOST:8123")
+	fs.StringVar(&c.ClickHouseDatabase, "clickhouse-database", "waymark", "aggregator with --analytics-store clickhouse: the database (created and migrated at start)")
+	fs.StringVar(&c.ClickHouseUser, "clickhouse-user", "", "aggregator with --analytics-store clickhouse: the ClickHouse user (default: the server's default user)")
+	fs.StringVar(&c.ClickHousePasswordFile, "clickhouse-password-file", "", "aggregator with --analytics-store clickhouse: file holding the ClickHouse user's password")
 	fs.StringVar(&proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is believed (--dev: loopback)")
 	fs.StringVar(&c.CountryHeader, "country-header", "CF-IPCountry", "trusted header carrying the visitor's country")
 	fs.StringVar(&c.GeoIPPath, "geoip-db", "", "MaxMind-format GeoIP database file: a country database gives visit:country, a city database (make geoip: data/geoip/city.mmdb) also visit:region and visit:city")
@@ -385,6 +400,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CheckpointInterval <= 0 {
 		return fmt.Errorf("%w: --analytics-checkpoint-interval must be positive", ErrBadConfig)
+	}
+	if err := c.validateAnalytics(); err != nil {
+		return err
 	}
 	if c.Dev && len(c.TrustedProxies) == 0 {
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}

@@ -85,6 +85,9 @@ func (n *Node) health() HealthDetail {
 	if n.disk != nil {
 		add(n.diskCheck())
 	}
+	if n.ch != nil {
+		add(n.ch.healthCheck())
+	}
 	for _, c := range shipChecks(n.ingest.ShipStatus(), n.cfg) {
 		add(c)
 	}

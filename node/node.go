@@ -42,6 +42,7 @@ type Node struct {
 	sites  *ingest.Sites
 	salts  *ingest.LocalSalts
 	agg    *rollup.Aggregator
+	ch     *chAggregator // the aggregator with --analytics-store clickhouse
 	raft   *raft.Node
 	edge   atomic.Pointer[edge.Server]
 	admin  *adminServer
@@ -209,7 +210,7 @@ func (n *Node) openIngest() error {
 		Dir:             filepath.Join(n.cfg.DataDir, "segments"),
 		NodeID:          n.cfg.Name,
 		Region:          n.cfg.Region,
-		AggregatorURL:   peerURL(n.aggregatorURL()),
+		Aggregators:     n.shipTargets,
 		ShipToken:       n.internalToken,
 		HTTPClient:      &http.Client{Timeout: 30 * time.Second, Transport: peerTransport(n.peerTLS.clientConfig())},
 		IPRate:          n.cfg.IngestIPRate,
@@ -396,6 +397,9 @@ func (n *Node) Close(ctx context.Context) error {
 	if n.agg != nil {
 		step("aggregator", n.agg.Close)
 	}
+	if n.ch != nil {
+		step("clickhouse", n.ch.close)
+	}
 	if n.store != nil {
 		step("store", n.store.Close)
 	}
@@ -420,6 +424,10 @@ func (n *Node) publicRoutes() map[string]fasthttp.RequestHandler {
 		// Batches the aggregator cannot store are refused whole: the
 		// shipper keeps the segments and retries.
 		routes[ingest.ShipPath] = requirePeer(n.refuseWhenFull(n.agg.SegmentsHandler()))
+	}
+	if n.ch != nil {
+		// ClickHouse's own disk is not this node's: no disk guard.
+		routes[ingest.ShipPath] = requirePeer(n.ch.handler)
 	}
 	return routes
 }

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/waymark/waymark/edge/problem"
+	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/rollup/api"
 	"github.com/waymark/waymark/store"
 )
@@ -71,9 +74,9 @@ func isStatsPath(path string) bool {
 
 // statsHandler answers stats locally on an aggregator, or proxies them.
 func (n *Node) statsHandler() fasthttp.RequestHandler {
-	if n.agg != nil {
+	if b := n.analytics(); b != nil {
 		cfg := api.Config{Now: time.Now, Logger: n.log}
-		plain := api.StatsHandler(n.agg, authorizer{n: n}, cfg)
+		plain := api.StatsHandler(b, authorizer{n: n}, cfg)
 		return func(ctx *fasthttp.RequestCtx) {
 			// ?domain= names a link on a custom domain: its stats are
 			// those of the identifier "domain/code" its clicks carry.
@@ -90,14 +93,12 @@ func (n *Node) statsHandler() fasthttp.RequestHandler {
 			if srv := n.edge.Load(); srv != nil && srv.IsPublicHost(name) {
 				name = ""
 			}
-			api.StatsHandler(n.agg, authorizer{n: n, domain: name}, cfg)(ctx)
+			api.StatsHandler(b, authorizer{n: n, domain: name}, cfg)(ctx)
 		}
 	}
 	target := n.aggregatorURL()
 	if target == "" {
-		return func(ctx *fasthttp.RequestCtx) {
-			problem.Write(ctx, "unavailable", "no aggregator is configured for this node (--aggregator-url)")
-		}
+		return n.proxyStatsToGossip()
 	}
 	u, err := url.Parse(target)
 	if err != nil {
@@ -159,4 +160,52 @@ func (n *Node) onClickLimit(code string) {
 		return
 	}
 	n.log.Info("click limit reached; link disabled", "code", code)
+}
+
+// proxyStatsToGossip proxies stats to an aggregator gossip knows (a node
+// without --aggregator-url ships to those too: shipTargets): the first
+// alive one by name that answers. Any of them answers alike when they
+// share ClickHouse; with the embedded store there is one.
+func (n *Node) proxyStatsToGossip() fasthttp.RequestHandler {
+	var mu sync.Mutex
+	clients := map[string]*fasthttp.HostClient{}
+	client := func(host string) *fasthttp.HostClient {
+		mu.Lock()
+		defer mu.Unlock()
+		c := clients[host]
+		if c == nil {
+			c = &fasthttp.HostClient{Addr: host, IsTLS: true, TLSConfig: n.peerTLS.clientConfig(),
+				ReadTimeout: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxConns: 64}
+			clients[host] = c
+		}
+		return c
+	}
+	return func(ctx *fasthttp.RequestCtx) {
+		targets := n.shipTargets()
+		slices.SortFunc(targets, func(a, b ingest.Aggregator) int { return strings.Compare(a.Name, b.Name) })
+		var last error
+		for _, a := range targets {
+			u, err := url.Parse(a.URL)
+			if !a.Alive || err != nil {
+				continue
+			}
+			req := fasthttp.AcquireRequest()
+			ctx.Request.CopyTo(req)
+			req.SetHost(u.Host)
+			req.URI().SetScheme("https")
+			req.Header.Del("Connection")
+			last = client(u.Host).DoTimeout(req, &ctx.Response, 30*time.Second)
+			fasthttp.ReleaseRequest(req)
+			if last == nil {
+				return
+			}
+			ctx.Response.Reset()
+		}
+		ctx.Response.Header.Set("Retry-After", "5")
+		if last != nil {
+			problem.Write(ctx, "unavailable", fmt.Sprintf("no aggregator answered: %v", last))
+			return
+		}
+		problem.Write(ctx, "unavailable", "no aggregator is configured for this node (--aggregator-url) or known through gossip")
+	}
 }

@@ -6,6 +6,10 @@
 // rollup/api serves the native /v1 endpoints, the dashboard's and
 // Plausible's Stats API v2 from.
 //
+// StoreHandler is the same receiving endpoint for an aggregator whose
+// events go to an external store (ClickHouse), which any number of
+// aggregators share.
+//
 // It is the one package edge and ingest never import: events reach it only
 // as shipped segment files. DESIGN.md says why it is built the way it is.
 //

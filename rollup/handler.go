@@ -83,6 +83,9 @@ func (a *Aggregator) handleSegments(ctx *fasthttp.RequestCtx) {
 	var rejected []ingest.SegmentRejection
 	err := ingest.ReadBatch(body, string(ctx.Request.Header.ContentEncoding()), a.cfg.MaxBatchBytes, func(bs ingest.BatchSegment) error {
 		a.m.segmentsReceived.Inc()
+		if bs.Ref.Part != 0 {
+			return fmt.Errorf("cannot accept segment %d part %d of %q: %w", bs.Ref.Seq, bs.Ref.Part, bs.Ref.Node, errPartsNeedExternalStore)
+		}
 		seg := scratch.next()
 		err := verifySegment(bs.Data, seg)
 		if err == nil && seg.ref != bs.Ref {

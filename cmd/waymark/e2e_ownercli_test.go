@@ -349,6 +349,8 @@ func TestE2ECLIFlagsAnywhere(t *testing.T) {
 		text  bool   // the command prints text, not JSON
 	}{
 		{"node", nil, []string{"--check-config", "--dev", "--data-dir", "{dir}", "--name", "flags-node"}, `"flags-node"`, false},
+		{"node", nil, []string{"--check-config", "--dev", "--data-dir", "{dir}", "--name", "flags-ch", "--analytics-store", "clickhouse",
+			"--clickhouse-url", "http://127.0.0.1:1", "--clickhouse-database", "wm_flags", "--aggregator-url", "http://127.0.0.1:2,http://127.0.0.1:3"}, `"ClickHouseDatabase": "wm_flags"`, false},
 		{"owners create", []string{"flags-owner"}, admin, `"api_key"`, false},
 		{"owners suspend", []string{owner2.ID}, with(admin, "--reason", "flags test"), `"suspended": true`, false},
 		{"owners unsuspend", []string{owner2.ID}, admin, `"suspended": false`, false},

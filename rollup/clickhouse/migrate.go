@@ -41,7 +41,7 @@ func (c *Client) Migrate(ctx context.Context) ([]uint32, error) {
 			continue
 		}
 		for _, stmt := range m.statements {
-			if err := c.Exec(ctx, stmt); err != nil {
+			if err := c.Exec(ctx, stmt); err != nil && !alreadyApplied(m.version, err) {
 				return applied, fmt.Errorf("cannot apply migration %d (%s): %w", m.version, m.name, err)
 			}
 		}

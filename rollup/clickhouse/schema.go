@@ -83,6 +83,7 @@ ORDER BY (site, code, time, seg_node, seg_inc, seg_seq, seg_rec)`,
 PARTITION BY tuple()
 ORDER BY (node, inc, seq)`,
 	}},
+	migration2,
 	{3, "drop tallies and retired link clicks", []string{
 		// A segment's drop tallies (ingest.DropTally), written with its
 		// events, before its identity; keyed by the segment identity and

@@ -147,8 +147,8 @@ func (c *Client) storeSegment(ctx context.Context, raw []byte) (StoreResult, err
 	if err := c.insertTallies(ctx, ref, e.tallies); err != nil {
 		return res, err
 	}
-	rec := fmt.Sprintf("INSERT INTO segments (node, inc, seq, bytes, crc, events, first_time, last_time, stored) VALUES (%s, %d, %d, %d, %d, %d, %s, %s, %s)",
-		String(ref.Node), ref.Inc, ref.Seq, size, crc, e.rows,
+	rec := fmt.Sprintf("INSERT INTO segments (node, inc, seq, part, bytes, crc, events, first_time, last_time, stored) VALUES (%s, %d, %d, %d, %d, %d, %d, %s, %s, %s)",
+		String(ref.Node), ref.Inc, ref.Seq, ref.Part, size, crc, e.rows,
 		DateTime(time.UnixMilli(e.first)), DateTime(time.UnixMilli(e.last)), DateTime(time.Now()))
 	if err := c.Exec(ctx, rec); err != nil {
 		return res, fmt.Errorf("cannot record segment %d of %q: %w", ref.Seq, ref.Node, err)
@@ -217,8 +217,8 @@ type segmentRecord struct{ bytes, crc uint32 }
 
 // segmentRecord returns the stored identity of ref, or nil.
 func (c *Client) segmentRecord(ctx context.Context, ref ingest.SegmentRef) (*segmentRecord, error) {
-	r, err := c.Query(ctx, fmt.Sprintf("SELECT bytes, crc FROM segments WHERE node = %s AND inc = %d AND seq = %d LIMIT 1",
-		String(ref.Node), ref.Inc, ref.Seq))
+	r, err := c.Query(ctx, fmt.Sprintf("SELECT bytes, crc FROM segments WHERE node = %s AND inc = %d AND seq = %d AND part = %d LIMIT 1",
+		String(ref.Node), ref.Inc, ref.Seq, ref.Part))
 	if err != nil {
 		return nil, fmt.Errorf("cannot look up segment %d of %q: %w", ref.Seq, ref.Node, err)
 	}

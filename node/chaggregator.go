@@ -1,0 +1,207 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/waymark/waymark/ingest"
+	"github.com/waymark/waymark/rollup"
+	"github.com/waymark/waymark/rollup/clickhouse"
+)
+
+// chAggregator is the aggregator role with --analytics-store clickhouse:
+// segments received on the usual endpoint go into ClickHouse (exactly
+// once: rollup/clickhouse/DESIGN.md) and the stats APIs answer from it.
+// Any number of aggregators may share one ClickHouse. The schema is
+// migrated in the background at start, retried until ClickHouse answers;
+// until then, and while a probe fails, the node is not ready and
+// batches get 503 (the edges keep their segments and retry).
+type chAggregator struct {
+	client  *clickhouse.Client
+	backend *clickhouse.Backend
+	handler fasthttp.RequestHandler
+
+	migrated  atomic.Bool
+	reachable atomic.Bool
+	mu        sync.Mutex
+	lastErr   string
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// chProbeInterval is how often a migrated aggregator checks that
+// ClickHouse answers (readiness); chRetryMax bounds the wait between
+// migration attempts.
+const (
+	chProbeInterval     = 2 * time.Second
+	chRetryMax          = 10 * time.Second
+	chRetentionInterval = time.Hour
+)
+
+func (n *Node) openClickHouse() error {
+	pass := ""
+	if n.cfg.ClickHousePasswordFile != "" {
+		var err error
+		if pass, err = clickhouse.ReadPasswordFile(n.cfg.ClickHousePasswordFile); err != nil {
+			return err
+		}
+	}
+	client, err := clickhouse.New(clickhouse.Config{
+		URL: n.cfg.ClickHouseURL, Database: n.cfg.ClickHouseDatabase,
+		User: n.cfg.ClickHouseUser, Password: pass, Metrics: n.metrics,
+	})
+	if err != nil {
+		return fmt.Errorf("cannot open clickhouse: %w", err)
+	}
+	ch := &chAggregator{client: client, backend: clickhouse.NewBackend(client, clickhouse.BackendConfig{Retention: n.cfg.Retention}), done: make(chan struct{})}
+	ch.handler = rollup.StoreHandler(rollup.StoreHandlerConfig{
+		Token:   n.internalToken,
+		Store:   ch.store,
+		Ready:   ch.readyErr,
+		Logger:  n.log.With("component", "clickhouse"),
+		Metrics: n.metrics,
+	})
+	n.metrics.GetOrCreateGauge("waymark_clickhouse_reachable", func() float64 {
+		if ch.migrated.Load() && ch.reachable.Load() {
+			return 1
+		}
+		return 0
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	ch.cancel = cancel
+	go ch.run(ctx, n)
+	n.ch = ch
+	return nil
+}
+
+// run migrates (retrying with a growing wait), then probes ClickHouse
+// and applies --retention (dropping whole raw days) once an hour.
+func (ch *chAggregator) run(ctx context.Context, n *Node) {
+	defer close(ch.done)
+	log := n.log.With("component", "clickhouse")
+	attempts := n.metrics.GetOrCreateCounter("waymark_clickhouse_migrate_attempts_total")
+	wait := 250 * time.Millisecond
+	for ctx.Err() == nil {
+		attempts.Inc()
+		mctx, cancel := context.WithTimeout(ctx, time.Minute)
+		applied, err := ch.client.Migrate(mctx)
+		cancel()
+		if err == nil {
+			ch.migrated.Store(true)
+			ch.reachable.Store(true)
+			ch.setErr("")
+			log.Info("clickhouse schema current", "url", n.cfg.ClickHouseURL, "database", ch.client.Database(), "applied", fmt.Sprint(applied))
+			break
+		}
+		ch.setErr(err.Error())
+		if errors.Is(err, clickhouse.ErrSchemaNewer) {
+			log.Error("clickhouse schema is newer than this binary; not storing anything (upgrade this node)", "err", err)
+		} else {
+			log.Warn("cannot migrate the clickhouse schema yet; retrying", "err", err, "retry_in", wait)
+		}
+		if sleepCtx(ctx, wait) != nil {
+			return
+		}
+		wait = min(wait*2, chRetryMax)
+	}
+	t := time.NewTicker(chProbeInterval)
+	defer t.Stop()
+	var retained time.Time
+	for {
+		if time.Since(retained) >= chRetentionInterval && ch.reachable.Load() {
+			// Every aggregator runs it; a second run drops nothing more.
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+			days, err := ch.backend.ApplyRetention(rctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				log.Warn("cannot apply retention in clickhouse; will try again", "err", err)
+			} else if len(days) > 0 {
+				log.Info("retention dropped raw days in clickhouse", "days", fmt.Sprint(days), "retention", n.cfg.Retention)
+			}
+			retained = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, chProbeInterval)
+		_, err := ch.client.Query(pctx, "SELECT 1")
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		was := ch.reachable.Swap(err == nil)
+		if err != nil {
+			ch.setErr(err.Error())
+			if was {
+				log.Warn("clickhouse does not answer; not ready, batches refused until it does", "err", err)
+			}
+		} else if !was {
+			ch.setErr("")
+			log.Info("clickhouse answers again")
+		}
+	}
+}
+
+func (ch *chAggregator) setErr(s string) {
+	ch.mu.Lock()
+	ch.lastErr = s
+	ch.mu.Unlock()
+}
+
+// readyErr is nil when ClickHouse is migrated and answered the last probe.
+func (ch *chAggregator) readyErr() error {
+	ch.mu.Lock()
+	last := ch.lastErr
+	ch.mu.Unlock()
+	switch {
+	case !ch.migrated.Load():
+		return fmt.Errorf("clickhouse schema not migrated yet: %s", last)
+	case !ch.reachable.Load():
+		return fmt.Errorf("clickhouse does not answer: %s", last)
+	}
+	return nil
+}
+
+// store is the receiver's store: ClickHouse's verdict on one segment. An
+// error that is neither a conflict nor damage leaves it unacknowledged.
+func (ch *chAggregator) store(ctx context.Context, raw []byte) (rollup.StoreVerdict, error) {
+	_, err := ch.backend.StoreSegment(ctx, raw)
+	switch {
+	case err == nil:
+		return rollup.StoreAcked, nil
+	case errors.Is(err, clickhouse.ErrConflict):
+		return rollup.StoreConflict, nil
+	case errors.Is(err, ingest.ErrCorruptSegment):
+		return rollup.StoreMalformed, nil
+	}
+	return 0, err
+}
+
+// healthCheck is the readiness line of a ClickHouse aggregator.
+func (ch *chAggregator) healthCheck() HealthCheck {
+	c := HealthCheck{Name: "clickhouse", State: checkPass, Readiness: true, Detail: "migrated; answers"}
+	if err := ch.readyErr(); err != nil {
+		c.State, c.Detail = checkFail, err.Error()
+	}
+	return c
+}
+
+// close stops the migrate/probe/retention loop, then the backend, then
+// drops the connections: the reverse of openClickHouse. The receiver
+// stopped before (the public listener shuts first).
+func (ch *chAggregator) close() error {
+	ch.cancel()
+	<-ch.done
+	err := ch.backend.Close()
+	ch.client.Close()
+	return err
+}
