@@ -66,10 +66,11 @@ func (n *Node) aggregatorURL() string {
 }
 
 // selfAggregatedDefer is the ingest pipeline's DeferShipWhileBusy: the
-// configured hold when this node's own aggregator folds its events (they
-// share its CPUs), none when they ship to another node.
+// configured hold when this node's own embedded aggregator folds its
+// events (they share its CPUs), none when they ship to another node or
+// into ClickHouse, which folds nothing here.
 func (n *Node) selfAggregatedDefer() time.Duration {
-	if n.cfg.AggregatorURL == "" && n.cfg.HasRole(RoleAggregator) {
+	if n.cfg.AggregatorURL == "" && n.cfg.HasRole(RoleAggregator) && n.cfg.AnalyticsStore != StoreClickHouse {
 		return n.cfg.DeferBusy
 	}
 	return 0
