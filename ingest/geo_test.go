@@ -81,21 +81,21 @@ func TestCountryFromGeoIP(t *testing.T) {
 // their real ISO 3166-2 codes and GeoNames ids, plus the odd records a
 // real file holds.
 var cityNets = []mmdbNet{
-	{"8.8.0.0/16", maxmindCity("US", 6252001, "CA", 5391959, "San Francisco")},
-	{"8.9.0.0/16", maxmindCity("US", 6252001, "CA", 5391959, "San Francisco")}, // the same record
-	{"8.10.0.0/16", func() map[string]any { // another record, the same city and subdivisions
+	{Prefix: "8.8.0.0/16", Record: maxmindCity("US", 6252001, "CA", 5391959, "San Francisco")},
+	{Prefix: "8.9.0.0/16", Record: maxmindCity("US", 6252001, "CA", 5391959, "San Francisco")}, // the same record
+	{Prefix: "8.10.0.0/16", Record: func() map[string]any { // another record, the same city and subdivisions
 		r := maxmindCity("US", 6252001, "CA", 5391959, "San Francisco")
 		r["postal"] = map[string]any{"code": "94105"}
 		return r
 	}()},
-	{"81.169.0.0/16", maxmindCity("DE", 2921044, "BE", 2950159, "Berlin")},
-	{"195.50.209.0/24", maxmindCity("EE", 453733, "37", 588409, "Tallinn")},
-	{"1.1.1.0/24", maxmindCity("AU", 2077456, "", 0, "")},                      // country only
-	{"64.0.0.0/8", maxmindCity("US", 6252001, "NY", 0, "")},                    // region, no city
-	{"2a00:1450::/32", maxmindCity("DE", 2921044, "HE", 2925533, "Frankfurt")}, // IPv6
-	{"10.0.0.0/8", maxmindCity("ZZ", 0, "AA", 1, "Nowhere")},                   // unknown country
-	{"100.64.0.0/10", map[string]any{"registered_country": map[string]any{"iso_code": "NL"}}},
-	{"203.0.113.0/24", map[string]any{"country_code": "EE", "state1": "Harjumaa", "city": "Tallinn"}},
+	{Prefix: "81.169.0.0/16", Record: maxmindCity("DE", 2921044, "BE", 2950159, "Berlin")},
+	{Prefix: "195.50.209.0/24", Record: maxmindCity("EE", 453733, "37", 588409, "Tallinn")},
+	{Prefix: "1.1.1.0/24", Record: maxmindCity("AU", 2077456, "", 0, "")},                      // country only
+	{Prefix: "64.0.0.0/8", Record: maxmindCity("US", 6252001, "NY", 0, "")},                    // region, no city
+	{Prefix: "2a00:1450::/32", Record: maxmindCity("DE", 2921044, "HE", 2925533, "Frankfurt")}, // IPv6
+	{Prefix: "10.0.0.0/8", Record: maxmindCity("ZZ", 0, "AA", 1, "Nowhere")},                   // unknown country
+	{Prefix: "100.64.0.0/10", Record: map[string]any{"registered_country": map[string]any{"iso_code": "NL"}}},
+	{Prefix: "203.0.113.0/24", Record: map[string]any{"country_code": "EE", "state1": "Harjumaa", "city": "Tallinn"}},
 }
 
 // TestGeoIPCityDatabase: a database in MaxMind's layout gives the
@@ -164,7 +164,7 @@ func TestGeoIPCityDatabase(t *testing.T) {
 func TestGeoIPv4OnlyDatabase(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "city-ipv4.mmdb")
 	writeFile(t, path, buildMMDB(t, "city ipv4", 4, []mmdbNet{
-		{"195.50.209.0/24", map[string]any{"country_code": "EE", "state1": "Harjumaa", "state2": "Tallinn", "city": "Tallinn"}},
+		{Prefix: "195.50.209.0/24", Record: map[string]any{"country_code": "EE", "state1": "Harjumaa", "state2": "Tallinn", "city": "Tallinn"}},
 	}))
 	e, err := newEnricher(path)
 	if err != nil {

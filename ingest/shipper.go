@@ -274,18 +274,12 @@ func (s *shipper) round() (more bool, err error) {
 			more = true
 			break
 		}
-		data, err := s.readSegment(sg.path)
+		data, h, n, ok, err := s.loadForSend(sg)
 		if err != nil {
-			return false, fmt.Errorf("cannot read segment %d: %w", sg.seq, err)
+			return false, err
 		}
-		h, n, damage := s.checkBeforeSend(sg.seq, data)
-		if damage == nil && (h.Seq != sg.seq || h.NodeID != s.p.cfg.NodeID || h.Part != 0) {
-			damage = fmt.Errorf("%w: header names %q/%d part %d", ErrCorruptSegment, h.NodeID, h.Seq, h.Part)
-		}
-		if damage != nil {
-			s.p.m.corruptSegments.Inc()
-			s.quarantine(sg, "damaged sealed segment set aside, not shipped", damage)
-			continue
+		if !ok {
+			continue // damaged: set aside
 		}
 		s.multi.sentWhole(sg.seq)
 		batch = append(batch, BatchSegment{Ref: h.Ref(), Data: data})
@@ -366,6 +360,25 @@ func (s *shipper) round() (more bool, err error) {
 // The folder moves to a new incarnation (if the conflict is about the
 // current one) and the segment is rewritten under it, records unchanged;
 // it ships in the next round under its new, unused identity.
+// loadForSend reads a sealed segment and checks it before it is sent:
+// ok is false when it was damaged and has been set aside (quarantine).
+func (s *shipper) loadForSend(sg sealedSegment) (data []byte, h SegmentHeader, records int, ok bool, err error) {
+	data, err = s.readSegment(sg.path)
+	if err != nil {
+		return nil, h, 0, false, fmt.Errorf("cannot read segment %d: %w", sg.seq, err)
+	}
+	h, records, damage := s.checkBeforeSend(sg.seq, data)
+	if damage == nil && (h.Seq != sg.seq || h.NodeID != s.p.cfg.NodeID || h.Part != 0) {
+		damage = fmt.Errorf("%w: header names %q/%d part %d", ErrCorruptSegment, h.NodeID, h.Seq, h.Part)
+	}
+	if damage != nil {
+		s.p.m.corruptSegments.Inc()
+		s.quarantine(sg, "damaged sealed segment set aside, not shipped", damage)
+		return nil, h, 0, false, nil
+	}
+	return data, h, records, true, nil
+}
+
 func (s *shipper) reidentify(sg sealedSegment, b BatchSegment) error {
 	inc := s.p.seg.inc
 	cur := inc.load()

@@ -155,18 +155,12 @@ func (s *shipper) roundMulti(segs []sealedSegment, targets []Aggregator) (more b
 			more = true
 			break
 		}
-		data, err := s.readSegment(sg.path)
+		data, h, n, ok, err := s.loadForSend(sg)
 		if err != nil {
-			return false, fmt.Errorf("cannot read segment %d: %w", sg.seq, err)
+			return false, err
 		}
-		h, n, damage := s.checkBeforeSend(sg.seq, data)
-		if damage == nil && (h.Seq != sg.seq || h.NodeID != s.p.cfg.NodeID || h.Part != 0) {
-			damage = fmt.Errorf("%w: header names %q/%d part %d", ErrCorruptSegment, h.NodeID, h.Seq, h.Part)
-		}
-		if damage != nil {
-			s.p.m.corruptSegments.Inc()
-			s.quarantine(sg, "damaged sealed segment set aside, not shipped", damage)
-			continue
+		if !ok {
+			continue // damaged: set aside
 		}
 		idx := len(round)
 		round = append(round, roundSegment{sg: sg, data: data, records: n})

@@ -97,7 +97,7 @@ func BenchmarkWriterDistinctVisitorsCityDB(b *testing.B) {
 		}
 		rec := maxmindCity(country, 1, sub, uint32(1000+i%40), fmt.Sprint("City ", i%40))
 		rec["postal"] = map[string]any{"code": fmt.Sprint(i)}
-		nets = append(nets, mmdbNet{fmt.Sprintf("198.18.%d.0/24", i), rec})
+		nets = append(nets, mmdbNet{Prefix: fmt.Sprintf("198.18.%d.0/24", i), Record: rec})
 	}
 	path := filepath.Join(b.TempDir(), "city.mmdb")
 	writeFile(b, path, buildMMDB(b, "GeoLite2-City", 6, nets))

@@ -123,7 +123,7 @@ func (a *Aggregator) SiteAggregate(site string, r query.Range, filters []query.D
 		if err != nil || len(rows) == 0 {
 			return query.SiteMetrics{}, err
 		}
-		return rows[0].m, nil
+		return rows[0].M, nil
 	}
 	dim, match, err := filterOn(filters)
 	if err != nil {
@@ -160,7 +160,7 @@ func (a *Aggregator) SiteTimeseries(site string, r query.Range, g query.Granular
 		}
 		byLabel := make(map[string]query.SiteMetrics, len(rows))
 		for _, row := range rows {
-			byLabel[row.key] = row.m
+			byLabel[row.Key] = row.M
 		}
 		out := make([]query.SitePoint, 0, len(buckets))
 		for _, b := range buckets {
@@ -284,18 +284,18 @@ func (a *Aggregator) rawBreakdown(site, dimension string, dim byte, r query.Rang
 		return m.Visits
 	}
 	for i := range rows {
-		out.Total += primaryOf(&rows[i].m)
+		out.Total += primaryOf(&rows[i].M)
 	}
-	sortByCount(rows, func(x *rawRow) int64 { return primaryOf(&x.m) }, func(x *rawRow) string { return x.key })
+	sortByCount(rows, func(x *query.RawRow) int64 { return primaryOf(&x.M) }, func(x *query.RawRow) string { return x.Key })
 	if len(rows) > limit {
 		for i := range rows[limit:] {
-			out.Other += primaryOf(&rows[limit+i].m)
+			out.Other += primaryOf(&rows[limit+i].M)
 		}
 		rows = rows[:limit]
 	}
 	for _, x := range rows {
-		row := query.SiteBreakdownRow{Value: x.key, SiteMetrics: x.m}
-		row.Share = round4(ratio(primaryOf(&x.m), out.Total))
+		row := query.SiteBreakdownRow{Value: x.Key, SiteMetrics: x.M}
+		row.Share = round4(ratio(primaryOf(&x.M), out.Total))
 		out.Results = append(out.Results, row)
 	}
 	return out, nil

@@ -2,12 +2,8 @@ package clickhouse
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
-	"strconv"
-	"time"
 
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/rollup/plausible"
@@ -113,133 +109,9 @@ func toPlausible(ev *storedEvent, pe *plausible.Event) {
 	pe.Props = props
 }
 
-// engineRow is one row of a raw answer: a bucket label or a breakdown value.
-type engineRow struct {
-	key string
-	m   query.SiteMetrics
-}
-
-// rawSite answers a native site question from the raw events: the v1
-// request is written as a v2 query and evaluated by the engine, as the
-// embedded store's raw path does.
-func (b *Backend) rawSite(ctx context.Context, site string, r query.Range, g query.Granularity, dimension string, filters []query.DimFilter) ([]engineRow, error) {
-	loc := r.Location()
-	body := map[string]any{
-		"site_id":    site,
-		"date_range": []string{r.From.In(loc).Format(time.RFC3339), r.To.Add(-time.Second).In(loc).Format(time.RFC3339)},
-		"pagination": map[string]int{"limit": 10000},
-	}
-	var dims []string
-	if g != "" {
-		dims = append(dims, "time:"+string(g))
-	}
-	pageScoped := dimension == "page"
-	if dimension != "" {
-		d, ok := query.V2Dimensions[dimension]
-		if !ok {
-			return nil, fmt.Errorf("%w: dimension %q", query.ErrUnsupportedQuery, dimension)
-		}
-		dims = append(dims, d)
-	}
-	var fs [][]any
-	for _, f := range filters {
-		d, ok := query.V2Dimensions[f.Dimension]
-		if !ok {
-			return nil, fmt.Errorf("%w: filter dimension %q", query.ErrUnsupportedQuery, f.Dimension)
-		}
-		pageScoped = pageScoped || f.Dimension == "page"
-		vals := make([]any, len(f.Values))
-		for i, v := range f.Values {
-			if d == "visit:city" { // Plausible's city values are GeoNames ids, integers
-				id, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					return nil, fmt.Errorf("%w: a city filter value is a GeoNames id, not %q", query.ErrUnsupportedQuery, v)
-				}
-				vals[i] = id
-				continue
-			}
-			vals[i] = query.PlausibleValue(d, v)
-		}
-		fs = append(fs, []any{f.Op, d, vals, map[string]bool{"case_sensitive": f.Op != "contains"}})
-	}
-	metrics := []string{"visitors", "visits", "pageviews", "bounce_rate", "visit_duration", "events"}
-	if dimension == "entry_page" || dimension == "exit_page" {
-		metrics = []string{"visitors", "visits", "bounce_rate", "visit_duration"}
-	}
-	if len(dims) == 0 && !pageScoped {
-		metrics = append(metrics, "views_per_visit")
-	}
-	if pageScoped {
-		metrics = append(metrics, "time_on_page", "scroll_depth")
-	}
-	body["metrics"] = metrics
-	if len(dims) > 0 {
-		body["dimensions"] = dims
-	}
-	if len(fs) > 0 {
-		body["filters"] = fs
-	}
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return nil, fmt.Errorf("cannot build a raw query: %w", err)
-	}
-	q, err := plausible.Parse(raw, plausible.Site{ID: site, Domain: site, Timezone: loc.String()}, b.cfg.Now())
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", query.ErrUnsupportedQuery, err)
-	}
-	res, err := plausible.Evaluate(q, rawSource{b, ctx}, b.v2Config())
-	var qe *plausible.QueryError
-	var se *plausible.ScanLimitError
-	if errors.As(err, &qe) || errors.As(err, &se) {
-		return nil, fmt.Errorf("%w: %v", query.ErrUnsupportedQuery, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]engineRow, 0, len(res.Rows))
-	for _, row := range res.Rows {
-		rr := engineRow{}
-		if len(row.Dimensions) > 0 {
-			last := row.Dimensions[len(row.Dimensions)-1]
-			rr.key = query.StoredValue(dims[len(dims)-1], last.Str)
-			if last.Kind == plausible.Int { // visit:city; 0 is unknown
-				rr.key = ""
-				if last.Int != 0 {
-					rr.key = strconv.FormatInt(last.Int, 10)
-				}
-			}
-			if g != "" {
-				rr.key = row.Dimensions[0].Str
-			}
-		}
-		for i, name := range metrics {
-			v := row.Metrics[i]
-			n, f := v.Int, float64(v.Int)
-			if v.Kind == plausible.Float {
-				f = v.Float
-			}
-			switch name {
-			case "visitors":
-				rr.m.Visitors = uint64(n)
-			case "visits":
-				rr.m.Visits = n
-			case "pageviews":
-				rr.m.Pageviews = n
-			case "bounce_rate":
-				rr.m.BounceRate = f
-			case "visit_duration":
-				rr.m.VisitDuration = f
-			case "events":
-				rr.m.Events = n
-			case "views_per_visit":
-				rr.m.ViewsPerVisit = f
-			case "time_on_page":
-				rr.m.TimeOnPage = f
-			case "scroll_depth":
-				rr.m.ScrollDepth = f
-			}
-		}
-		out = append(out, rr)
-	}
-	return out, nil
+// rawSite answers a native site question from the raw events
+// (query.RawSite over this backend's raw events, as the embedded store's
+// raw path does).
+func (b *Backend) rawSite(ctx context.Context, site string, r query.Range, g query.Granularity, dimension string, filters []query.DimFilter) ([]query.RawRow, error) {
+	return query.RawSite(site, r, g, dimension, filters, b.cfg.Now(), rawSource{b, ctx}, b.v2Config())
 }

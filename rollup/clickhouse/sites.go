@@ -202,7 +202,7 @@ func (b *Backend) SiteAggregate(site string, r query.Range, filters []query.DimF
 		if err != nil || len(rows) == 0 {
 			return query.SiteMetrics{}, err
 		}
-		return rows[0].m, nil
+		return rows[0].M, nil
 	}
 	dim, match, err := filterDim(filters)
 	if err != nil {
@@ -245,7 +245,7 @@ func (b *Backend) SiteTimeseries(site string, r query.Range, g query.Granularity
 		}
 		byLabel := make(map[string]query.SiteMetrics, len(rows))
 		for _, row := range rows {
-			byLabel[row.key] = row.m
+			byLabel[row.Key] = row.M
 		}
 		out := make([]query.SitePoint, 0, len(buckets))
 		for _, bk := range buckets {
@@ -312,7 +312,7 @@ func (b *Backend) SiteBreakdown(site, dimension string, r query.Range, limit int
 		}
 		out.FromRawEvents = true
 		for _, x := range rows {
-			all = append(all, query.SiteBreakdownRow{Value: x.key, SiteMetrics: x.m})
+			all = append(all, query.SiteBreakdownRow{Value: x.Key, SiteMetrics: x.M})
 		}
 	} else {
 		fdim, match, err := filterDim(filters)
