@@ -68,9 +68,6 @@ const MaxSharesPerTarget = 50
 // MaxShareNameLen bounds a share's name, in bytes.
 const MaxShareNameLen = 100
 
-// maxPasswordHashLen bounds an encoded password hash.
-const maxPasswordHashLen = 256
-
 var (
 	// ErrShareIDTaken means a new share's id is an existing share's: the
 	// caller makes a new token and tries again.
@@ -97,8 +94,11 @@ func CheckShare(s *Share) error {
 		return errors.New("bad share target")
 	case len(s.Name) > MaxShareNameLen || !utf8.ValidString(s.Name):
 		return fmt.Errorf("a share name is valid UTF-8 of at most %d bytes", MaxShareNameLen)
-	case len(s.PasswordHash) > maxPasswordHashLen:
-		return errors.New("password hash too long")
+	}
+	if s.PasswordHash != "" {
+		if _, err := ParsePasswordHash(s.PasswordHash); err != nil { // the links' PHC argon2id form (gates.go)
+			return err
+		}
 	}
 	return CheckOwnerID(s.Owner)
 }

@@ -27,6 +27,7 @@
   // READ turns each answer into the page's model. Shares are fractions
   // (0..1) of the breakdown's total; "other" is a count (or {count field}).
   const READ = {
+    share: (j) => ({ kind: str(j.kind), name: str(j.name), site: str(j.site_id), link: str(j.link), shortURL: str(j.short_url) }),
     links: (j) => arr(j.links).map((l) => ({ code: str(obj(l).code), url: str(obj(l).url), shortURL: str(obj(l).short_url) }))
       .filter((l) => l.code),
     moreLinks: (j) => !!j.next_cursor,
@@ -157,6 +158,10 @@
   const TZ = safe(() => Intl.DateTimeFormat().resolvedOptions().timeZone, '') || 'UTC';
   const $ = (id) => document.getElementById(id);
   const id = () => (state.kind === 'link' ? state.link : state.site);
+  // A shared dashboard (/share/{token}) reads its one site or link under
+  // its own path, with no key: the token is in the path, and a password
+  // share's unlock cookie goes along (same origin).
+  const SHARE = (/^\/share\/([A-Za-z0-9_-]{22})$/.exec(location.pathname) || [])[1] || '';
 
   function start() {
     const oops = (what) => showBanner(`Something went wrong on this page: ${what || 'unknown error'}`);
@@ -173,7 +178,7 @@
     on($('site-form'), 'submit', (e) => { e.preventDefault(); state.site = $('site-id').value.trim(); writeHash(); return load(); });
     for (const b of $('kind').querySelectorAll('button')) on(b, 'click', () => setKind(b.dataset.kind));
     for (const b of $('range').querySelectorAll('button')) {
-      on(b, 'click', () => { state.range = b.dataset.range; writeHash(); syncControls(); return load(); });
+      on(b, 'click', () => { state.range = b.dataset.range; writeHash(); if (SHARE) { for (const x of $('range').querySelectorAll('button')) x.setAttribute('aria-pressed', String(x.dataset.range === state.range)); } else syncControls(); return load(); });
     }
     for (const b of $('heatmap-metric').querySelectorAll('button')) {
       on(b, 'click', () => { state.heatMetric = b.dataset.metric; syncHeatMetric(); return state.heatmap && renderHeatmap(state.heatmap); });
@@ -184,6 +189,7 @@
       state.resizeTimer = setTimeout(guard(() => state.chart && drawChart(state.chart)), 120);
     });
     syncHeatMetric();
+    if (SHARE) return openShare();
     const saved = safe(() => sessionStorage.getItem(KEY_STORE), '');
     return saved ? connect(saved) : showConnect('');
   }
@@ -207,10 +213,12 @@
   async function api(path) {
     let res;
     try {
-      res = await fetch(path, {
-        headers: { Authorization: `Bearer ${state.key}`, Accept: 'application/json' },
-        cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer',
-      });
+      res = await fetch(SHARE ? `/share/${SHARE}${path}` : path, SHARE
+        ? { headers: { Accept: 'application/json' }, cache: 'no-store', credentials: 'same-origin', referrerPolicy: 'no-referrer' }
+        : {
+          headers: { Authorization: `Bearer ${state.key}`, Accept: 'application/json' },
+          cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer',
+        });
     } catch (e) {
       return { ok: false, status: 0, detail: 'Cannot reach the server. Check the connection and try again.' };
     }
@@ -222,7 +230,33 @@
         : { ok: false, status: res.status, detail: 'The server sent an answer this page cannot read.' };
     }
     const p = READ.problem(body);
+    // A share whose unlock expired asks for its password again.
+    if (SHARE && res.status === 401) safe(() => location.reload());
     return { ok: false, status: res.status, type: p.type, detail: p.detail || `The server answered ${res.status}.` };
+  }
+
+  // ---- A shared dashboard: one site or link, read-only, no key ----
+  async function openShare() {
+    const r = await api('/about');
+    if (!r.ok) {
+      $('app').hidden = false;
+      return showBanner(r.status === 404 ? 'This shared dashboard does not exist or was revoked.' : `Could not open the shared dashboard: ${r.detail}`);
+    }
+    const a = READ.share(r.data);
+    document.body.classList.add('is-share');
+    state.key = 'share'; // the live counter runs while a "key" is set
+    if (a.kind === 'site') Object.assign(state, { kind: 'site', site: a.site, link: '' });
+    else Object.assign(state, { kind: 'link', link: a.link, site: '', links: [{ code: a.link, url: '', shortURL: a.shortURL }] });
+    if (a.name) document.title = `${a.name} · Waymark`;
+    $('connect').hidden = true;
+    $('session').hidden = true;
+    $('kind').hidden = true;
+    $('link-pick').hidden = true;
+    $('site-form').hidden = true;
+    $('app').hidden = false;
+    for (const b of $('range').querySelectorAll('button')) b.setAttribute('aria-pressed', String(b.dataset.range === state.range));
+    writeHash();
+    return load();
   }
 
   // ---- Connecting ----
