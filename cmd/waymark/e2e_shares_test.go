@@ -382,6 +382,9 @@ func TestE2EStatsExport(t *testing.T) {
 	if ex.status != 200 || ex.header.Get("Content-Type") != "application/zip" {
 		t.Fatalf("site export: %d %s %s", ex.status, ex.header.Get("Content-Type"), ex.body)
 	}
+	if ex.header.Get("Content-Length") != "" {
+		t.Errorf("the export has a Content-Length (%s): it was buffered whole, not streamed", ex.header.Get("Content-Length"))
+	}
 	if cd := ex.header.Get("Content-Disposition"); !strings.Contains(cd, "export.example "+today+" to "+today+".zip") {
 		t.Errorf("Content-Disposition %q; want the domain and the range in the file name", cd)
 	}
