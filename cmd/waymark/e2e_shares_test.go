@@ -180,6 +180,13 @@ func TestE2EShareDashboard(t *testing.T) {
 	if r := do(t, "GET", linkShare+"/v1/sites/"+site+"/stats/aggregate", "", ""); r.status != 404 {
 		t.Errorf("a link share reading a site: got %d; want 404", r.status)
 	}
+	// A deleted link's share opens nothing (the owner took the link away).
+	if r := do(t, "DELETE", n.base+"/v1/links/"+code, n.key, ""); r.status != 204 && r.status != 200 {
+		t.Fatalf("delete link: %d %s", r.status, r.body)
+	}
+	if r := do(t, "GET", linkShare+"/v1/links/"+code+"/stats", "", ""); r.status != 404 {
+		t.Errorf("the share of a deleted link: got %d; want 404", r.status)
+	}
 
 	// Revoked: 404 everywhere, and the open tab's next read fails.
 	if r := do(t, "DELETE", n.base+"/v1/sites/"+site+"/shares/"+siteShareID, n.key, ""); r.status != 204 {
