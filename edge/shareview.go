@@ -92,7 +92,7 @@ func writeSharePage(ctx *fasthttp.RequestCtx, status int, body []byte) {
 // serveShare answers every path under /share/.
 func (s *Server) serveShare(ctx *fasthttp.RequestCtx) {
 	rest := string(ctx.Path()[len(sharePrefix):])
-	text, sub, _ := strings.Cut(rest, "/")
+	text, sub, nested := strings.Cut(rest, "/")
 	isAPI := sub == "about" || strings.HasPrefix(sub, "v1/")
 	notFound := func() {
 		s.shares.m.notFound.Inc()
@@ -125,6 +125,9 @@ func (s *Server) serveShare(ctx *fasthttp.RequestCtx) {
 	unlocked := sh.PasswordHash == "" ||
 		shareCookieValid(s.cfg.Shares.CookieKey, &sh, ctx.Request.Header.Cookie(shareCookieName+sh.ID), s.now())
 	switch {
+	case nested && sub == "":
+		// /share/{token}/: the page finds its share from its exact path.
+		ctx.Redirect(sharePrefix+text, fasthttp.StatusPermanentRedirect)
 	case sub == "" && ctx.IsPost():
 		s.unlockShare(ctx, &sh, text)
 	case sub == "":

@@ -139,6 +139,9 @@ func TestE2EShareDashboard(t *testing.T) {
 	}
 	p.noExceptions()
 
+	if r := do(t, "GET", siteShare+"/", "", ""); r.status != 308 || !strings.HasSuffix(r.header.Get("Location"), strings.TrimPrefix(siteShare, n.base)) {
+		t.Errorf("GET the share with a trailing slash: %d Location %q; want 308 to the share", r.status, r.header.Get("Location"))
+	}
 	// The token opens that one site's stats and nothing else.
 	tok := strings.TrimPrefix(siteShare, n.base+"/share/")
 	for _, c := range []struct {
