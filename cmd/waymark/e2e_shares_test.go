@@ -553,8 +553,22 @@ func TestE2EShareClusterAggregatorElsewhere(t *testing.T) {
 	if x.status != 200 {
 		t.Fatalf("export through the share on the edge: %d %s", x.status, x.body)
 	}
-	if rows := readZip(t, x.body)["visitors.csv"]; len(rows) < 2 {
-		t.Errorf("visitors.csv through the edge: %v", rows)
+	if rows := readZip(t, x.body)["visitors.csv"]; len(rows) != 1+8 || strings.Join(rows[8][1:4], ",") != "3,4,3" {
+		t.Errorf("visitors.csv through the edge: %v; want 8 days, today 3 visitors, 4 pageviews, 3 visits (by hand)", rows)
+	}
+	if x.header.Get("Content-Length") != "" {
+		t.Errorf("the export through the edge has a Content-Length (%s): the edge buffered it", x.header.Get("Content-Length"))
+	}
+	// With a key too, through the edge's stats proxy.
+	kx := do(t, "GET", eb+"/v1/sites/"+site+"/stats/export", key, "")
+	if kx.status != 200 || kx.header.Get("Content-Type") != "application/zip" || kx.header.Get("Content-Length") != "" {
+		t.Fatalf("export with a key through the edge: %d %v", kx.status, kx.header)
+	}
+	if files := readZip(t, kx.body); len(files["visitors.csv"]) != 1+8 {
+		t.Errorf("visitors.csv with a key through the edge: %v", files["visitors.csv"])
+	}
+	if r := do(t, "GET", eb+"/v1/sites/"+site+"/stats/export?tz=Nowhere/Else", key, ""); r.status != 400 || r.header.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("a bad export through the edge: %d %s; want a 400 problem", r.status, r.header.Get("Content-Type"))
 	}
 
 	if r := do(t, "DELETE", eb+"/v1/sites/"+site+"/shares/"+id, key, ""); r.status != 204 {
