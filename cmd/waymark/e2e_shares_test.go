@@ -13,10 +13,12 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 )
 
@@ -136,6 +138,35 @@ func TestE2EShareDashboard(t *testing.T) {
 	keyForm, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](`!document.querySelector('#connect').hidden || !document.querySelector('#kind').hidden`))
 	if err != nil || keyForm {
 		t.Errorf("the shared dashboard shows the key form or the link/site picker (%v)", err)
+	}
+	// The page's Export button saves the range's zip through the share.
+	downloads := t.TempDir()
+	if _, err := chromedp.CallBrowser(p.ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
+		t.Fatalf("allow downloads: %v", err)
+	}
+	p.do("click Export", chromedp.Click(chromedp.CSS("#export")))
+	var saved []byte
+	waitFor(t, "the exported zip in the download folder", 20*time.Second, func() bool {
+		entries, _ := os.ReadDir(downloads)
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".zip") && strings.Contains(e.Name(), "share.example") {
+				saved, _ = os.ReadFile(filepath.Join(downloads, e.Name()))
+				return len(saved) > 0
+			}
+		}
+		return false
+	})
+	// "Today" is read by the hour: the hours add up to the day's numbers.
+	var pageviews, visitorRows int
+	for _, row := range readZip(t, saved)["visitors.csv"][1:] {
+		var pv int
+		fmt.Sscan(row[2], &pv)
+		pageviews += pv
+		visitorRows++
+	}
+	if pageviews != 4 || visitorRows == 0 {
+		t.Errorf("the downloaded visitors.csv: %d hours adding up to %d pageviews; want 4 (by hand)", visitorRows, pageviews)
 	}
 	p.noExceptions()
 

@@ -22,6 +22,8 @@
     linkOverview: (code) => `/v1/links/${enc(code)}/stats/overview?tz=${enc(TZ)}`,
     siteGoals: (id, q) => `/v1/sites/${enc(id)}/stats/goals?${q.range}`,
     siteHeatmap: (id, q) => `/v1/sites/${enc(id)}/stats/heatmap?${q.range}`,
+    linkExport: (code, q) => `/v1/links/${enc(code)}/stats/export?${q.series}`,
+    siteExport: (id, q) => `/v1/sites/${enc(id)}/stats/export?${q.series}`,
   };
 
   // READ turns each answer into the page's model. Shares are fractions
@@ -174,6 +176,7 @@
       return key ? connect(key) : showConnect('Paste an API key first.');
     });
     on($('disconnect'), 'click', () => forgetKey(''));
+    on($('export'), 'click', () => exportZip());
     on($('link-select'), 'change', () => { state.link = $('link-select').value; writeHash(); return load(); });
     on($('site-form'), 'submit', (e) => { e.preventDefault(); state.site = $('site-id').value.trim(); writeHash(); return load(); });
     for (const b of $('kind').querySelectorAll('button')) on(b, 'click', () => setKind(b.dataset.kind));
@@ -213,12 +216,7 @@
   async function api(path) {
     let res;
     try {
-      res = await fetch(SHARE ? `/share/${SHARE}${path}` : path, SHARE
-        ? { headers: { Accept: 'application/json' }, cache: 'no-store', credentials: 'same-origin', referrerPolicy: 'no-referrer' }
-        : {
-          headers: { Authorization: `Bearer ${state.key}`, Accept: 'application/json' },
-          cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer',
-        });
+      res = await request(path, 'application/json');
     } catch (e) {
       return { ok: false, status: 0, detail: 'Cannot reach the server. Check the connection and try again.' };
     }
@@ -233,6 +231,53 @@
     // A share whose unlock expired asks for its password again.
     if (SHARE && res.status === 401) safe(() => location.reload());
     return { ok: false, status: res.status, type: p.type, detail: p.detail || `The server answered ${res.status}.` };
+  }
+
+  // request fetches an API path: with the key, or under the share's path
+  // with its cookie.
+  function request(path, accept) {
+    return fetch(SHARE ? `/share/${SHARE}${path}` : path, SHARE
+      ? { headers: { Accept: accept }, cache: 'no-store', credentials: 'same-origin', referrerPolicy: 'no-referrer' }
+      : {
+        headers: { Authorization: `Bearer ${state.key}`, Accept: accept },
+        cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer',
+      });
+  }
+
+  // ---- Export: the range as a zip of CSV files, saved by the browser ----
+  async function exportZip() {
+    if (!id()) return undefined;
+    const q = rangeQuery(RANGES[state.range]);
+    const path = state.kind === 'link' ? PATHS.linkExport(id(), q) : PATHS.siteExport(id(), q);
+    const btn = $('export');
+    btn.disabled = true;
+    btn.textContent = 'Exporting…';
+    try {
+      let res;
+      try {
+        res = await request(path, 'application/zip');
+      } catch (e) {
+        return showBanner('Cannot reach the server. Check the connection and try again.');
+      }
+      if (!res.ok) {
+        let p = { detail: '' };
+        try { p = READ.problem(JSON.parse(await res.text())); } catch (e) { /* not JSON */ }
+        return showBanner(`The export failed: ${p.detail || `the server answered ${res.status}`}`);
+      }
+      const blob = await res.blob();
+      const name = (/filename="([^"]+)"/.exec(res.headers.get('Content-Disposition') || '') || [])[1] || 'waymark-export.zip';
+      const a = el('a', '', '');
+      a.href = URL.createObjectURL(blob);
+      a.download = name;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+      return undefined;
+    } finally {
+      btn.disabled = false;
+      btn.textContent = 'Export CSV';
+    }
   }
 
   // ---- A shared dashboard: one site or link, read-only, no key ----
