@@ -256,8 +256,15 @@ func (s *Server) unlockShare(ctx *fasthttp.RequestCtx, sh *store.Share, text str
 		writeRetryProblem(ctx, probUnavailable, "this node cannot unlock shared dashboards", 30)
 		return
 	}
+	// The client as the create limits see it (behind --trusted-proxies,
+	// from X-Forwarded-For), except that a loopback client is limited too:
+	// guesses from the node's own host are guesses all the same.
+	client, known := s.creates.clientOf(ctx)
+	if !known {
+		client = clientOf(ctx)
+	}
 	for _, ok := range []func() (bool, time.Duration){
-		func() (bool, time.Duration) { return s.shares.perClient.allow(clientOf(ctx)) },
+		func() (bool, time.Duration) { return s.shares.perClient.allow(client) },
 		func() (bool, time.Duration) { return s.shares.perShare.allow(sh.ID) },
 	} {
 		if allowed, wait := ok(); !allowed {

@@ -342,6 +342,11 @@ func TestE2ESharePasswordBrowser(t *testing.T) {
 	if !limited {
 		t.Error("12 wrong guesses from one address were never refused with 429 and Retry-After")
 	}
+	// Behind a trusted proxy (--dev trusts loopback) each forwarded client
+	// has its own allowance: another address still gets its guess checked.
+	if r := do(t, "POST", second, "", "password=guess", "Content-Type", form, "X-Forwarded-For", "203.0.113.9"); r.status != 401 {
+		t.Errorf("a guess from another client behind the proxy: got %d; want 401", r.status)
+	}
 }
 
 // readZip opens a zip answer and returns each file's CSV rows.
