@@ -35,13 +35,11 @@ import (
 // the cluster key).
 
 const (
-	sharePrefix     = "/share/"
-	sharesSuffix    = "/shares"
-	shareCookieName = "wm_share_"
-	shareCookieTTL  = 24 * time.Hour // Plausible's
-	// maxSharePasswordLen bounds a share password, in bytes.
-	maxSharePasswordLen = 256
-	newShareAttempts    = 3
+	sharePrefix      = "/share/"
+	sharesSuffix     = "/shares"
+	shareCookieName  = "wm_share_"
+	shareCookieTTL   = 24 * time.Hour // Plausible's
+	newShareAttempts = 3
 )
 
 // ShareConfig wires shared dashboards into the edge. The zero value
@@ -194,8 +192,8 @@ func decodeShareRequest(raw []byte) (name, password string, err error) {
 	}
 	if req.Password != nil {
 		password = *req.Password
-		if password == "" || len(password) > maxSharePasswordLen {
-			return "", "", fmt.Errorf(`"password" is 1 to %d bytes (leave it out for a share without one)`, maxSharePasswordLen)
+		if password == "" || len(password) > MaxPasswordLen {
+			return "", "", fmt.Errorf(`"password" is 1 to %d bytes (leave it out for a share without one)`, MaxPasswordLen)
 		}
 	}
 	return name, password, nil
@@ -222,9 +220,7 @@ func (s *Server) createShare(ctx *fasthttp.RequestCtx, owner store.Owner, t shar
 	}
 	var hash string
 	if password != "" {
-		if hash, err = hashSharePassword(password); err != nil {
-			s.log.Error("cannot hash share password", "err", err)
-			writeProblem(ctx, probInternal, "the share could not be made")
+		if hash, ok = s.hashForAPI(ctx, password); !ok { // password.go: the links' argon2id
 			return
 		}
 	}

@@ -4,21 +4,17 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/crypto/argon2"
-
 	"github.com/waymark/waymark/store"
 )
 
-// The secrets of shared dashboards: the token in the URL, the password
-// hash, the unlock cookie. The token and the cookie come from outside, so
+// The secrets of shared dashboards: the token in the URL and the unlock
+// cookie (the password hash is the links' argon2id, password.go). The token and the cookie come from outside, so
 // their parsers are fuzzed (shares_fuzz_test.go).
 
 // shareTokenText is the length of a token in a URL: 16 bytes in base64url
@@ -46,54 +42,6 @@ func ParseShareToken(text string) ([store.ShareTokenLen]byte, bool) {
 	}
 	n, err := shareTokenEncoding.Decode(tok[:], []byte(text))
 	return tok, err == nil && n == len(tok)
-}
-
-// argon2id parameters: OWASP's minimum (19 MiB, two passes, one lane).
-const (
-	argonTime    = 2
-	argonMemory  = 19 * 1024 // KiB
-	argonThreads = 1
-	argonKeyLen  = 32
-	argonSaltLen = 16
-	// Bounds on a stored hash's parameters, so a damaged record cannot
-	// make one check take a gigabyte.
-	argonMaxMemory = 256 * 1024
-	argonMaxTime   = 10
-)
-
-var errBadPasswordHash = errors.New("not an argon2id hash")
-
-// hashSharePassword encodes password as a PHC argon2id string.
-func hashSharePassword(password string) (string, error) {
-	salt := make([]byte, argonSaltLen)
-	if _, err := rand.Read(salt); err != nil {
-		return "", fmt.Errorf("cannot make a salt: %w", err)
-	}
-	key := argon2.IDKey([]byte(password), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
-	b64 := base64.RawStdEncoding
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
-		b64.EncodeToString(salt), b64.EncodeToString(key)), nil
-}
-
-// checkSharePassword reports whether password matches the encoded hash.
-func checkSharePassword(encoded, password string) (bool, error) {
-	parts := strings.Split(encoded, "$")
-	if len(parts) != 6 || parts[0] != "" || parts[1] != "argon2id" || parts[2] != "v="+strconv.Itoa(argon2.Version) {
-		return false, errBadPasswordHash
-	}
-	var m, t uint32
-	var p uint8
-	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil ||
-		m == 0 || m > argonMaxMemory || t == 0 || t > argonMaxTime || p == 0 {
-		return false, errBadPasswordHash
-	}
-	salt, err1 := base64.RawStdEncoding.DecodeString(parts[4])
-	want, err2 := base64.RawStdEncoding.DecodeString(parts[5])
-	if err1 != nil || err2 != nil || len(salt) < 8 || len(want) < 16 || len(want) > 64 {
-		return false, errBadPasswordHash
-	}
-	got := argon2.IDKey([]byte(password), salt, t, m, p, uint32(len(want)))
-	return subtle.ConstantTimeCompare(got, want) == 1, nil
 }
 
 // shareCookieMAC signs one share's unlock until expires (Unix seconds).

@@ -22,16 +22,12 @@ const (
 	shareUnlockBurst      = 10      // ...after ten at once
 	shareUnlockShareRate  = 1.0     // per share, from every client
 	shareUnlockShareBurst = 30
-	// shareHashSlots bounds the password checks running at once: each
-	// takes argonMemory of memory and a core for tens of milliseconds.
-	shareHashSlots = 2
 )
 
 // shareDesk holds the viewer side's limits and the share metrics.
 type shareDesk struct {
 	perClient *limiter[clientKey]
 	perShare  *limiter[string]
-	slots     chan struct{}
 	m         shareMetrics
 }
 
@@ -51,7 +47,6 @@ func newShareDesk(now func() time.Time, set *metrics.Set) *shareDesk {
 	return &shareDesk{
 		perClient: newLimiter[clientKey](shareUnlockRate, shareUnlockBurst, now),
 		perShare:  newLimiter[string](shareUnlockShareRate, shareUnlockShareBurst, now),
-		slots:     make(chan struct{}, shareHashSlots),
 		m: shareMetrics{
 			created: set.GetOrCreateCounter("waymark_share_created_total"),
 			revoked: set.GetOrCreateCounter("waymark_share_revoked_total"),
@@ -277,16 +272,16 @@ func (s *Server) unlockShare(ctx *fasthttp.RequestCtx, sh *store.Share, text str
 	}
 	password := ctx.PostArgs().Peek("password")
 	ok := false
-	if len(password) > 0 && len(password) <= maxSharePasswordLen {
-		s.shares.slots <- struct{}{}
-		var err error
-		ok, err = checkSharePassword(sh.PasswordHash, string(password))
-		<-s.shares.slots
-		if err != nil {
-			s.log.Error("cannot check share password", "share", sh.ID, "err", err)
-			writeProblem(ctx, probInternal, "the password could not be checked")
+	if len(password) > 0 && len(password) <= MaxPasswordLen {
+		// The argon2id slots the link passwords use (password.go): they
+		// bound the memory checks take, whatever is attacked.
+		if !s.passwords.acquire() {
+			s.passwords.busy.Inc()
+			writeRetryProblem(ctx, probUnavailable, "too many password checks are running; retry in a moment", 1)
 			return
 		}
+		ok = s.passwords.verify(sh.PasswordHash, password)
+		s.passwords.release()
 	}
 	if !ok {
 		s.shares.m.unlockWrong.Inc()

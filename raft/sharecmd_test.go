@@ -12,6 +12,10 @@ import (
 	"github.com/waymark/waymark/store"
 )
 
+// testPHC is a well-formed argon2id PHC string (store.ParsePasswordHash).
+var testPHC = (&store.PasswordHash{MemoryKiB: 19456, Time: 2, Threads: 1,
+	Salt: []byte("0123456789abcdef"), Key: []byte("0123456789abcdef0123456789abcdef")}).String()
+
 func testShare(owner string, kind store.ShareKind, target string, seed byte) *store.Share {
 	var tok [store.ShareTokenLen]byte
 	tok[0], tok[1] = seed, byte(kind)
@@ -22,7 +26,7 @@ func testShare(owner string, kind store.ShareKind, target string, seed byte) *st
 
 func TestShareCommandsRoundTrip(t *testing.T) {
 	s := testShare("o1", store.ShareSite, "site-1", 1)
-	s.PasswordHash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA"
+	s.PasswordHash = testPHC
 	for _, c := range []command{
 		&createShareCmd{Share: *s},
 		&deleteShareCmd{Kind: store.ShareLink, Owner: "o1", Target: "example.org/abc", ID: store.ShareID(s.Hash)},
@@ -57,6 +61,7 @@ func TestDecodeShareCommandsRejects(t *testing.T) {
 		{"target with NUL", enc(func(s *store.Share) { s.Target = "a\x00b" })},
 		{"name too long", enc(func(s *store.Share) { s.Name = strings.Repeat("n", store.MaxShareNameLen+1) })},
 		{"name not UTF-8", enc(func(s *store.Share) { s.Name = "\xff" })},
+		{"password hash not PHC", enc(func(s *store.Share) { s.PasswordHash = "$argon2id$plain" })},
 		{"hash truncated", goodBytes[:len(goodBytes)-1]},
 		{"trailing byte", append(append([]byte(nil), goodBytes...), 0)},
 		{"delete of a short id", appendCommand(nil, &deleteShareCmd{Kind: store.ShareSite, Owner: "o", Target: "s", ID: "abc"})},
@@ -91,7 +96,7 @@ func TestShareCreateListDelete(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	a := testShare("o1", store.ShareSite, "site-1", 1)
-	a.PasswordHash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA"
+	a.PasswordHash = testPHC
 	got, err := tn.n.CreateShare(ctx, a)
 	if err != nil {
 		t.Fatalf("create: %v", err)

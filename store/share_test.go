@@ -8,7 +8,7 @@ import (
 
 func FuzzDecodeShare(f *testing.F) {
 	var tok [ShareTokenLen]byte
-	good := Share{Hash: HashShareToken(tok), Owner: "o1", Kind: ShareLink, Target: "example.org/abc", Name: "press", PasswordHash: "$argon2id$x", CreatedAt: 1700000000000}
+	good := Share{Hash: HashShareToken(tok), Owner: "o1", Kind: ShareLink, Target: "example.org/abc", Name: "press", PasswordHash: (&PasswordHash{MemoryKiB: 19456, Time: 2, Threads: 1, Salt: []byte("0123456789abcdef"), Key: []byte("0123456789abcdef0123456789abcdef")}).String(), CreatedAt: 1700000000000}
 	f.Add(AppendShare(nil, &good))
 	f.Add([]byte{shareVersion, 1})
 	f.Add([]byte{})
