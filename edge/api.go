@@ -60,6 +60,9 @@ func (s *Server) dispatchAPI(ctx *fasthttp.RequestCtx) string {
 		s.reports.serve(ctx)
 		return "reports.file"
 	}
+	if route, ok := s.dispatchShares(ctx, path, method); ok { // shares.go
+		return route
+	}
 	if code, ok := historyCode(path); ok {
 		if method != fasthttp.MethodGet {
 			methodNotAllowed(ctx, "GET")

@@ -50,6 +50,7 @@ type Config struct {
 	WriteMetrics    func(w io.Writer)                           // for /metrics; nil writes this server's Metrics set
 	Routes          map[string]fasthttp.RequestHandler          // extra exact paths checked before the code route; may be nil
 	APIFallback     fasthttp.RequestHandler                     // /v1/ paths edge does not serve (e.g. stats); nil answers 404
+	Shares          ShareConfig                                 // issue 13: shared dashboards under /share/ (shares.go)
 	OnRedirect      func(ctx *fasthttp.RequestCtx, code []byte) // after a 3xx (click capture), never for HEAD; must not block; may be nil
 
 	// Redirect rules (rulematch.go). OnRuleRedirect replaces OnRedirect

@@ -14,6 +14,7 @@
 //	edit:     fasthttp -> auth -> rate limit -> store.GetLink (ownership) -> Writer.UpdateLink (Raft) -> 200
 //	site:     fasthttp -> auth -> rate limit -> decode + validate -> Writer.UpdateSite (Raft; the FSM checks ownership) -> 200/201/204
 //	apply:    FSM commits to Pebble -> OnChange -> Server.Invalidate -> next request reads Pebble again
+//	share:    /share/{token} -> ParseShareToken -> store.ShareByHash (Pebble) -> target and cookie checks -> ShareConfig.Page | ShareConfig.Stats
 //
 // The redirect never leaves the node: no network, no Raft, no waiting. A
 // cache hit copies pre-built bytes into the response and allocates nothing.

@@ -23,6 +23,9 @@ var scopeTable = []struct {
 }{
 	// Stats (answered by the aggregator through Config.APIFallback or the
 	// /api/v2/query route); before the link rows that would match them.
+	// Exports (issue 13 point 7) are stats reads like the rest.
+	{"GET", "/v1/links/*/stats/export", store.ScopeStatsRead},
+	{"GET", "/v1/sites/*/stats/export", store.ScopeStatsRead},
 	{"*", "/v1/links/*/stats", store.ScopeStatsRead},
 	{"*", "/v1/links/*/stats/**", store.ScopeStatsRead},
 	{"*", "/v1/sites/*/stats/**", store.ScopeStatsRead},
@@ -48,6 +51,16 @@ var scopeTable = []struct {
 	{"POST", "/v1/sites/*/goals", store.ScopeSitesWrite},
 	{"GET", "/v1/sites/*/goals/*", store.ScopeStatsRead | store.ScopeSitesWrite},
 	{"DELETE", "/v1/sites/*/goals/*", store.ScopeSitesWrite},
+
+	// Shared dashboards (issue 13 point 6): a share opens the stats to
+	// anyone with its URL, so making or revoking one is a write of the
+	// site or link; a stats reader may see which shares exist.
+	{"GET", "/v1/sites/*/shares", store.ScopeStatsRead | store.ScopeSitesWrite},
+	{"POST", "/v1/sites/*/shares", store.ScopeSitesWrite},
+	{"DELETE", "/v1/sites/*/shares/*", store.ScopeSitesWrite},
+	{"GET", "/v1/links/*/shares", store.ScopeStatsRead | store.ScopeLinksWrite},
+	{"POST", "/v1/links/*/shares", store.ScopeLinksWrite},
+	{"DELETE", "/v1/links/*/shares/*", store.ScopeLinksWrite},
 
 	// Custom domains (issue 12 point 1): a link client reads them to pick
 	// a domain; only domains:write changes them.

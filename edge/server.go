@@ -69,6 +69,8 @@ type Server struct {
 	classifier     VisitClassifier
 	ruleM          *ruleMetrics
 
+	shares *shareDesk // issue 13: shared dashboards (shares.go, shareview.go)
+
 	lnState listenerState
 
 	lnMu      sync.Mutex
@@ -143,6 +145,7 @@ func New(cfg Config, st *store.Store, w Writer) (*Server, error) {
 		s.limits.exact[bulkPath] = maxBulkBodyBytes // bulk.go
 	}
 	s.reports = newReportDesk(s, w)
+	s.shares = newShareDesk(cfg.Now, cfg.Metrics)
 	openAPI, err := newOpenAPIRoute()
 	if err != nil {
 		return nil, fmt.Errorf("cannot create edge server: %w", err)
@@ -288,6 +291,7 @@ const readBufferSize = 4096
 var (
 	prefixAPI      = []byte("/v1/")
 	prefixProblems = []byte("/problems/")
+	prefixShare    = []byte(sharePrefix)
 )
 
 // handle routes a request: exact routes, then the API, then the code route.
@@ -304,6 +308,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		serveProblemDoc(ctx)
 	case len(path) > 1 && validCodeSyntax(path[1:]):
 		s.serveHostCode(ctx, path[1:]) // domains.go: Host routing, then serveCode
+	case bytes.HasPrefix(path, prefixShare):
+		s.serveShare(ctx) // shareview.go
 	default:
 		if !ctx.IsGet() && !ctx.IsHead() {
 			ctx.Response.Header.Set("Allow", "GET, HEAD")

@@ -250,7 +250,7 @@ const (
 var reservedAliases = []string{
 	"api", "v1", "v2", "admin", "login", "logout", "signup", "register",
 	"account", "settings", "static", "assets", "health", "healthz", "readyz",
-	"livez", "metrics", "s.js", "robots.txt", "favicon.ico", "dashboard",
+	"livez", "metrics", "s.js", "robots.txt", "favicon.ico", "dashboard", "share",
 	"problems", "docs", "help", "support", "status", "stats", "about",
 	"auth", "oauth", "sites", "links", "event", "events", "www", "app",
 	"sitemap.xml", "security.txt", "humans.txt", "waymark",

@@ -304,6 +304,7 @@ func (n *Node) openEdge(publicURL string) error {
 		WriteMetrics:  n.writeMetrics,
 		Routes:        n.publicRoutes(),
 		APIFallback:   n.apiFallback(n.statsHandler()),
+		Shares:        n.shareConfig(), // issue 13: shared dashboards (shares.go)
 		OnRedirect:    n.onRedirect(),
 		WriteRate:     n.cfg.WriteRate,
 		Reports:       edge.ReportConfig{PerIPBurst: float64(n.cfg.ReportBurst)},

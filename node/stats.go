@@ -110,7 +110,12 @@ func (n *Node) statsHandler() fasthttp.RequestHandler {
 	// nodes: it goes over mutual TLS like every node-to-node call.
 	client := &fasthttp.HostClient{Addr: u.Host, IsTLS: true, TLSConfig: n.peerTLS.clientConfig(),
 		ReadTimeout: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxConns: 64}
+	export := n.exportProxy(u) // exportproxy.go: zips are streamed on, not buffered
 	return func(ctx *fasthttp.RequestCtx) {
+		if isExportPath(ctx.Path()) {
+			export(ctx)
+			return
+		}
 		req := fasthttp.AcquireRequest()
 		defer fasthttp.ReleaseRequest(req)
 		ctx.Request.CopyTo(req)

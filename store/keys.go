@@ -30,6 +30,7 @@ const (
 	tabTagIndex          = 'G' // G owner 0x00 tag 0x00 ^createIndex(be64) code -> empty (tags.go)
 	tabDomain            = 'N' // N domain -> custom domain record (domain.go)
 	tabOwnerDomain       = 'V' // V owner 0x00 domain -> empty: the owner's domains
+	tabShare             = 'Z' // Z 'h' sha256(token) -> share; Z 't' kind target 0x00 id -> hash (share.go)
 )
 
 var (

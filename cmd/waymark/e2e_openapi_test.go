@@ -425,6 +425,61 @@ func TestE2EOpenAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("shares and stats exports", func(t *testing.T) {
+		// Issue 13 points 6 and 7. The zip's contents are checked by
+		// TestE2EStatsExport; here every exchange against the description.
+		ex := want2(t, v.send(t, "GET", base+"/v1/sites/"+site+"/stats/export", key, ""), 200)
+		if ex.header.Get("Content-Type") != "application/zip" || len(ex.body) < 22 {
+			t.Fatalf("site export: %s, %d bytes", ex.header.Get("Content-Type"), len(ex.body))
+		}
+		wantProblem(t, v.send(t, "GET", query(base+"/v1/sites/"+site+"/stats/export", "tz", "Nowhere/Else"), key, ""), 400, "invalid-request")
+		wantProblem(t, v.send(t, "GET", base+"/v1/sites/000000000000/stats/export", key, ""), 404, "not-found")
+		want(t, v.send(t, "GET", query(base+"/v1/links/oa-r307/stats/export", "granularity", "hour"), key, ""), 200)
+		wantProblem(t, v.send(t, "GET", base+"/v1/links/oa-r307/stats/export", "", ""), 401, "unauthorized")
+
+		m := want(t, v.send(t, "POST", base+"/v1/sites/"+site+"/shares", key, `{"name":"press"}`), 201)
+		siteShare, siteShareID := m["url"].(string), m["id"].(string)
+		m = want(t, v.send(t, "POST", base+"/v1/links/oa-r307/shares", key, `{"password":"s3cret-pass"}`), 201)
+		linkShare, linkShareID := m["url"].(string), m["id"].(string)
+		wantProblem(t, v.send(t, "POST", base+"/v1/sites/"+site+"/shares", key, `{"colour":"red"}`, invalid), 400, "invalid-request")
+		wantProblem(t, v.send(t, "POST", base+"/v1/sites/000000000000/shares", key, `{}`), 404, "not-found")
+		wantProblem(t, v.send(t, "POST", base+"/v1/links/nosuchcode/shares", key, ``), 404, "not-found")
+		wantProblem(t, v.send(t, "POST", base+"/v1/links/oa-r307/shares", "", `{}`), 401, "unauthorized")
+		want(t, v.send(t, "GET", base+"/v1/sites/"+site+"/shares", key, ""), 200)
+		want(t, v.send(t, "GET", base+"/v1/links/oa-r307/shares", key, ""), 200)
+		wantProblem(t, v.send(t, "GET", base+"/v1/links/nosuchcode/shares", key, ""), 404, "not-found")
+		wantProblem(t, v.send(t, "GET", base+"/v1/sites/"+site+"/shares", "", ""), 401, "unauthorized")
+
+		want(t, v.send(t, "GET", siteShare, "", ""), 200)
+		want(t, v.send(t, "GET", siteShare+"/about", "", ""), 200)
+		want(t, v.send(t, "GET", siteShare+"/v1/sites/"+site+"/stats/aggregate", "", ""), 200)
+		want(t, v.send(t, "GET", siteShare+"/v1/sites/"+site+"/stats/export", "", ""), 200)
+		wantProblem(t, v.send(t, "GET", siteShare+"/v1/sites/000000000000/stats/aggregate", "", ""), 404, "not-found")
+		want(t, v.send(t, "GET", linkShare, "", ""), 200) // the password form
+		wantProblem(t, v.send(t, "GET", linkShare+"/about", "", ""), 401, "unauthorized")
+		wantProblem(t, v.send(t, "GET", linkShare+"/v1/links/oa-r307/stats", "", ""), 401, "unauthorized")
+		wantProblem(t, v.send(t, "GET", linkShare+"/v1/links/oa-r307/stats/breakdown", "", ""), 401, "unauthorized")
+		form := withHeader("Content-Type", "application/x-www-form-urlencoded")
+		want(t, v.send(t, "POST", linkShare, "", "password=wrong", form), 401)
+		ex = want2(t, v.send(t, "POST", linkShare, "", "password=s3cret-pass", form), 303)
+		cookie := withHeader("Cookie", strings.SplitN(ex.header.Get("Set-Cookie"), ";", 2)[0])
+		want(t, v.send(t, "GET", linkShare+"/about", "", "", cookie), 200)
+		want(t, v.send(t, "GET", linkShare+"/v1/links/oa-r307/stats", "", "", cookie), 200)
+		want(t, v.send(t, "GET", query(linkShare+"/v1/links/oa-r307/stats/breakdown", "dimension", "country"), "", "", cookie), 200)
+		wantProblem(t, v.send(t, "GET", linkShare+"/v1/links/oa-perm/stats", "", "", cookie), 404, "not-found")
+
+		want(t, v.send(t, "DELETE", base+"/v1/sites/"+site+"/shares/"+siteShareID, key, ""), 204)
+		wantProblem(t, v.send(t, "DELETE", base+"/v1/sites/"+site+"/shares/"+siteShareID, key, ""), 404, "not-found")
+		want(t, v.send(t, "DELETE", base+"/v1/links/oa-r307/shares/"+linkShareID, key, ""), 204)
+		wantProblem(t, v.send(t, "DELETE", base+"/v1/links/oa-r307/shares/"+linkShareID, "", ""), 401, "unauthorized")
+		want(t, v.send(t, "GET", siteShare, "", ""), 404)
+		want(t, v.send(t, "POST", linkShare, "", "password=s3cret-pass", form), 404)
+		wantProblem(t, v.send(t, "GET", siteShare+"/about", "", ""), 404, "not-found")
+		wantProblem(t, v.send(t, "GET", siteShare+"/v1/sites/"+site+"/stats/aggregate", "", ""), 404, "not-found")
+		wantProblem(t, v.send(t, "GET", linkShare+"/v1/links/oa-r307/stats", "", "", cookie), 404, "not-found")
+		wantProblem(t, v.send(t, "GET", linkShare+"/v1/links/oa-r307/stats/overview", "", "", cookie), 404, "not-found")
+	})
+
 	t.Run("bulk and export", func(t *testing.T) {
 		m := want(t, v.send(t, "POST", base+"/v1/links/bulk", key,
 			`{"links":[{"url":"https://example.com/bulk-1","alias":"oa-bulk","external_id":"oa:1"},{"url":"ftp://example.com/"},{"url":"https://example.com/bulk-1","external_id":"oa:1"}]}`), 207)

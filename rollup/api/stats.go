@@ -193,6 +193,10 @@ func (a *stats) serveLink(ctx *fasthttp.RequestCtx, code string, rest []string) 
 		a.serveLinkOverview(ctx, code) // linkoverview.go
 		return
 	}
+	if len(rest) == 1 && rest[0] == "export" {
+		a.serveLinkExport(ctx, code) // export.go
+		return
+	}
 	if len(rest) == 1 && rest[0] == "realtime" {
 		n, err := limitArg(args)
 		if err != nil {
@@ -290,6 +294,9 @@ func (a *stats) serveSite(ctx *fasthttp.RequestCtx, s store.Site, what string) {
 		return
 	case "goals":
 		a.serveSiteGoals(ctx, s) // sitepages.go
+		return
+	case "export":
+		a.serveSiteExport(ctx, s) // export.go
 		return
 	}
 	if what == "realtime" {

@@ -22,11 +22,14 @@
     linkOverview: (code) => `/v1/links/${enc(code)}/stats/overview?tz=${enc(TZ)}`,
     siteGoals: (id, q) => `/v1/sites/${enc(id)}/stats/goals?${q.range}`,
     siteHeatmap: (id, q) => `/v1/sites/${enc(id)}/stats/heatmap?${q.range}`,
+    linkExport: (code, q) => `/v1/links/${enc(code)}/stats/export?${q.series}`,
+    siteExport: (id, q) => `/v1/sites/${enc(id)}/stats/export?${q.series}`,
   };
 
   // READ turns each answer into the page's model. Shares are fractions
   // (0..1) of the breakdown's total; "other" is a count (or {count field}).
   const READ = {
+    share: (j) => ({ kind: str(j.kind), name: str(j.name), site: str(j.site_id), link: str(j.link), shortURL: str(j.short_url) }),
     links: (j) => arr(j.links).map((l) => ({ code: str(obj(l).code), url: str(obj(l).url), shortURL: str(obj(l).short_url) }))
       .filter((l) => l.code),
     moreLinks: (j) => !!j.next_cursor,
@@ -157,6 +160,10 @@
   const TZ = safe(() => Intl.DateTimeFormat().resolvedOptions().timeZone, '') || 'UTC';
   const $ = (id) => document.getElementById(id);
   const id = () => (state.kind === 'link' ? state.link : state.site);
+  // A shared dashboard (/share/{token}) reads its one site or link under
+  // its own path, with no key: the token is in the path, and a password
+  // share's unlock cookie goes along (same origin).
+  const SHARE = (/^\/share\/([A-Za-z0-9_-]{22})$/.exec(location.pathname) || [])[1] || '';
 
   function start() {
     const oops = (what) => showBanner(`Something went wrong on this page: ${what || 'unknown error'}`);
@@ -169,11 +176,12 @@
       return key ? connect(key) : showConnect('Paste an API key first.');
     });
     on($('disconnect'), 'click', () => forgetKey(''));
+    on($('export'), 'click', () => exportZip());
     on($('link-select'), 'change', () => { state.link = $('link-select').value; writeHash(); return load(); });
     on($('site-form'), 'submit', (e) => { e.preventDefault(); state.site = $('site-id').value.trim(); writeHash(); return load(); });
     for (const b of $('kind').querySelectorAll('button')) on(b, 'click', () => setKind(b.dataset.kind));
     for (const b of $('range').querySelectorAll('button')) {
-      on(b, 'click', () => { state.range = b.dataset.range; writeHash(); syncControls(); return load(); });
+      on(b, 'click', () => { state.range = b.dataset.range; writeHash(); if (SHARE) { for (const x of $('range').querySelectorAll('button')) x.setAttribute('aria-pressed', String(x.dataset.range === state.range)); } else syncControls(); return load(); });
     }
     for (const b of $('heatmap-metric').querySelectorAll('button')) {
       on(b, 'click', () => { state.heatMetric = b.dataset.metric; syncHeatMetric(); return state.heatmap && renderHeatmap(state.heatmap); });
@@ -184,6 +192,7 @@
       state.resizeTimer = setTimeout(guard(() => state.chart && drawChart(state.chart)), 120);
     });
     syncHeatMetric();
+    if (SHARE) return openShare();
     const saved = safe(() => sessionStorage.getItem(KEY_STORE), '');
     return saved ? connect(saved) : showConnect('');
   }
@@ -207,10 +216,7 @@
   async function api(path) {
     let res;
     try {
-      res = await fetch(path, {
-        headers: { Authorization: `Bearer ${state.key}`, Accept: 'application/json' },
-        cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer',
-      });
+      res = await request(path, 'application/json');
     } catch (e) {
       return { ok: false, status: 0, detail: 'Cannot reach the server. Check the connection and try again.' };
     }
@@ -222,7 +228,80 @@
         : { ok: false, status: res.status, detail: 'The server sent an answer this page cannot read.' };
     }
     const p = READ.problem(body);
+    // A share whose unlock expired asks for its password again.
+    if (SHARE && res.status === 401) safe(() => location.reload());
     return { ok: false, status: res.status, type: p.type, detail: p.detail || `The server answered ${res.status}.` };
+  }
+
+  // request fetches an API path: with the key, or under the share's path
+  // with its cookie.
+  function request(path, accept) {
+    return fetch(SHARE ? `/share/${SHARE}${path}` : path, SHARE
+      ? { headers: { Accept: accept }, cache: 'no-store', credentials: 'same-origin', referrerPolicy: 'no-referrer' }
+      : {
+        headers: { Authorization: `Bearer ${state.key}`, Accept: accept },
+        cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer',
+      });
+  }
+
+  // ---- Export: the range as a zip of CSV files, saved by the browser ----
+  async function exportZip() {
+    if (!id()) return undefined;
+    const q = rangeQuery(RANGES[state.range]);
+    const path = state.kind === 'link' ? PATHS.linkExport(id(), q) : PATHS.siteExport(id(), q);
+    const btn = $('export');
+    btn.disabled = true;
+    btn.textContent = 'Exporting…';
+    try {
+      let res;
+      try {
+        res = await request(path, 'application/zip');
+      } catch (e) {
+        return showBanner('Cannot reach the server. Check the connection and try again.');
+      }
+      if (!res.ok) {
+        let p = { detail: '' };
+        try { p = READ.problem(JSON.parse(await res.text())); } catch (e) { /* not JSON */ }
+        return showBanner(`The export failed: ${p.detail || `the server answered ${res.status}`}`);
+      }
+      const blob = await res.blob();
+      const name = (/filename="([^"]+)"/.exec(res.headers.get('Content-Disposition') || '') || [])[1] || 'waymark-export.zip';
+      const a = el('a', '', '');
+      a.href = URL.createObjectURL(blob);
+      a.download = name;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+      return undefined;
+    } finally {
+      btn.disabled = false;
+      btn.textContent = 'Export CSV';
+    }
+  }
+
+  // ---- A shared dashboard: one site or link, read-only, no key ----
+  async function openShare() {
+    const r = await api('/about');
+    if (!r.ok) {
+      $('app').hidden = false;
+      return showBanner(r.status === 404 ? 'This shared dashboard does not exist or was revoked.' : `Could not open the shared dashboard: ${r.detail}`);
+    }
+    const a = READ.share(r.data);
+    document.body.classList.add('is-share');
+    state.key = 'share'; // the live counter runs while a "key" is set
+    if (a.kind === 'site') Object.assign(state, { kind: 'site', site: a.site, link: '' });
+    else Object.assign(state, { kind: 'link', link: a.link, site: '', links: [{ code: a.link, url: '', shortURL: a.shortURL }] });
+    if (a.name) document.title = `${a.name} · Waymark`;
+    $('connect').hidden = true;
+    $('session').hidden = true;
+    $('kind').hidden = true;
+    $('link-pick').hidden = true;
+    $('site-form').hidden = true;
+    $('app').hidden = false;
+    for (const b of $('range').querySelectorAll('button')) b.setAttribute('aria-pressed', String(b.dataset.range === state.range));
+    writeHash();
+    return load();
   }
 
   // ---- Connecting ----
