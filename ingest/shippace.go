@@ -39,7 +39,9 @@ const (
 	busyMinShare   = 0.5  // of GOMAXPROCS
 	busyMinLatency = 50e-6
 	busySample     = 100 * time.Millisecond
-	busyHoldCheck  = 100 * time.Millisecond // how often a hold looks again
+	// busyStale: figures older than this say nothing about now.
+	busyStale     = time.Second
+	busyHoldCheck = 100 * time.Millisecond // how often a hold looks again
 	// busyQuietSamples below busyMinRate in a row end a hold.
 	busyQuietSamples = 3
 )
@@ -79,7 +81,12 @@ func (g *busyGate) hold(now time.Time) time.Duration {
 	if g == nil || g.maxHold <= 0 {
 		return 0
 	}
-	g.sample(now)
+	if !g.sample(now) {
+		// No fresh figures (the first call, or the first after a drain
+		// or an idle spell): look again over one sample before deciding,
+		// so a burst that began meanwhile is not averaged away.
+		return busySample
+	}
 	if !g.busy {
 		g.endHold(now)
 		return 0
@@ -106,15 +113,18 @@ func (g *busyGate) endHold(now time.Time) {
 	}
 }
 
-// sample refreshes the verdict once a busySample has passed.
-func (g *busyGate) sample(now time.Time) {
+// sample refreshes the verdict once a busySample has passed. It reports
+// false when it had no recent baseline (none yet, or older than
+// busyStale outside a hold): it took one, and the verdict is unknown.
+func (g *busyGate) sample(now time.Time) (fresh bool) {
 	wall := now.Sub(g.sampledAt)
 	if !g.sampledAt.IsZero() && wall < busySample {
-		return
+		return true // the last verdict is recent enough
 	}
 	cpu, written := g.cpuTime(), g.written()
 	all, slow := g.waits()
-	if !g.sampledAt.IsZero() && wall > 0 {
+	fresh = !g.sampledAt.IsZero() && wall <= busyStale
+	if fresh || (!g.sampledAt.IsZero() && !g.holdingFor.IsZero()) {
 		rate := float64(written-g.writtenAt) / wall.Seconds()
 		share := float64(cpu-g.cpuAt) / (float64(wall) * float64(max(g.procs(), 1)))
 		dAll, dSlow := all-g.waitsAt[0], slow-g.waitsAt[1]
@@ -139,6 +149,7 @@ func (g *busyGate) sample(now time.Time) {
 		g.why = [3]float64{rate, share, slowShare}
 	}
 	g.sampledAt, g.cpuAt, g.writtenAt, g.waitsAt = now, cpu, written, [2]uint64{all, slow}
+	return fresh || !g.holdingFor.IsZero()
 }
 
 // schedWaits reads the Go scheduler's latency histogram (the time each

@@ -40,8 +40,8 @@ func TestBusyGateHoldsOnlyWhileServingSaturates(t *testing.T) {
 	l := &fakeLoad{procs: 1}
 	g, held := newTestGate(t, 30*time.Second, l)
 	now := time.Unix(1_700_000_000, 0)
-	if d := g.hold(now); d != 0 {
-		t.Fatalf("first call (no sample yet) held %v; want 0", d)
+	if d := g.hold(now); d != busySample {
+		t.Fatalf("first call (no sample yet) waits %v; want one sample, %v, before deciding", d, busySample)
 	}
 	cases := []struct {
 		name     string
@@ -108,7 +108,7 @@ func TestBusyGateOffNeverHolds(t *testing.T) {
 	g, _ = newTestGate(t, 0, l)
 	now := time.Now()
 	g.hold(now)
-	l.advance(&now, time.Second, 1e6, 1)
+	l.advance(&now, 100*time.Millisecond, 1e6, 1)
 	if g.hold(now) != 0 {
 		t.Fatal("a gate with no hold time held")
 	}
@@ -280,5 +280,24 @@ func TestBusyGateHoldLastsWhileTrafficDoes(t *testing.T) {
 	l.advance(&now, 200*time.Millisecond, 40_000, 0.2)
 	if g.hold(now) != 0 {
 		t.Fatal("a new hold started without the CPUs saturated")
+	}
+}
+
+// TestBusyGateStaleFiguresWaitOneSample: after an idle spell (or a long
+// drain) the old baseline would average a burst that just began away, so
+// the gate takes a fresh 100 ms sample before deciding.
+func TestBusyGateStaleFiguresWaitOneSample(t *testing.T) {
+	l := &fakeLoad{procs: 1}
+	g, _ := newTestGate(t, 30*time.Second, l)
+	now := time.Unix(1_700_000_000, 0)
+	g.hold(now)
+	l.advance(&now, 10*time.Second, 0, 0)              // idle for long
+	l.advance(&now, 100*time.Millisecond, 50_000, 1.0) // a burst begins
+	if d := g.hold(now); d != busySample {
+		t.Fatalf("stale figures: waited %v; want one fresh sample", d)
+	}
+	l.advance(&now, 100*time.Millisecond, 50_000, 1.0)
+	if g.hold(now) == 0 {
+		t.Fatal("the burst was not held after a fresh sample")
 	}
 }
