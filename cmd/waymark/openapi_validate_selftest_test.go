@@ -13,7 +13,7 @@ import (
 // the description is reported: the e2e validation cannot pass by
 // accident.
 func TestSpecValidatorCatchesDrift(t *testing.T) {
-	link := `{"code":"abc","short_url":"http://x/abc","url":"https://example.com/","redirect":302,"expires_at":null,"click_limit":null,"status":"active","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z","forward_query":true,"tags":[]}`
+	link := `{"code":"abc","short_url":"http://x/abc","url":"https://example.com/","redirect":302,"expires_at":null,"click_limit":null,"status":"active","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z","forward_query":true,"tags":[],"rules":[],"password_protected":false,"preview":null}`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/links/good":
