@@ -48,7 +48,7 @@ const (
 
 type busyGate struct {
 	maxHold time.Duration
-	written func() uint64        // events written so far
+	written func() uint64        // events taken in so far (written or queued)
 	cpuTime func() time.Duration // the process's user+system time so far
 	procs   func() int
 	// waits reports the goroutines made to run so far, in all and those
@@ -67,6 +67,16 @@ type busyGate struct {
 	quiet      int        // samples in a row below busyMinRate
 	why        [3]float64 // the last sample's rate, CPU share and share of slow waits
 	holdingFor time.Time  // start of the current hold; zero: not holding
+	// forced: a hold reached its cap, and the drain it released goes on
+	// to the end, busy or not (drained clears it).
+	forced bool
+}
+
+// drained tells the gate the backlog is shipped: the next hold may start.
+func (g *busyGate) drained() {
+	if g != nil {
+		g.forced = false
+	}
 }
 
 func newBusyGate(maxHold time.Duration, written func() uint64, held *atomic.Int64, log func(string, ...any)) *busyGate {
@@ -75,10 +85,11 @@ func newBusyGate(maxHold time.Duration, written func() uint64, held *atomic.Int6
 }
 
 // hold returns how long the shipper waits before its next round: zero to
-// ship now. It is called before a round that starts a drain (not between
-// the rounds of one).
+// ship now. It is called before every round, so a burst that starts while
+// the node drains a backlog (folded in a pause between bursts) holds the
+// rest back again; only the drain a capped hold released runs to its end.
 func (g *busyGate) hold(now time.Time) time.Duration {
-	if g == nil || g.maxHold <= 0 {
+	if g == nil || g.maxHold <= 0 || g.forced {
 		return 0
 	}
 	if !g.sample(now) {
@@ -98,6 +109,7 @@ func (g *busyGate) hold(now time.Time) time.Duration {
 	}
 	if now.Sub(g.holdingFor) >= g.maxHold {
 		g.endHold(now)
+		g.forced = true
 		return 0 // held long enough: this drain goes through busy or not
 	}
 	g.holds.Add(1)
@@ -109,7 +121,7 @@ func (g *busyGate) endHold(now time.Time) {
 		d := now.Sub(g.holdingFor)
 		g.held.Add(int64(d))
 		g.holdingFor = time.Time{}
-		g.log("shipping held segments", "held", d.Round(time.Millisecond))
+		g.log("shipping held segments", "held", d.Round(time.Millisecond), "events_per_s", int(g.why[0]), "cpu_share", round2(g.why[1]))
 	}
 }
 

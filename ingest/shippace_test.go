@@ -92,7 +92,14 @@ func TestBusyGateReleasesAfterMaxHold(t *testing.T) {
 	if got := time.Duration(held.Load()); got != 3*time.Second {
 		t.Fatalf("held metric %v; want 3s", got)
 	}
-	// The next drain may be held again, for at most the cap again.
+	// The drain the cap released runs to its end, busy or not...
+	l.advance(&now, 100*time.Millisecond, 80_000, 0.9)
+	if g.hold(now) != 0 {
+		t.Fatal("the drain a capped hold released was held again before it ended")
+	}
+	// ...and once it has, the next drain may be held again, for at most
+	// the cap again.
+	g.drained()
 	l.advance(&now, 100*time.Millisecond, 80_000, 0.9)
 	if g.hold(now) == 0 {
 		t.Fatal("a new hold did not start after the drain")

@@ -112,7 +112,10 @@ func newShipper(p *Pipeline) *shipper {
 		done: make(chan struct{}), deferred: map[uint64]deferral{}, reidentified: map[uint64]bool{}, written: map[uint64]bool{}}
 	s.m = newShipMetrics(p.cfg.Metrics, s)
 	if p.cfg.DeferShipWhileBusy > 0 {
-		s.gate = newBusyGate(p.cfg.DeferShipWhileBusy, p.m.written.Get, &s.heldNs, p.log.Debug)
+		// Events taken in: written, or queued for a writer that is busy
+		// (sealing, syncing) and would otherwise look like a lull.
+		taken := func() uint64 { return p.m.written.Get() + uint64(p.queue.Len()) }
+		s.gate = newBusyGate(p.cfg.DeferShipWhileBusy, taken, &s.heldNs, p.log.Debug)
 	}
 	return s
 }
@@ -139,9 +142,8 @@ func (s *shipper) run() {
 	defer close(s.done)
 	poll := max(s.p.cfg.SegmentMaxAge, time.Second)
 	failures := 0
-	draining := false
 	for {
-		if !draining && s.p.pendingBytes.Load() > 0 {
+		if s.p.pendingBytes.Load() > 0 {
 			if d := s.gate.hold(s.p.now()); d > 0 {
 				if !s.sleep(d) {
 					return
@@ -150,7 +152,9 @@ func (s *shipper) run() {
 			}
 		}
 		more, err := s.round()
-		draining = more && err == nil
+		if !more && err == nil {
+			s.gate.drained()
+		}
 		switch {
 		case err != nil:
 			if s.ctx.Err() != nil {
