@@ -271,11 +271,13 @@ func (s *shipper) round() (more bool, err error) {
 	var records []int
 	var raw int64
 	for _, sg := range segs {
-		if d, ok := s.deferred[sg.seq]; ok && now.Before(d.until) {
+		switch s.admit(sg, now, len(batch), raw) {
+		case admitLater:
 			continue
-		}
-		if len(batch) > 0 && (raw+sg.size > s.p.cfg.ShipBatchMaxBytes || len(batch) >= maxSegmentsPerBatch) {
+		case admitFull:
 			more = true
+		}
+		if more {
 			break
 		}
 		data, h, n, ok, err := s.loadForSend(sg)
@@ -364,6 +366,23 @@ func (s *shipper) round() (more bool, err error) {
 // The folder moves to a new incarnation (if the conflict is about the
 // current one) and the segment is rewritten under it, records unchanged;
 // it ships in the next round under its new, unused identity.
+// What admit says of the next sealed segment of a round.
+const (
+	admitNow   = iota // it goes in this round
+	admitLater        // it is deferred (an earlier answer left it out): skip it
+	admitFull         // the round holds n segments of raw bytes: it is full
+)
+
+func (s *shipper) admit(sg sealedSegment, now time.Time, n int, raw int64) int {
+	if d, ok := s.deferred[sg.seq]; ok && now.Before(d.until) {
+		return admitLater
+	}
+	if n > 0 && (raw+sg.size > s.p.cfg.ShipBatchMaxBytes || n >= maxSegmentsPerBatch) {
+		return admitFull
+	}
+	return admitNow
+}
+
 // loadForSend reads a sealed segment and checks it before it is sent:
 // ok is false when it was damaged and has been set aside (quarantine).
 func (s *shipper) loadForSend(sg sealedSegment) (data []byte, h SegmentHeader, records int, ok bool, err error) {

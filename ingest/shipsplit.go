@@ -148,11 +148,13 @@ func (s *shipper) roundMulti(segs []sealedSegment, targets []Aggregator) (more b
 	var pieces []piece
 	var raw int64
 	for _, sg := range segs {
-		if d, ok := s.deferred[sg.seq]; ok && now.Before(d.until) {
+		switch s.admit(sg, now, len(round), raw) {
+		case admitLater:
 			continue
-		}
-		if len(round) > 0 && (raw+sg.size > s.p.cfg.ShipBatchMaxBytes || len(round) >= maxSegmentsPerBatch) {
+		case admitFull:
 			more = true
+		}
+		if more {
 			break
 		}
 		data, h, n, ok, err := s.loadForSend(sg)
