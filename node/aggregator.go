@@ -206,7 +206,7 @@ func (n *Node) shipTargets() []ingest.Aggregator {
 		return out
 	}
 	var out []ingest.Aggregator
-	if g := n.gossip; g != nil {
+	if g := n.gossipShared.Load(); g != nil {
 		for _, m := range g.Members() {
 			if m.Status == "left" || !slices.Contains(m.Roles, RoleAggregator) || m.HTTPAddr == "" {
 				continue

@@ -55,11 +55,14 @@ type Node struct {
 	whOnce    sync.Once
 	whMetrics *webhookMetrics
 
-	gossip   *Gossip
-	removals *operatorRemovals // members an operator removed from Raft (removals.go)
-	peers    *peerClient
-	disk     *diskGuard
-	peerTLS  *peerTLS
+	gossip *Gossip
+	// gossipShared is gossip for goroutines started before it (the
+	// shipper asks it for the aggregators): set once, read atomically.
+	gossipShared atomic.Pointer[Gossip]
+	removals     *operatorRemovals // members an operator removed from Raft (removals.go)
+	peers        *peerClient
+	disk         *diskGuard
+	peerTLS      *peerTLS
 
 	httpLn        net.Listener
 	started       time.Time
@@ -504,6 +507,7 @@ func (n *Node) openGossip(ctx context.Context, clusterKey []byte) error {
 		return err
 	}
 	n.gossip = g
+	n.gossipShared.Store(g)
 	n.log.Info("gossip listening", "addr", g.Addr())
 	if len(n.cfg.Join) > 0 {
 		n.retryJoin(ctx, g)
