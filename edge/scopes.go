@@ -78,6 +78,8 @@ var scopeTable = []struct {
 	// Webhooks (issue 13 point 5): a webhook is a feed of the owner's
 	// link changes, so reading them takes links:read and changing them
 	// links:write (no scope of their own: the scope byte is shared).
+	// Making one also needs the read scopes of what it delivers
+	// (webhookReadScopes: links:read, and stats:read for link.clicked).
 	{"GET", "/v1/webhooks", store.ScopeLinksRead},
 	{"POST", "/v1/webhooks", store.ScopeLinksWrite},
 	{"GET", "/v1/webhooks/*", store.ScopeLinksRead},

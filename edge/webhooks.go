@@ -51,7 +51,7 @@ func (s *Server) dispatchWebhooks(ctx *fasthttp.RequestCtx, path, method string)
 	if path == webhooksPath {
 		switch method {
 		case fasthttp.MethodPost:
-			s.withOwner(ctx, true, s.createWebhook)
+			s.withOwnerKey(ctx, s.createWebhook)
 			return "webhooks.create", true
 		case fasthttp.MethodGet:
 			s.withOwner(ctx, false, s.listWebhooks)
@@ -85,6 +85,17 @@ func (s *Server) dispatchWebhooks(ctx *fasthttp.RequestCtx, path, method string)
 	}
 	methodNotAllowed(ctx, "GET, DELETE")
 	return "webhook", true
+}
+
+// webhookReadScopes are the scopes that read what events deliver: a
+// webhook is a feed, so a key may only make one for data it could read
+// itself (links:write alone must not become a way to read links).
+func webhookReadScopes(events store.WebhookEvents) store.Scopes {
+	need := store.ScopeLinksRead
+	if events&store.EventLinkClicked != 0 {
+		need |= store.ScopeStatsRead
+	}
+	return need
 }
 
 // WebhookView is a webhook as the API shows it; Secret only on create.
@@ -225,7 +236,7 @@ func NewWebhookSecret() (string, error) {
 	return "whsec_" + hex.EncodeToString(b[:]), nil
 }
 
-func (s *Server) createWebhook(ctx *fasthttp.RequestCtx, owner store.Owner) {
+func (s *Server) createWebhook(ctx *fasthttp.RequestCtx, owner store.Owner, caller store.KeyHash) {
 	raw, ok := readBody(ctx)
 	if !ok {
 		return
@@ -233,6 +244,10 @@ func (s *Server) createWebhook(ctx *fasthttp.RequestCtx, owner store.Owner) {
 	rawURL, events, err := DecodeWebhookRequest(raw)
 	if err != nil {
 		writeProblem(ctx, probInvalidRequest, err.Error())
+		return
+	}
+	if lacks := webhookReadScopes(events) &^ s.keyScopes(ctx, caller); lacks != 0 {
+		writeProblem(ctx, probInsufficientScope, "a webhook delivers what it subscribes to, so making it needs the scopes that read it; this key lacks "+strings.Join(lacks.Names(), ", "))
 		return
 	}
 	u, _ := ParseWebhookURL(rawURL)

@@ -61,3 +61,36 @@ func FuzzDecodeWebhookRequest(f *testing.F) {
 		}
 	})
 }
+
+// A webhook is a feed of what it subscribes to, so making one needs the
+// scopes that read it besides links:write: links:write alone must not
+// become a way to read links, nor links:read a way to read clicks.
+func TestWebhookCreateNeedsReadScopes(t *testing.T) {
+	e := newEnv(t, nil)
+	writeOnly := e.makeKey(keyAlice, `{"name":"w","scopes":["links:write"]}`)
+	links := e.makeKey(keyAlice, `{"name":"rw","scopes":["links:read","links:write"]}`)
+	all := e.makeKey(keyAlice, `{"name":"rws","scopes":["links:read","links:write","stats:read"]}`)
+	// A public address literal: no DNS, and past the private-target check.
+	const created = `{"url":"https://93.184.216.34/hook","events":["link.created"]}`
+	const clicked = `{"url":"https://93.184.216.34/hook","events":["link.created","link.clicked"]}`
+	cases := []struct {
+		key, body string
+		status    int
+		problem   string
+		lacks     string // what the refusal must name
+	}{
+		{writeOnly.Key, created, 403, "insufficient-scope", "links:read"},
+		{links.Key, clicked, 403, "insufficient-scope", "stats:read"},
+		{writeOnly.Key, clicked, 403, "insufficient-scope", "links:read, stats:read"},
+		// Past the scope check, this test server has no webhook writer: 503.
+		{links.Key, created, 503, "unavailable", ""},
+		{all.Key, clicked, 503, "unavailable", ""},
+	}
+	for _, tc := range cases {
+		r := e.do("POST", "/v1/webhooks", tc.key, tc.body)
+		e.expect(r, tc.status, tc.problem)
+		if d := r.problem(t).Detail; tc.lacks != "" && !strings.HasSuffix(d, "lacks "+tc.lacks) {
+			t.Errorf("%s: detail %q does not end with lacks %s", tc.body, d, tc.lacks)
+		}
+	}
+}
