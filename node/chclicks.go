@@ -30,14 +30,35 @@ import (
 
 // segmentClicks returns copies of raw's clicks (props dropped: no
 // delivery carries them); nil when raw does not read (StoreSegment then
-// says why).
+// says why). Only the clicks are decoded (ingest.ReadSegmentClicks).
 func segmentClicks(raw []byte) []*ingest.Event {
 	var out []*ingest.Event
-	_, err := ingest.ReadSegmentRecords(raw, func(_ []byte, ev *ingest.Event) error {
-		if ev.Kind == ingest.KindClick {
-			c := *ev // DecodeEvent gives every event strings of its own
-			c.Props = nil
-			out = append(out, &c)
+	err := ingest.ReadSegmentClicks(raw, func(ev *ingest.Event) error {
+		c := *ev // each decoded event's strings are its own
+		c.Props = nil
+		out = append(out, &c)
+		return nil
+	})
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// segmentClickCodes returns the distinct link codes of raw's non-bot
+// clicks, read without decoding the events (ingest.ReadSegmentClickCodes);
+// nil when raw does not read.
+func segmentClickCodes(raw []byte) []string {
+	seen := make(map[string]struct{})
+	var out []string
+	err := ingest.ReadSegmentClickCodes(raw, func(code []byte, flags uint8) error {
+		if flags&ingest.FlagBot != 0 {
+			return nil
+		}
+		if _, ok := seen[string(code)]; !ok {
+			c := string(code)
+			seen[c] = struct{}{}
+			out = append(out, c)
 		}
 		return nil
 	})
@@ -48,17 +69,21 @@ func segmentClicks(raw []byte) []*ingest.Event {
 }
 
 // storeWithClicks stores raw in ClickHouse, feeding its clicks to the
-// link.clicked outbox and its clicked links to the click-limit check.
+// link.clicked outbox (decoded only when some owner has a webhook) and
+// its clicked links to the click-limit check.
 func (ch *chAggregator) storeWithClicks(ctx context.Context, raw []byte) (clickhouse.StoreResult, error) {
 	n := ch.n
-	clicks := segmentClicks(raw)
+	var clicks []*ingest.Event
 	var queued [][]byte
-	if len(clicks) > 0 && n.clicks != nil {
-		has, err := n.store.AnyWebhooks()
-		if err != nil {
+	hooks := false
+	if n.clicks != nil {
+		var err error
+		if hooks, err = n.store.AnyWebhooks(); err != nil {
 			return clickhouse.StoreResult{}, fmt.Errorf("cannot read webhooks: %w", err)
 		}
-		if has {
+	}
+	if hooks {
+		if clicks = segmentClicks(raw); len(clicks) > 0 {
 			recorded, err := ch.backend.SegmentRecorded(ctx, raw)
 			if err != nil {
 				return clickhouse.StoreResult{}, err
@@ -79,7 +104,10 @@ func (ch *chAggregator) storeWithClicks(ctx context.Context, raw []byte) (clickh
 			ch.m.clicksTakenBack.Add(len(queued))
 		}
 	}
-	if err == nil && len(clicks) > 0 {
+	if err != nil {
+		return res, err
+	}
+	if hooks {
 		codes := make([]string, 0, len(clicks))
 		for _, c := range clicks {
 			if !c.Bot() {
@@ -87,6 +115,8 @@ func (ch *chAggregator) storeWithClicks(ctx context.Context, raw []byte) (clickh
 			}
 		}
 		ch.limits.note(codes)
+	} else {
+		ch.limits.note(segmentClickCodes(raw))
 	}
 	return res, err
 }
