@@ -182,3 +182,52 @@ func TestE2EClickHouseEventsLimitsWebhooks(t *testing.T) {
 	}
 	p.stop(t)
 }
+
+// TestE2EClickHouseClickLimit is TestE2EClickLimit on a ClickHouse dev
+// node: a link with click_limit 100 hit 150 times at about 14 a second;
+// the first 100 always redirect, then 410; the overshoot stays within
+// the clicks served during one shipping interval plus two seconds (the
+// embedded bound's one, and one for the check: it runs after each
+// stored segment, at most every 200 ms, and asks ClickHouse).
+func TestE2EClickHouseClickLimit(t *testing.T) {
+	srv := chserver.StartT(t)
+	p, key := devNode(t, t.TempDir(), "--analytics-store", "clickhouse", "--clickhouse-url", srv.URL())
+	base := "http://" + p.http
+	r := do(t, "POST", base+"/v1/links", key, `{"url":"https://ch-limited.example/","click_limit":100}`)
+	if r.status != 201 {
+		t.Fatalf("create with click_limit: got %d %s", r.status, r.body)
+	}
+	code := r.json(t)["code"].(string)
+	var served []time.Time
+	for i := 0; i < 150; i++ {
+		red := do(t, "GET", base+"/"+code, "", "", "User-Agent", firefox)
+		switch red.status {
+		case 302:
+			served = append(served, time.Now())
+		case 410:
+		default:
+			t.Fatalf("click %d: got %d; want 302 or 410", i, red.status)
+		}
+		time.Sleep(70 * time.Millisecond) // about 14 clicks/s: the last 50 span longer than the bound
+	}
+	if len(served) < 100 {
+		t.Fatalf("only %d of the first clicks redirected; the limit must never cut in early", len(served))
+	}
+	waitFor(t, "410 after the limit", 20*time.Second, func() bool { return do(t, "GET", base+"/"+code, "", "").status == 410 })
+	bound := segmentAge + 2*time.Second
+	inBound := 0
+	for _, s := range served[100:] {
+		if s.Sub(served[99]) <= bound {
+			inBound++
+		}
+	}
+	overshoot := len(served) - 100
+	t.Logf("click limit 100 on ClickHouse: %d served, overshoot %d, %d served within %v of the 100th", len(served), overshoot, inBound, bound)
+	if overshoot > inBound {
+		t.Fatalf("overshoot %d exceeds the clicks served within %v of the 100th (%d)", overshoot, bound, inBound)
+	}
+	waitFor(t, "every served click counted", 30*time.Second, func() bool {
+		all, bots := eventsCount(t, p, "--link", code), eventsCount(t, p, "--link", code, "--bots")
+		return all-bots == len(served)
+	})
+}
