@@ -24,7 +24,9 @@ import (
 // so that the visits of sites whose partition moved were stored by two
 // aggregators. At the end each site's visits, pageviews and visitors
 // from the stats API equal the hand counts of what the edge accepted,
-// and ClickHouse holds every event once.
+// and ClickHouse holds every event once. A link with click_limit 60,
+// whose partition moves too, gets 60 clicks spread over the stream: all
+// redirect, and it ends limited.
 func TestE2EClickHouseMembershipChange(t *testing.T) {
 	started := time.Now().UTC()
 	srv := chserver.StartT(t)
@@ -64,10 +66,10 @@ func TestE2EClickHouseMembershipChange(t *testing.T) {
 	// those whose owner differs between {a1, a2} and {a1, a2, a3}, and
 	// between that and {a2, a3} (the rendezvous rule, ingest/split.go).
 	const visitorsPerSite = 250
-	owner := func(names []string, id string) string {
+	owner := func(names []string, site, code string) string {
 		var owners [ingest.Partitions]int
 		ingest.PartitionOwners(names, &owners)
-		return names[owners[ingest.PartitionOf(&ingest.Event{Kind: ingest.KindPageview, SiteID: id})]]
+		return names[owners[ingest.PartitionOf(&ingest.Event{SiteID: site, Code: code})]]
 	}
 	var ids []string
 	movedJoin, movedLeave := 0, 0
@@ -81,14 +83,33 @@ func TestE2EClickHouseMembershipChange(t *testing.T) {
 		}
 		id := r.json(t)["id"].(string)
 		ids = append(ids, id)
-		if owner([]string{"a1", "a2"}, id) != owner([]string{"a1", "a2", "a3"}, id) {
+		if owner([]string{"a1", "a2"}, id, "") != owner([]string{"a1", "a2", "a3"}, id, "") {
 			movedJoin++
 		}
-		if owner([]string{"a1", "a2", "a3"}, id) != owner([]string{"a2", "a3"}, id) {
+		if owner([]string{"a1", "a2", "a3"}, id, "") != owner([]string{"a2", "a3"}, id, "") {
 			movedLeave++
 		}
 	}
 	sites, warm := len(ids), len(ids)-1
+	// A link with click_limit 60, whose partition moves at a change: its
+	// 60 clicks, spread over the stream, are stored by two aggregators or
+	// more, and whichever stores the 60th takes it out of service.
+	const limit = 60
+	var limited string
+	for i := 0; limited == ""; i++ {
+		if i == 20 {
+			t.Fatal("20 links and none whose partition moves")
+		}
+		r := createRetrying(t, edge+"/v1/links", key, fmt.Sprintf(`{"url":"https://ms-limited.example/%d","click_limit":%d}`, i, limit), fmt.Sprintf("ms-link-%d", i))
+		if r.status != 201 {
+			t.Fatalf("create link: %d %s", r.status, r.body)
+		}
+		code := r.json(t)["code"].(string)
+		if owner([]string{"a1", "a2"}, "", code) != owner([]string{"a1", "a2", "a3"}, "", code) ||
+			owner([]string{"a1", "a2", "a3"}, "", code) != owner([]string{"a2", "a3"}, "", code) {
+			limited = code
+		}
+	}
 	waitFor(t, "the sites known on the edge", 30*time.Second, func() bool {
 		r := do(t, "POST", edge+"/api/event", "", fmt.Sprintf(`{"n":"pageview","u":"https://ms-%d.example/warm","d":"ms-%d.example"}`, warm, warm),
 			"Content-Type", "text/plain", "Origin", fmt.Sprintf("https://ms-%d.example", warm), "User-Agent", firefox, "X-Forwarded-For", "2001:db8:ffff::1")
@@ -111,7 +132,14 @@ func TestE2EClickHouseMembershipChange(t *testing.T) {
 			}
 		}
 	}
+	// The limited link's clicks (site -1), one every len(plan)/limit.
+	step := len(plan) / limit
+	for j := limit - 1; j >= 0; j-- {
+		at := (j + 1) * step
+		plan = append(plan[:at], append([]pv{{-1, j, 0}}, plan[at:]...)...)
+	}
 	var mu sync.Mutex
+	redirects, refused := 0, 0       // the limited link's 302s, and anything else
 	accepted := make([][]int, sites) // per site, per visitor: pageviews the edge took
 	for s := range accepted {
 		accepted[s] = make([]int, visitorsPerSite)
@@ -154,6 +182,18 @@ func TestE2EClickHouseMembershipChange(t *testing.T) {
 					gate(left)
 				}
 				p := plan[i]
+				if p.site < 0 {
+					r := do(t, "GET", edge+"/"+limited, "", "", "User-Agent", firefox, "X-Forwarded-For", fmt.Sprintf("2001:db8:c1::%x", p.visitor+1))
+					mu.Lock()
+					if r.status == 302 {
+						redirects++
+					} else {
+						refused++
+					}
+					mu.Unlock()
+					done.Add(1)
+					continue
+				}
 				body := fmt.Sprintf(`{"n":"pageview","u":"https://ms-%d.example/p/%d","d":"ms-%d.example"}`, p.site, p.n, p.site)
 				r := do(t, "POST", edge+"/api/event", "", body, "Content-Type", "text/plain", "Origin", fmt.Sprintf("https://ms-%d.example", p.site),
 					"User-Agent", firefox, "X-Forwarded-For", fmt.Sprintf("2001:db8:%x::%x", p.site, p.visitor+1))
@@ -207,8 +247,8 @@ func TestE2EClickHouseMembershipChange(t *testing.T) {
 	close(left)
 	a2At, a3At := acked(a2), acked(a3)
 	wg.Wait()
-	t.Logf("%d pageviews planned; a3 joined after %d, a1 left after %d (senders held at the gates %v in all); %d sites moved at the join, %d at the leave",
-		len(plan), atJoin, atLeave, time.Duration(held.Load()).Round(time.Millisecond), movedJoin, movedLeave)
+	t.Logf("%d events planned (pageviews and %d clicks); a3 joined after %d, a1 left after %d (senders held at the gates %v in all); %d sites moved at the join, %d at the leave",
+		len(plan), limit, atJoin, atLeave, time.Duration(held.Load()).Round(time.Millisecond), movedJoin, movedLeave)
 	if atLeave >= int64(len(plan)) {
 		t.Fatalf("the stream was over (%d of %d) before a1 left", atLeave, len(plan))
 	}
@@ -216,6 +256,7 @@ func TestE2EClickHouseMembershipChange(t *testing.T) {
 	waitFor(t, "the edge shipped everything", 180*time.Second, func() bool {
 		total := 1 // the warm-up
 		mu.Lock()
+		total += redirects
 		for s := range accepted {
 			for _, n := range accepted[s] {
 				total += n
@@ -268,12 +309,31 @@ func TestE2EClickHouseMembershipChange(t *testing.T) {
 			t.Fatalf("site %d: %s pageviews in ClickHouse (%v); want %d", s, out, err, wantPV)
 		}
 	}
+	// The limited link: its 60 clicks all redirected (the limit never
+	// cuts in early), each stored once, and the 60th took it out of
+	// service, whichever aggregator stored it.
+	if redirects != limit || refused != 0 {
+		t.Fatalf("the limited link redirected %d of its %d clicks (%d refused); want all", redirects, limit, refused)
+	}
+	out, err := srv.Query(ctx, "SELECT count() FROM waymark.events FINAL WHERE kind = 1 AND bitAnd(flags, 1) = 0 AND code = '"+limited+"' FORMAT TabSeparated")
+	if n, _ := strconv.Atoi(strings.TrimSpace(out)); err != nil || n != limit {
+		t.Fatalf("the limited link has %s clicks in ClickHouse (%v); want %d", out, err, limit)
+	}
+	waitFor(t, "the limited link out of service", 30*time.Second, func() bool {
+		r := do(t, "GET", edge+"/v1/links/"+limited, key, "")
+		return r.status == 200 && r.json(t)["status"] == "limited"
+	})
+	if n := metric(t, "http://"+a2.http, "waymark_clickhouse_click_limits_reached_total") +
+		metric(t, "http://"+a3.http, "waymark_clickhouse_click_limits_reached_total"); n < 1 {
+		t.Fatalf("a2 and a3 reached %v click limits; want the limited link's", n)
+	}
+	total += limit
 	// Merged down, every row is one event: nothing stored twice under
 	// another key.
 	if err := srv.Exec(ctx, "OPTIMIZE TABLE waymark.events FINAL"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := srv.Query(ctx, "SELECT count() FROM waymark.events FORMAT TabSeparated")
+	out, err = srv.Query(ctx, "SELECT count() FROM waymark.events FORMAT TabSeparated")
 	if n, _ := strconv.Atoi(strings.TrimSpace(out)); err != nil || n != total {
 		t.Fatalf("%s rows after OPTIMIZE FINAL (%v); want the %d events accepted", out, err, total)
 	}
