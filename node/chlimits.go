@@ -25,6 +25,9 @@ import (
 // active (OnlyFrom), so two reporting the same link change it once. The
 // check runs after every stored segment with clicks, at most every
 // chLimitMinGap, and on a timer; the work is bounded by the codes seen.
+// The codes waiting are in memory only: a crash between a store and its
+// check leaves those links unchecked until their next stored click, which
+// checks them again (such a link goes out of service one click late).
 
 const (
 	chLimitTick   = time.Second
