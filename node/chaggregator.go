@@ -18,7 +18,10 @@ import (
 
 // chAggregator is the aggregator role with --analytics-store clickhouse:
 // segments received on the usual endpoint go into ClickHouse (exactly
-// once: rollup/clickhouse/DESIGN.md) and the stats APIs answer from it.
+// once: rollup/clickhouse/DESIGN.md) and the stats APIs answer from it,
+// as do `waymark events count|tail` (aggregator.go). What the embedded
+// aggregator does with a segment's clicks happens around each store:
+// link.clicked webhooks (chclicks.go) and click limits (chlimits.go).
 // Any number of aggregators may share one ClickHouse. The schema is
 // migrated in the background at start, retried until ClickHouse answers;
 // until then, and while a probe fails, the node is not ready and
