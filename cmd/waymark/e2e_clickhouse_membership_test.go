@@ -308,6 +308,14 @@ func TestE2EClickHouseMembershipChange(t *testing.T) {
 		if n, _ := strconv.Atoi(strings.TrimSpace(out)); err != nil || n != wantPV {
 			t.Fatalf("site %d: %s pageviews in ClickHouse (%v); want %d", s, out, err, wantPV)
 		}
+		// `waymark events count` on either aggregator says the same.
+		if s%4 == 0 {
+			for _, agg := range []*proc{a2, a3} {
+				if n := eventsCount(t, agg, "--site", ids[s]); n != wantPV {
+					t.Fatalf("site %d: events count on %s says %d; want %d", s, agg.http, n, wantPV)
+				}
+			}
+		}
 	}
 	// The limited link: its 60 clicks all redirected (the limit never
 	// cuts in early), each stored once, and the 60th took it out of
