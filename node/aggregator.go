@@ -12,6 +12,7 @@ import (
 	"github.com/waymark/waymark/edge/problem"
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/rollup"
+	"github.com/waymark/waymark/rollup/clickhouse"
 	"github.com/waymark/waymark/rollup/query"
 )
 
@@ -88,11 +89,17 @@ func (a *adminServer) eventsFilter(r *http.Request) rollup.Filter {
 }
 
 func (a *adminServer) eventsCount(w http.ResponseWriter, r *http.Request) {
-	if a.n.agg == nil {
+	var c uint64
+	var err error
+	switch {
+	case a.n.agg != nil:
+		c, err = a.n.agg.Count(a.eventsFilter(r))
+	case a.n.ch != nil:
+		c, err = a.n.ch.backend.CountEvents(chEventFilter(a.eventsFilter(r)))
+	default:
 		a.notEmbedded(w, r)
 		return
 	}
-	c, err := a.n.agg.Count(a.eventsFilter(r))
 	if err != nil {
 		writeProblem(w, r, "internal", err.Error())
 		return
@@ -117,7 +124,7 @@ type TailEvent struct {
 }
 
 func (a *adminServer) eventsTail(w http.ResponseWriter, r *http.Request) {
-	if a.n.agg == nil {
+	if a.n.agg == nil && a.n.ch == nil {
 		a.notEmbedded(w, r)
 		return
 	}
@@ -130,7 +137,13 @@ func (a *adminServer) eventsTail(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	evs, err := a.n.agg.Tail(limit, a.eventsFilter(r))
+	var evs []ingest.Event
+	var err error
+	if a.n.agg != nil {
+		evs, err = a.n.agg.Tail(limit, a.eventsFilter(r))
+	} else {
+		evs, err = a.n.ch.backend.TailEvents(limit, chEventFilter(a.eventsFilter(r)))
+	}
 	if err != nil {
 		writeProblem(w, r, "internal", err.Error())
 		return
@@ -140,6 +153,12 @@ func (a *adminServer) eventsTail(w http.ResponseWriter, r *http.Request) {
 		out = append(out, tailEvent(&evs[i]))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// chEventFilter is f for the ClickHouse backend, which does not import
+// package rollup.
+func chEventFilter(f rollup.Filter) clickhouse.EventFilter {
+	return clickhouse.EventFilter{Code: f.Code, SiteID: f.SiteID, BotsOnly: f.BotsOnly}
 }
 
 func tailEvent(ev *ingest.Event) TailEvent {
@@ -220,10 +239,11 @@ func (n *Node) shipTargets() []ingest.Aggregator {
 	return out
 }
 
-// notEmbedded answers an admin call that needs the embedded aggregator.
+// notEmbedded answers an admin call that needs the embedded aggregator
+// (rollup rebuild; events count and tail answer from ClickHouse too).
 func (a *adminServer) notEmbedded(w http.ResponseWriter, r *http.Request) {
 	if a.n.ch != nil {
-		writeProblem(w, r, "not-aggregator", "this aggregator keeps analytics in ClickHouse (--analytics-store clickhouse): read the events table there")
+		writeProblem(w, r, "not-aggregator", "this aggregator keeps analytics in ClickHouse (--analytics-store clickhouse), which has no rollups to rebuild: every answer is read from the raw events")
 		return
 	}
 	writeProblem(w, r, "not-aggregator", "this node does not have the aggregator role; ask the aggregator node")

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
 	"github.com/waymark/waymark/ingest"
@@ -17,15 +18,21 @@ import (
 
 // chAggregator is the aggregator role with --analytics-store clickhouse:
 // segments received on the usual endpoint go into ClickHouse (exactly
-// once: rollup/clickhouse/DESIGN.md) and the stats APIs answer from it.
+// once: rollup/clickhouse/DESIGN.md) and the stats APIs answer from it,
+// as do `waymark events count|tail` (aggregator.go). What the embedded
+// aggregator does with a segment's clicks happens around each store:
+// link.clicked webhooks (chclicks.go) and click limits (chlimits.go).
 // Any number of aggregators may share one ClickHouse. The schema is
 // migrated in the background at start, retried until ClickHouse answers;
 // until then, and while a probe fails, the node is not ready and
 // batches get 503 (the edges keep their segments and retry).
 type chAggregator struct {
+	n       *Node
 	client  *clickhouse.Client
 	backend *clickhouse.Backend
 	handler fasthttp.RequestHandler
+	limits  *chLimits // click limits (chlimits.go)
+	m       chMetrics
 
 	migrated  atomic.Bool
 	reachable atomic.Bool
@@ -34,6 +41,12 @@ type chAggregator struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	bg     sync.WaitGroup // run and limitLoop
+}
+
+// chMetrics are the node's own waymark_clickhouse_ series.
+type chMetrics struct {
+	clicksTakenBack *metrics.Counter // link.clicked records taken back (segment stored before)
 }
 
 // chProbeInterval is how often a migrated aggregator checks that
@@ -60,7 +73,14 @@ func (n *Node) openClickHouse() error {
 	if err != nil {
 		return fmt.Errorf("cannot open clickhouse: %w", err)
 	}
-	ch := &chAggregator{client: client, backend: clickhouse.NewBackend(client, clickhouse.BackendConfig{Retention: n.cfg.Retention}), done: make(chan struct{})}
+	// link.clicked webhooks: the same outbox as the embedded aggregator's
+	// (webhookclicks.go), fed before each segment is stored (chclicks.go).
+	if err := n.openClickOutbox(); err != nil {
+		return err
+	}
+	ch := &chAggregator{n: n, client: client, backend: clickhouse.NewBackend(client, clickhouse.BackendConfig{Retention: n.cfg.Retention}),
+		limits: newCHLimits(n.metrics), done: make(chan struct{}),
+		m: chMetrics{clicksTakenBack: n.metrics.GetOrCreateCounter("waymark_clickhouse_webhook_clicks_taken_back_total")}}
 	ch.handler = rollup.StoreHandler(rollup.StoreHandlerConfig{
 		Token:   n.internalToken,
 		Store:   ch.store,
@@ -76,7 +96,10 @@ func (n *Node) openClickHouse() error {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	ch.cancel = cancel
-	go ch.run(ctx, n)
+	ch.bg.Add(2)
+	go func() { defer ch.bg.Done(); ch.run(ctx, n) }()
+	go func() { defer ch.bg.Done(); ch.limitLoop(ctx) }()
+	go func() { ch.bg.Wait(); close(ch.done) }()
 	n.ch = ch
 	return nil
 }
@@ -84,7 +107,6 @@ func (n *Node) openClickHouse() error {
 // run migrates (retrying with a growing wait), then probes ClickHouse
 // and applies --retention (dropping whole raw days) once an hour.
 func (ch *chAggregator) run(ctx context.Context, n *Node) {
-	defer close(ch.done)
 	log := n.log.With("component", "clickhouse")
 	attempts := n.metrics.GetOrCreateCounter("waymark_clickhouse_migrate_attempts_total")
 	wait := 250 * time.Millisecond
@@ -171,10 +193,12 @@ func (ch *chAggregator) readyErr() error {
 	return nil
 }
 
-// store is the receiver's store: ClickHouse's verdict on one segment. An
-// error that is neither a conflict nor damage leaves it unacknowledged.
+// store is the receiver's store: ClickHouse's verdict on one segment
+// (its clicks fed to link.clicked and the click limits on the way:
+// chclicks.go). An error that is neither a conflict nor damage leaves it
+// unacknowledged.
 func (ch *chAggregator) store(ctx context.Context, raw []byte) (rollup.StoreVerdict, error) {
-	_, err := ch.backend.StoreSegment(ctx, raw)
+	_, err := ch.storeWithClicks(ctx, raw)
 	switch {
 	case err == nil:
 		return rollup.StoreAcked, nil
@@ -186,6 +210,12 @@ func (ch *chAggregator) store(ctx context.Context, raw []byte) (rollup.StoreVerd
 	return 0, err
 }
 
+// isRefusal is a StoreSegment error that means the segment is never
+// stored as sent (a conflicting identity, damaged bytes).
+func isRefusal(err error) bool {
+	return errors.Is(err, clickhouse.ErrConflict) || errors.Is(err, ingest.ErrCorruptSegment)
+}
+
 // healthCheck is the readiness line of a ClickHouse aggregator.
 func (ch *chAggregator) healthCheck() HealthCheck {
 	c := HealthCheck{Name: "clickhouse", State: checkPass, Readiness: true, Detail: "migrated; answers"}
@@ -195,7 +225,8 @@ func (ch *chAggregator) healthCheck() HealthCheck {
 	return c
 }
 
-// close stops the migrate/probe/retention loop, then the backend, then
+// close stops the migrate/probe/retention loop and the click-limit
+// check, then the backend, then
 // drops the connections: the reverse of openClickHouse. The receiver
 // stopped before (the public listener shuts first).
 func (ch *chAggregator) close() error {

@@ -107,20 +107,30 @@ func clickPrefix(owner, id string) []byte {
 // queueClicks is rollup's OnStoredClicks: it stores, synced, a record for
 // every click whose link's owner has a link.clicked webhook.
 func (n *Node) queueClicks(evs []*ingest.Event) error {
+	_, err := n.queueClickKeys(evs)
+	return err
+}
+
+// queueClickKeys is queueClicks that returns the keys of the records it
+// stored (none when no webhook wants the clicks), so that a ClickHouse
+// aggregator can take them back when the segment turns out stored
+// already (chclicks.go).
+func (n *Node) queueClickKeys(evs []*ingest.Event) ([][]byte, error) {
 	o := n.clicks
 	if o == nil {
-		return nil
+		return nil, nil
 	}
 	has, err := n.store.AnyWebhooks()
 	if err != nil || !has {
-		return err
+		return nil, err
 	}
 	hooks := make(map[string][]store.Webhook) // owner -> webhooks that want clicks
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		return errClickOutboxClosed
+		return nil, errClickOutboxClosed
 	}
+	var keys [][]byte
 	b := o.db.NewBatch()
 	defer b.Close()
 	next, queued := o.next, 0
@@ -128,7 +138,7 @@ func (n *Node) queueClicks(evs []*ingest.Event) error {
 		var l store.Link
 		found, err := n.store.GetLink([]byte(ev.Code), &l)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !found {
 			continue
@@ -137,7 +147,7 @@ func (n *Node) queueClicks(evs []*ingest.Event) error {
 		if !ok {
 			all, err := n.store.Webhooks(l.Owner)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			for _, w := range all {
 				if w.Events&store.EventLinkClicked != 0 {
@@ -154,29 +164,30 @@ func (n *Node) queueClicks(evs []*ingest.Event) error {
 			At: time.UnixMilli(ev.Time).UTC().Format("2006-01-02T15:04:05.999Z07:00"), Country: ev.Country, Device: ev.Device,
 			Browser: ev.Browser, OS: ev.OS, Referrer: ev.ReferrerHost, Bot: ev.Bot()})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, w := range hs {
 			k := binary.BigEndian.AppendUint64(clickPrefix(w.Owner, w.ID), next)
 			next++
 			if err := b.Set(k, body, nil); err != nil {
-				return err
+				return nil, err
 			}
+			keys = append(keys, k)
 			queued++
 		}
 	}
 	if queued == 0 {
-		return nil
+		return nil, nil
 	}
 	if err := b.Set([]byte("n"), binary.BigEndian.AppendUint64(nil, next), nil); err != nil {
-		return err
+		return nil, err
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("cannot store clicks for webhooks: %w", err)
+		return nil, fmt.Errorf("cannot store clicks for webhooks: %w", err)
 	}
 	o.next = next
 	n.webhookMetrics().clicksQueued.Add(queued)
-	return nil
+	return keys, nil
 }
 
 // webhookMetrics returns the node's webhook metrics (one set per node).

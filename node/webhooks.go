@@ -264,7 +264,7 @@ func (n *Node) startWebhooks(ctx context.Context) {
 		defer n.bg.Done()
 		d.loop(ctx)
 	}()
-	if n.agg != nil {
+	if n.clicks != nil { // an aggregator, embedded or ClickHouse
 		if err := n.startClickWebhooks(ctx, cfg, m); err != nil {
 			n.log.Error("cannot start the link.clicked webhook outbox; clicks are not delivered", "err", err)
 		}
