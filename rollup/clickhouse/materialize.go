@@ -41,7 +41,9 @@ type unitState struct {
 
 // siteUnits reads the markers of a site's units before hi (ms), by hour.
 func (c *Client) siteUnits(ctx context.Context, site string, hi int64) (map[int64]unitState, []int64, error) {
-	res, err := c.Query(ctx, "SELECT toUInt32(unit), version, state FROM site_units FINAL WHERE site = "+String(site)+
+	// Without FINAL (one thread on 18.16): the highest version of each
+	// unit is picked here.
+	res, err := c.Query(ctx, "SELECT toUInt32(unit), version, state FROM site_units WHERE site = "+String(site)+
 		" AND unit < toDateTime("+Uint(uint64(max(hi, 0)/1000))+") ORDER BY unit")
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read the site units of %q: %w", site, err)
@@ -56,8 +58,15 @@ func (c *Client) siteUnits(ctx context.Context, site string, hi int64) (map[int6
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, nil, fmt.Errorf("cannot read the site units of %q: %w", site, err)
 		}
-		m[sec/3600] = unitState{v, st == 1}
-		hours = append(hours, sec/3600)
+		h := sec / 3600
+		if old, ok := m[h]; ok {
+			if old.version >= v {
+				continue
+			}
+		} else {
+			hours = append(hours, h)
+		}
+		m[h] = unitState{v, st == 1}
 	}
 	return m, hours, nil
 }
@@ -132,12 +141,14 @@ func (b *Backend) materialize(ctx context.Context, from, to int64, force bool) (
 		sites = append(sites, s)
 	}
 	slices.Sort(sites)
+	// From each site's oldest held event, not from the retention cut: a
+	// question treats the hours before a site's first clean unit as
+	// empty, and a day partly past the cut is held until it all is.
 	ready := b.readyBefore()
-	oldest := hourOf(b.cfg.Now().Add(-b.cfg.Retention).UnixMilli())
 	done := 0
 	var errs []error
 	for _, site := range sites {
-		n, err := b.materializeSite(ctx, site, max(starts[site], oldest), ready, from, to, force)
+		n, err := b.materializeSite(ctx, site, starts[site], ready, from, to, force)
 		done += n
 		if err != nil {
 			b.c.m.materializeFailed.Inc()

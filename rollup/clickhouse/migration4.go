@@ -13,6 +13,10 @@ package clickhouse
 // (whole hours) sums the rows with l >= A and f < B. visitors holds the
 // visitor ids with an event in hour f (= l) under the value.
 //
+// site_rows is partitioned by month, not by day: a 30-day question then
+// reads two or three partitions' parts, not thirty. Retention drops a
+// month once all of it is past the raw days.
+//
 // site_units: the state of each unit, the highest version winning: 1
 // clean (its rows are those of version), 0 dirty (a late segment touched
 // it, or it was never materialized).
@@ -38,7 +42,7 @@ var migration4 = migration{4, "site rows of closed hours", []string{
     bots Int64,
     visitors Array(UInt64)
 ) ENGINE = ReplacingMergeTree(version)
-PARTITION BY toYYYYMMDD(unit)
+PARTITION BY toYYYYMM(unit)
 ORDER BY (site, dim, f, l, value, unit)`,
 	`CREATE TABLE IF NOT EXISTS site_units (
     site String,

@@ -40,8 +40,8 @@ func (b *Backend) applyRetention(ctx context.Context) ([]uint32, error) {
 			return dropped, err
 		}
 		for _, d := range days {
-			if d >= cutDay {
-				continue
+			if d >= cutDay || table == "site_rows" && d >= cutDay/100 {
+				continue // site_rows: by month, dropped once all of it is past
 			}
 			if table == "events" {
 				ins := fmt.Sprintf("INSERT INTO retired_clicks (code, day, clicks) SELECT code, %d, count() FROM events FINAL WHERE toYYYYMMDD(time) = %d AND %s AND %s GROUP BY code",

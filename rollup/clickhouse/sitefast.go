@@ -20,7 +20,7 @@ import (
 type sitePlan struct {
 	h     int64  // ms: visits starting at or after it come from raw events
 	low   int64  // the first unit (hour) read
-	units string // SQL: the clean units' (unit, version) pairs
+	units string // SQL: a row of a clean unit before h, of its version
 }
 
 // plan finds the horizon of a question over [lo, hi) (whole hours): the
@@ -44,22 +44,28 @@ func (b *Backend) plan(ctx context.Context, site string, lo, hi int64) (*sitePla
 		}
 		h = first
 	}
-	var sb strings.Builder
+	// The version of each clean unit from start, by hour: a row counts
+	// when its version is its unit's (rows of a run cut short, or of an
+	// older run whose keys vanished, never do).
+	start := h
+	var vs strings.Builder
 	end := hourOf(hi - 1)
 	for ; h <= end; h++ {
 		st, ok := units[h]
 		if !ok || !st.clean {
 			break
 		}
-		if sb.Len() > 0 {
-			sb.WriteString(", ")
+		if vs.Len() > 0 {
+			vs.WriteString(", ")
 		}
-		fmt.Fprintf(&sb, "(%d, %d)", h*3600, st.version)
+		vs.WriteString(Uint(st.version))
 	}
-	if h*msPerHour <= lo || sb.Len() == 0 {
+	if h*msPerHour <= lo || h == start {
 		return nil, nil
 	}
-	return &sitePlan{h: h * msPerHour, low: low, units: "(toUInt32(unit), version) IN (" + sb.String() + ")"}, nil
+	return &sitePlan{h: h * msPerHour, low: low, units: fmt.Sprintf(
+		"unit >= toDateTime(%d) AND unit < toDateTime(%d) AND version = arrayElement([%s], intDiv(toUInt32(unit) - %d, 3600) + 1)",
+		start*3600, h*3600, vs.String(), start*3600)}, nil
 }
 
 // where selects the plan's rows of site under dim that count in [lo, hi).
@@ -90,7 +96,13 @@ type counterRow struct {
 	bf, bl     int64 // buckets of f and l (series)
 	le         bool  // f <= l
 	c          [nCounters]int64
+	uniq       int64 // distinct visitors of its f = l rows
 }
+
+// siteUniq counts distinct visitors of site rows: exactly, as the raw
+// path does (distinct visit ids), so site answers stay exact; its cost
+// grows with the visits of the range (DESIGN.md, "Speed").
+const siteUniq = "uniqExact"
 
 // counters sums the plan's rows of site under the dimensions dims that
 // count in [lo, hi), grouped by dimension and value and, with starts, by
@@ -110,6 +122,7 @@ func (b *Backend) counters(ctx context.Context, p *sitePlan, site string, dims [
 	for _, c := range strings.Split(counterCols, ", ") {
 		sel += ", sum(" + c + ")"
 	}
+	sel += ", " + siteUniq + "Array(visitors)"
 	body, err := b.c.QueryRowBinary(ctx, "SELECT "+sel+" FROM site_rows WHERE "+p.where(site, "dim IN ("+strings.Join(dc, ", ")+")", lo, hi)+" GROUP BY "+group)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the site rows of %q: %w", site, err)
@@ -124,6 +137,7 @@ func (b *Backend) counters(ctx context.Context, p *sitePlan, site string, dims [
 		for i := range r.c {
 			r.c[i] = int64(rd.u64())
 		}
+		r.uniq = int64(rd.u64())
 		out = append(out, r)
 	}
 	if rd.err != nil {
@@ -145,7 +159,7 @@ func (b *Backend) visitorCounts(ctx context.Context, p *sitePlan, site, dim stri
 		return map[string]int64{}, nil
 	}
 	var sb strings.Builder
-	sb.WriteString("SELECT g, uniqExact(id) FROM (SELECT " + group + " AS g, arrayJoin(visitors) AS id FROM site_rows WHERE " +
+	sb.WriteString("SELECT g, " + siteUniq + "(id) FROM (SELECT " + group + " AS g, arrayJoin(visitors) AS id FROM site_rows WHERE " +
 		p.where(site, "dim = "+String(dim), lo, hi) + " AND f = l")
 	if values != nil {
 		sb.WriteString(" AND value IN (")
@@ -264,6 +278,21 @@ func (b *Backend) fastBuckets(ctx context.Context, p *sitePlan, site string, sta
 		values = append(values, v)
 	}
 	slices.Sort(values)
+	if len(values) <= 1 && len(open) == 0 {
+		// One value and nothing open: a bucket's visitors are its group
+		// of f = l rows (the other groups hold no ids).
+		for i := range rows {
+			var u int64
+			rows[i].uniq = &u
+		}
+		for i := range cr {
+			r := &cr[i]
+			if r.dim == dim && matched[r.value] && r.le && r.bf == r.bl && r.bf >= 1 && r.bf <= int64(n) {
+				*rows[r.bf-1].uniq += r.uniq
+			}
+		}
+		return rows, bots, nil
+	}
 	vc, err := b.visitorCounts(ctx, p, site, dim, lo, end, "toString("+hourBucketExpr("f", starts)+")", values, open)
 	if err != nil {
 		return nil, nil, err
@@ -291,8 +320,10 @@ func (b *Backend) fastBreakdown(ctx context.Context, p *sitePlan, site string, l
 		}
 		return r
 	}
+	uniq := make(map[string]int64, len(cr))
 	for i := range cr {
 		get(cr[i].value).addCounters(&cr[i].c)
+		uniq[cr[i].value] = cr[i].uniq
 	}
 	open := map[string]map[uint64]struct{}{}
 	if p.h < hi {
@@ -307,12 +338,24 @@ func (b *Backend) fastBreakdown(ctx context.Context, p *sitePlan, site string, l
 			}
 		}
 	}
-	vc, err := b.visitorCounts(ctx, p, site, dim, lo, hi, "value", nil, open)
-	if err != nil {
-		return nil, err
+	if len(open) > 0 {
+		// The values with open visitors: theirs and the rows' ids as one
+		// set.
+		values := make([]string, 0, len(open))
+		for v := range open {
+			values = append(values, v)
+		}
+		slices.Sort(values)
+		vc, err := b.visitorCounts(ctx, p, site, dim, lo, hi, "value", values, open)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range values {
+			uniq[v] = vc[v]
+		}
 	}
 	for v, r := range out {
-		u := vc[v]
+		u := uniq[v]
 		r.uniq = &u
 	}
 	return out, nil
