@@ -35,9 +35,9 @@ type BackendConfig struct {
 	// rows wait for late segments before they are materialized
 	// (MaterializeOnce). Zero means DefaultLateness.
 	Lateness time.Duration
-	// NoSiteRows answers every site question from the raw events, never
-	// from materialized rows (comparisons, debugging).
-	NoSiteRows bool
+	// NoRows answers every site and link question from the raw events,
+	// never from materialized rows (comparisons, debugging).
+	NoRows bool
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }

@@ -97,14 +97,15 @@ func (b *Backend) readyBefore() int64 {
 }
 
 // MaterializeOnce materializes every ready unit of every site that is
-// not clean, oldest first, and returns how many it wrote.
+// not clean, oldest first, and every ready link hour (linkrows.go), and
+// returns how many units and hours it wrote.
 func (b *Backend) MaterializeOnce(ctx context.Context) (int, error) {
 	return b.materialize(ctx, 0, 0, false)
 }
 
-// Rematerialize materializes again every ready unit of every site in the
-// hours [from, to), clean or not (waymark rollup rebuild), and returns
-// how many it wrote.
+// Rematerialize materializes again every ready unit of every site, and
+// every ready link hour, in the hours [from, to), clean or not (waymark
+// rollup rebuild), and returns how many it wrote.
 func (b *Backend) Rematerialize(ctx context.Context, from, to time.Time) (buckets int, err error) {
 	return b.materialize(ctx, hourOf(from.UnixMilli()), hourOf(to.UnixMilli()+msPerHour-1), true)
 }
@@ -156,6 +157,14 @@ func (b *Backend) materialize(ctx context.Context, from, to int64, force bool) (
 			if ctx.Err() != nil {
 				break
 			}
+		}
+	}
+	if ctx.Err() == nil {
+		n, err := b.materializeLinks(ctx, from, to, force)
+		done += n
+		if err != nil {
+			b.c.m.materializeFailed.Inc()
+			errs = append(errs, err)
 		}
 	}
 	return done, errors.Join(errs...)
@@ -336,8 +345,15 @@ type lateSpan struct{ first, last int64 }
 // visitor that day (returning, merged) and, through the hash of the day
 // before, the first half hour of the next. Only hours that can be clean
 // are marked.
-func (b *Backend) markLate(ctx context.Context, spans map[string]lateSpan) error {
+func (b *Backend) markLate(ctx context.Context, spans map[string]lateSpan, clicks *lateSpan) error {
 	version := uint64(time.Now().UnixNano())
+	if clicks != nil {
+		// A click counts in its own hour only.
+		h1 := min(hourOf(clicks.last)+1, hourOf(b.cfg.Now().Add(-b.cfg.Lateness).UnixMilli())+1)
+		if err := b.c.insertLinkUnits(ctx, hourOf(clicks.first), h1, version, 0); err != nil {
+			return err
+		}
+	}
 	limit := b.readyBefore() + 1
 	for site, s := range spans {
 		h0 := hourOf(s.first) - 24

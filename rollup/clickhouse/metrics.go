@@ -29,6 +29,11 @@ type clientMetrics struct {
 	materializeFailed *metrics.Counter
 	siteFast          *metrics.Counter
 	siteRaw           *metrics.Counter
+	// Link rows: hours written; link series and breakdowns answered
+	// with rows (the open part from raw events) and from raw events only.
+	linkHoursMaterialized *metrics.Counter
+	linkFast              *metrics.Counter
+	linkRaw               *metrics.Counter
 }
 
 func newClientMetrics(s *metrics.Set) *clientMetrics {
@@ -58,5 +63,9 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		materializeFailed: s.GetOrCreateCounter(p + "materialize_failed_total"),
 		siteFast:          s.GetOrCreateCounter(p + `site_questions_total{path="rows"}`),
 		siteRaw:           s.GetOrCreateCounter(p + `site_questions_total{path="raw"}`),
+
+		linkHoursMaterialized: s.GetOrCreateCounter(p + "link_hours_materialized_total"),
+		linkFast:              s.GetOrCreateCounter(p + `link_questions_total{path="rows"}`),
+		linkRaw:               s.GetOrCreateCounter(p + `link_questions_total{path="raw"}`),
 	}
 }

@@ -107,7 +107,7 @@ func setupBenchWorld(b *testing.B) (*rollup.Aggregator, *clickhouse.Backend, *cl
 		b.Fatal(err)
 	}
 	b.Logf("%d events in %d segments; %d site units materialized in %s", len(evs), len(segs), units, time.Since(t0).Round(time.Millisecond))
-	raw := clickhouse.NewBackend(ch.Client(), clickhouse.BackendConfig{Now: benchNow, NoSiteRows: true})
+	raw := clickhouse.NewBackend(ch.Client(), clickhouse.BackendConfig{Now: benchNow, NoRows: true})
 	return emb, ch, raw
 }
 

@@ -115,6 +115,7 @@ PARTITION BY tuple()
 ORDER BY (code, day)`,
 	}},
 	migration4,
+	migration5,
 }
 
 // migrationsTable records every applied migration (version once; a

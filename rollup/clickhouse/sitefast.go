@@ -29,7 +29,7 @@ type sitePlan struct {
 // that marker is clean (a late segment marks the hours it touches). nil:
 // no row helps, ask the raw events.
 func (b *Backend) plan(ctx context.Context, site string, lo, hi int64) (*sitePlan, error) {
-	if b.cfg.NoSiteRows {
+	if b.cfg.NoRows {
 		return nil, nil
 	}
 	low := hourOf(lo - 7*24*msPerHour - visitGapMS)

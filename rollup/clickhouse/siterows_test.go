@@ -85,11 +85,49 @@ func siteQuestions(t *testing.T, label string, fast, raw *clickhouse.Backend) {
 	}
 }
 
-func rowsBackend(t *testing.T, c *clickhouse.Client, now time.Time, noRows bool) *clickhouse.Backend {
-	return clickhouse.NewBackend(c, clickhouse.BackendConfig{Now: func() time.Time { return now }, NoSiteRows: noRows})
+// linkQuestions asks fast and raw the same link questions: series by
+// day, hour (New York) and month (Tokyo), a breakdown by every link
+// dimension, over ranges across the horizon. Equal answers: clicks
+// exactly, visitors too (the same uniqCombined, merged from states).
+func linkQuestions(t *testing.T, label string, fast, raw *clickhouse.Backend) {
+	t.Helper()
+	base := world.Base
+	ny, tokyo := world.MustLoc(t, world.TZ), world.MustLoc(t, "Asia/Tokyo")
+	ranges := []query.Range{
+		{From: base.Add(-47 * time.Hour), To: base, Loc: time.UTC},
+		{From: base.Add(-30 * time.Hour), To: base.Add(-5 * time.Hour), Loc: ny},
+		{From: base.Add(-20*time.Hour - 30*time.Minute), To: base.Add(time.Hour), Loc: time.UTC},
+		{From: time.Date(2026, 11, 1, 0, 0, 0, 0, tokyo), To: time.Date(2026, 12, 1, 0, 0, 0, 0, tokyo), Loc: tokyo},
+	}
+	for ri, r := range ranges {
+		for _, g := range []query.Granularity{query.Day, query.Hour, query.Month} {
+			fs, ferr := fast.LinkStats(world.Code, r, g)
+			rs, rerr := raw.LinkStats(world.Code, r, g)
+			if ferr != nil || rerr != nil {
+				t.Fatalf("%s range %d link stats by %s: fast %v, raw %v", label, ri, g, ferr, rerr)
+			}
+			if !reflect.DeepEqual(fs, rs) {
+				t.Errorf("%s range %d link stats by %s:\n fast %+v\n raw  %+v", label, ri, g, fs, rs)
+			}
+		}
+		for _, dim := range []string{"country", "device", "browser", "os", "referrer", "utm_source", "utm_medium", "utm_campaign"} {
+			fb, ferr := fast.LinkBreakdown(world.Code, dim, r, 100)
+			rb, rerr := raw.LinkBreakdown(world.Code, dim, r, 100)
+			if ferr != nil || rerr != nil {
+				t.Fatalf("%s range %d link breakdown by %s: fast %v, raw %v", label, ri, dim, ferr, rerr)
+			}
+			if !reflect.DeepEqual(fb, rb) {
+				t.Errorf("%s range %d link breakdown by %s:\n fast %+v\n raw  %+v", label, ri, dim, fb, rb)
+			}
+		}
+	}
 }
 
-func TestSiteRowsGiveTheRawAnswers(t *testing.T) {
+func rowsBackend(t *testing.T, c *clickhouse.Client, now time.Time, noRows bool) *clickhouse.Backend {
+	return clickhouse.NewBackend(c, clickhouse.BackendConfig{Now: func() time.Time { return now }, NoRows: noRows})
+}
+
+func TestRowsGiveTheRawAnswers(t *testing.T) {
 	chserver.Require(t)
 	srv := chserver.StartT(t)
 	set := metrics.NewSet()
@@ -109,6 +147,8 @@ func TestSiteRowsGiveTheRawAnswers(t *testing.T) {
 	raw := rowsBackend(t, c, world.Base, true)
 	fromRows := set.GetOrCreateCounter(`waymark_clickhouse_site_questions_total{path="rows"}`)
 	fromRaw := set.GetOrCreateCounter(`waymark_clickhouse_site_questions_total{path="raw"}`)
+	linkRows := set.GetOrCreateCounter(`waymark_clickhouse_link_questions_total{path="rows"}`)
+	linkRaw := set.GetOrCreateCounter(`waymark_clickhouse_link_questions_total{path="raw"}`)
 
 	// Materialized up to a horizon a day before now (the units ready
 	// then), asked now: ranges before, across and after the horizon.
@@ -122,6 +162,7 @@ func TestSiteRowsGiveTheRawAnswers(t *testing.T) {
 	}
 	rows0, raw0 := fromRows.Get(), fromRaw.Get()
 	siteQuestions(t, "horizon a day back", ch, raw)
+	linkQuestions(t, "horizon a day back", ch, raw)
 	if fromRows.Get() == rows0 {
 		t.Errorf("no question was answered from site rows")
 	}
@@ -132,7 +173,13 @@ func TestSiteRowsGiveTheRawAnswers(t *testing.T) {
 		t.Fatalf("MaterializeOnce now: %d units, %v; want some", n, err)
 	}
 	rows0, raw0 = fromRows.Get(), fromRaw.Get()
+	lrows0, lraw0 := linkRows.Get(), linkRaw.Get()
 	siteQuestions(t, "horizon now", ch, raw)
+	linkQuestions(t, "horizon now", ch, raw)
+	// The link questions: every fast one from rows, every raw one not.
+	if fast, slow := linkRows.Get()-lrows0, linkRaw.Get()-lraw0; fast == 0 || fast != slow {
+		t.Errorf("horizon now: %d link questions from rows, %d from raw events; want as many", fast, slow)
+	}
 	// Every question of the fast backend from rows: the raw backend asked
 	// each of them too, and one breakdown per dimension more (the filter
 	// values).

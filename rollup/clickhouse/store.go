@@ -83,7 +83,7 @@ func (c *Client) StoreSegment(ctx context.Context, raw []byte) (StoreResult, err
 // marks again.
 type lateMarker struct {
 	before int64
-	mark   func(context.Context, map[string]lateSpan) error
+	mark   func(ctx context.Context, sites map[string]lateSpan, clicks *lateSpan) error
 }
 
 func (c *Client) storeSegmentMarking(ctx context.Context, raw []byte, late *lateMarker) (StoreResult, error) {
@@ -164,8 +164,8 @@ func (c *Client) storeSegment(ctx context.Context, raw []byte, late *lateMarker)
 	if err := c.insertTallies(ctx, ref, e.tallies); err != nil {
 		return res, err
 	}
-	if late != nil && len(e.late) > 0 {
-		if err := late.mark(ctx, e.late); err != nil {
+	if late != nil && (len(e.late) > 0 || e.lateClicks != nil) {
+		if err := late.mark(ctx, e.late, e.lateClicks); err != nil {
 			return res, err
 		}
 	}
@@ -187,6 +187,7 @@ type encoded struct {
 	first, last int64 // oldest and newest event time, ms
 	tallies     []ingest.DropTally
 	late        map[string]lateSpan // site events older than encodeRows' lateBefore
+	lateClicks  *lateSpan           // clicks older than it
 	err         error
 }
 
@@ -222,6 +223,12 @@ func encodeRows(raw []byte, ref ingest.SegmentRef, w io.Writer, lateBefore int64
 				s = lateSpan{ev.Time, ev.Time}
 			}
 			e.late[ev.SiteID] = lateSpan{min(s.first, ev.Time), max(s.last, ev.Time)}
+		}
+		if ev.Time < lateBefore && ev.Kind == ingest.KindClick && ev.SiteID == "" {
+			if e.lateClicks == nil {
+				e.lateClicks = &lateSpan{ev.Time, ev.Time}
+			}
+			e.lateClicks.first, e.lateClicks.last = min(e.lateClicks.first, ev.Time), max(e.lateClicks.last, ev.Time)
 		}
 		chunk = appendEventFields(chunk, ev)
 		chunk = append(chunk, identity...)

@@ -138,7 +138,7 @@ func TestWorldSameAnswersOnBothBackends(t *testing.T) {
 	// changes nothing.
 	storeAll(t, ch, segs)
 	// Site questions from site rows where the hours are closed (the last
-	// hour before now from raw events): TestSiteRowsGiveTheRawAnswers
+	// hour before now from raw events): TestRowsGiveTheRawAnswers
 	// compares the two paths.
 	if n, err := ch.MaterializeOnce(context.Background()); err != nil || n == 0 {
 		t.Fatalf("MaterializeOnce: %d units, %v; want some", n, err)
