@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"testing"
 
+	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/rollup/query"
 )
 
@@ -134,4 +135,55 @@ func TestRetriedSegmentCountsOnceInRows(t *testing.T) {
 	if pv[10] != 3 || pv[11] != 1 || visits[10] != 1 || visits[11] != 1 {
 		t.Errorf("hours 10 and 11: pageviews %d, %d, visits %d, %d; want 3, 1, 1, 1", pv[10], pv[11], visits[10], visits[11])
 	}
+}
+
+// Clicks of a materialized hour that arrive late: counted at once (the
+// hour is dirty, so the question reads its raw clicks) and after the hour
+// is materialized again, once. By hand: link k1 has 2 clicks at 09:00 and
+// 09:30 of day 0 (visitors 1 and 2), a bot click at 10:00; the late
+// segment adds 2 at 09:15 (visitor 1 again, and 3) and one at 14:00.
+func TestLateClicksAreRematerialized(t *testing.T) {
+	c := newClient(t, sharedServer(t))
+	b := newTestBackend(t, c, dec1.AddDate(0, 0, 2))
+	mustStore(t, b, segment("e1", 1, []ingest.Event{
+		click("k1", at(0, 9, 0, 0, 0), 1, false), click("k1", at(0, 9, 30, 0, 0), 2, false), click("k1", at(0, 10, 0, 0, 0), 9, true),
+	}), Stored)
+	mustMaterialize(t, b)
+	day := dayRange(0, 1)
+	want := func(what string, clicks, bots int64, visitors uint64, hour9 int64, country int64) {
+		t.Helper()
+		ls, err := b.LinkStats("k1", day, query.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ls.Totals.Clicks != clicks || ls.Totals.BotClicks != bots || ls.Totals.UniqueVisitors != visitors || ls.Series[9].Clicks != hour9 {
+			t.Errorf("%s: totals %+v, 09:00 %d; want %d clicks, %d bots, %d visitors, %d at 09:00", what, ls.Totals, ls.Series[9].Clicks, clicks, bots, visitors, hour9)
+		}
+		bd, err := b.LinkBreakdown("k1", "country", day, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bd.Results) != 1 || bd.Results[0].Value != "EE" || bd.Results[0].Clicks != country {
+			t.Errorf("%s: breakdown %+v; want EE with %d clicks", what, bd.Results, country)
+		}
+	}
+	lo, hi := hourBounds(day)
+	if p, err := b.linkPlan(testCtx(t), lo, hi); err != nil || p == nil || p.h < hi {
+		t.Fatalf("link plan: %+v, %v; want rows up to the day's end", p, err)
+	}
+	want("materialized", 2, 1, 2, 2, 2)
+	mustStore(t, b, segment("e1", 2, []ingest.Event{
+		click("k1", at(0, 9, 15, 0, 0), 1, false), click("k1", at(0, 9, 45, 0, 0), 3, false), click("k1", at(0, 14, 0, 0, 0), 3, false),
+	}), Stored)
+	if p, err := b.linkPlan(testCtx(t), lo, hi); err != nil || p != nil && p.h > at(0, 9, 0, 0, 0) {
+		t.Fatalf("link plan after late clicks: %+v, %v; want the horizon at 09:00", p, err)
+	}
+	want("late, before re-materializing", 5, 1, 3, 4, 5)
+	if n := mustMaterialize(t, b); n == 0 {
+		t.Fatal("the late hours were not materialized again")
+	}
+	if p, err := b.linkPlan(testCtx(t), lo, hi); err != nil || p == nil || p.h < hi {
+		t.Fatalf("link plan: %+v, %v; want rows up to the day's end", p, err)
+	}
+	want("re-materialized", 5, 1, 3, 4, 5)
 }
