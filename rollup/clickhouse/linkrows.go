@@ -16,8 +16,8 @@ import (
 // link at once. An hour is ready when now >= its end + Lateness. A
 // question reads the rows of the clean hours from its start up to the
 // first hour that is not (its horizon) and the raw clicks after it, in one
-// statement: visitors are uniqCombined states merged with the open
-// part's (uniqCombinedMerge), the same estimate as the raw path's.
+// statement: visitors are uniqCombined over the hours' distinct ids and
+// the open part's, the same estimate as the raw path's.
 
 // linkDimTuples is the ARRAY JOIN that writes each click under the whole
 // link ("") and under every breakdown dimension.
@@ -138,7 +138,7 @@ func (b *Backend) materializeLinks(ctx context.Context, from, to int64, force bo
 		version := max(uint64(time.Now().Add(-versionMargin).UnixNano()), floor+1)
 		h0, h1 := todo[0], todo[0]+int64(n)
 		ins := "INSERT INTO link_rows SELECT code, tupleElement(dv, 1) AS d, tupleElement(dv, 2) AS v, toStartOfHour(time) AS hr, toUInt64(" +
-			Uint(version) + "), countIf(" + notBot + "), countIf(" + isBot + "), uniqCombinedStateIf(visitor, " + notBot +
+			Uint(version) + "), countIf(" + notBot + "), countIf(" + isBot + "), groupUniqArrayIf(visitor, " + notBot +
 			") FROM events FINAL ARRAY JOIN " + linkDimTuples() + " AS dv WHERE " + linkWhereAny + " AND " +
 			timeIn(h0*msPerHour, h1*msPerHour) + " GROUP BY code, d, v, hr"
 		if err := b.c.Exec(ctx, ins); err != nil {
@@ -216,12 +216,12 @@ func linkStatsSQL(p *linkPlan, code string, starts []int64, end int64) string {
 		hs.WriteString(strconv.FormatInt(h*3600, 10))
 		ix.WriteString(strconv.Itoa(k + 1))
 	}
-	sql := "SELECT transform(ts, [" + hs.String() + "], [" + ix.String() + "], 0) AS bk, sum(c), sum(bt), uniqCombinedMerge(st) FROM (" +
-		"SELECT toUInt32(hour) AS ts, clicks AS c, bots AS bt, visitors AS st FROM link_rows WHERE code = " + String(code) +
+	sql := "SELECT transform(ts, [" + hs.String() + "], [" + ix.String() + "], 0) AS bk, sum(c), sum(bt), uniqCombinedArray(ids) FROM (" +
+		"SELECT toUInt32(hour) AS ts, clicks AS c, bots AS bt, visitors AS ids FROM link_rows WHERE code = " + String(code) +
 		" AND dim = '' AND " + p.hours
 	if p.h < end {
 		sql += " UNION ALL SELECT toUInt32(toStartOfHour(time)) AS ts, countIf(" + notBot + ") AS c, countIf(" + isBot +
-			") AS bt, uniqCombinedStateIf(visitor, " + notBot + ") AS st FROM events FINAL WHERE " + linkWhere(code) +
+			") AS bt, groupUniqArrayIf(visitor, " + notBot + ") AS ids FROM events FINAL WHERE " + linkWhere(code) +
 			" AND " + timeIn(p.h, end) + " GROUP BY ts"
 	}
 	return sql + ") GROUP BY bk WITH TOTALS"
@@ -230,10 +230,10 @@ func linkStatsSQL(p *linkPlan, code string, starts []int64, end int64) string {
 // linkBreakdownSQL is LinkBreakdown's statement over link rows and the
 // raw clicks after the horizon: per value, non-bot clicks and visitors.
 func linkBreakdownSQL(p *linkPlan, code, dim, col string, lo, hi int64) string {
-	sql := "SELECT v, sum(c), uniqCombinedMerge(st) FROM (SELECT value AS v, clicks AS c, visitors AS st FROM link_rows WHERE code = " +
+	sql := "SELECT v, sum(c), uniqCombinedArray(ids) FROM (SELECT value AS v, clicks AS c, visitors AS ids FROM link_rows WHERE code = " +
 		String(code) + " AND dim = " + String(dim) + " AND " + p.hours
 	if p.h < hi {
-		sql += " UNION ALL SELECT " + col + " AS v, count() AS c, uniqCombinedState(visitor) AS st FROM events FINAL WHERE " +
+		sql += " UNION ALL SELECT " + col + " AS v, count() AS c, groupUniqArray(visitor) AS ids FROM events FINAL WHERE " +
 			linkWhere(code) + " AND " + notBot + " AND " + timeIn(p.h, hi) + " GROUP BY v"
 	}
 	return sql + ") GROUP BY v HAVING sum(c) > 0"
