@@ -1,7 +1,9 @@
 package clickhouse
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/rollup/query"
@@ -186,4 +188,58 @@ func TestLateClicksAreRematerialized(t *testing.T) {
 		t.Fatalf("link plan: %+v, %v; want rows up to the day's end", p, err)
 	}
 	want("re-materialized", 5, 1, 3, 4, 5)
+}
+
+// MaterializeLoop materializes what is stored, and returns when its
+// context ends.
+func TestMaterializeLoopRunsUntilCancelled(t *testing.T) {
+	c := newClient(t, sharedServer(t))
+	b := newTestBackend(t, c, dec1.AddDate(0, 0, 2))
+	segA, segB := visitSegments("s1")
+	mustStore(t, b, segA, Stored)
+	mustStore(t, b, segB, Stored)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	done := make(chan struct{})
+	errs := make(chan error, 100)
+	go func() {
+		defer close(done)
+		b.MaterializeLoop(ctx, 20*time.Millisecond, func(err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		})
+	}()
+	day := dayRange(0, 1)
+	lo, hi := hourBounds(day)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p, err := b.plan(testCtx(t), "s1", lo, hi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p != nil && p.h >= hi {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the loop did not materialize the day in 30 s (plan %+v)", p)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("MaterializeLoop did not return after its context ended")
+	}
+	select {
+	case err := <-errs:
+		t.Errorf("the loop reported %v", err)
+	default:
+	}
+	m, err := b.SiteAggregate("s1", day, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMetrics(t, "after the loop", m, twoVisits)
 }
