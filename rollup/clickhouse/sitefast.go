@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/waymark/waymark/rollup/query"
+	"github.com/waymark/waymark/store"
 )
 
 // Site questions from site rows (siterows.go; DESIGN.md, "Site rows"):
@@ -307,9 +310,16 @@ func (b *Backend) fastBuckets(ctx context.Context, p *sitePlan, site string, sta
 // fastBreakdown is rowsBy over [lo, hi) by dim from site rows and the
 // open part, visitors counted per value.
 func (b *Backend) fastBreakdown(ctx context.Context, p *sitePlan, site string, lo, hi int64, dim string) (map[string]*row, error) {
+	rows, _, err := b.fastBreakdownOpen(ctx, p, site, lo, hi, dim)
+	return rows, err
+}
+
+// fastBreakdownOpen is fastBreakdown, and the open part's visitor ids of
+// each value.
+func (b *Backend) fastBreakdownOpen(ctx context.Context, p *sitePlan, site string, lo, hi int64, dim string) (map[string]*row, map[string]map[uint64]struct{}, error) {
 	cr, err := b.counters(ctx, p, site, []string{dim}, lo, hi, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make(map[string]*row, len(cr))
 	get := func(v string) *row {
@@ -329,7 +339,7 @@ func (b *Backend) fastBreakdown(ctx context.Context, p *sitePlan, site string, l
 	if p.h < hi {
 		d, err := b.siteWindow(ctx, site, max(lo, p.h), hi, dimCols[dim])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for v, o := range d.rowsFrom(lo, hi, dim, p.h) {
 			get(v).add(o)
@@ -348,7 +358,7 @@ func (b *Backend) fastBreakdown(ctx context.Context, p *sitePlan, site string, l
 		slices.Sort(values)
 		vc, err := b.visitorCounts(ctx, p, site, dim, lo, hi, "value", values, open)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, v := range values {
 			uniq[v] = vc[v]
@@ -358,7 +368,66 @@ func (b *Backend) fastBreakdown(ctx context.Context, p *sitePlan, site string, l
 		u := uniq[v]
 		r.uniq = &u
 	}
-	return out, nil
+	return out, open, nil
+}
+
+// fastGoals is SiteGoalStats' counting from site rows: the site's
+// visitors, and each goal's events and converted visitors (a page goal's
+// as one set over the pages it matches).
+func (b *Backend) fastGoals(ctx context.Context, p *sitePlan, site string, lo, hi int64, goals []store.Goal) (uint64, []query.GoalStat, error) {
+	tot, _, err := b.fastBuckets(ctx, p, site, []int64{lo}, hi, "", nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	total := tot[0].visitorCount()
+	pages, pagesOpen, err := b.fastBreakdownOpen(ctx, p, site, lo, hi, "page")
+	if err != nil {
+		return 0, nil, err
+	}
+	names, err := b.fastBreakdown(ctx, p, site, lo, hi, "event")
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make([]query.GoalStat, 0, len(goals))
+	for i := range goals {
+		g := &goals[i]
+		st := query.GoalStat{ID: g.ID, DisplayName: g.DisplayName, GoalType: g.Type()}
+		var converted int64
+		if g.IsPage() {
+			path := g.PagePath
+			st.PagePath = &path
+			m := g.Matcher()
+			var values []string
+			open := map[string]map[uint64]struct{}{"g": {}}
+			for v, x := range pages {
+				if x.pageviews > 0 && m.MatchPage(v) {
+					st.Events += x.pageviews
+					values = append(values, v)
+					for id := range pagesOpen[v] {
+						open["g"][id] = struct{}{}
+					}
+				}
+			}
+			slices.Sort(values)
+			if len(values) > 0 {
+				vc, err := b.visitorCounts(ctx, p, site, "page", lo, hi, "'g'", values, open)
+				if err != nil {
+					return 0, nil, err
+				}
+				converted = vc["g"]
+			}
+		} else {
+			name := g.EventName
+			st.EventName = &name
+			if x := names[name]; x != nil {
+				st.Events = x.events
+				converted = int64(x.visitorCount())
+			}
+		}
+		st.Visitors = min(uint64(converted), total)
+		out = append(out, st)
+	}
+	return total, out, nil
 }
 
 // noFloor is botEvents' floor for every event.

@@ -13,6 +13,7 @@ import (
 	"github.com/waymark/waymark/rollup/clickhouse"
 	"github.com/waymark/waymark/rollup/internal/world"
 	"github.com/waymark/waymark/rollup/query"
+	"github.com/waymark/waymark/store"
 )
 
 // siteQuestions asks fast and raw the same site questions over ranges
@@ -76,6 +77,16 @@ func siteQuestions(t *testing.T, label string, fast, raw *clickhouse.Backend) {
 				same(what, fs, rs, ferr, rerr)
 			}
 		}
+		goals := []store.Goal{
+			{ID: "g1", DisplayName: "Signup page", PagePath: "/signup"},
+			{ID: "g2", DisplayName: "Blog", PagePath: "/blog/*"},
+			{ID: "g3", DisplayName: "Anything", PagePath: "/**"},
+			{ID: "g4", DisplayName: "Purchase", EventName: "Purchase"},
+			{ID: "g5", DisplayName: "Nothing", EventName: "never-sent"},
+		}
+		fg, ferr := fast.SiteGoalStats(world.Site, goals, r)
+		rg, rerr := raw.SiteGoalStats(world.Site, goals, r)
+		same(fmt.Sprintf("range %d goals", ri), fg, rg, ferr, rerr)
 		for _, dim := range query.SiteDimensions {
 			what := fmt.Sprintf("range %d breakdown %s", ri, dim)
 			fb, ferr := fast.SiteBreakdown(world.Site, dim, r, 100, nil)

@@ -561,6 +561,19 @@ func (b *Backend) SiteGoalStats(site string, goals []store.Goal, r query.Range) 
 	defer cancel()
 	out := &query.SiteGoals{From: r.From, To: r.To, Timezone: r.Location().String(), Goals: []query.GoalStat{}, Estimated: []string{}}
 	lo, hi := hourBounds(r)
+	p, err := b.plan(ctx, site, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	if p != nil {
+		b.c.m.siteFast.Inc()
+		if out.TotalVisitors, out.Goals, err = b.fastGoals(ctx, p, site, lo, hi, goals); err != nil {
+			return nil, err
+		}
+		sortGoals(out)
+		return out, nil
+	}
+	b.c.m.siteRaw.Inc()
 	d, err := b.siteWindow(ctx, site, lo, hi, colPath|colName)
 	if err != nil {
 		return nil, err
@@ -593,10 +606,19 @@ func (b *Backend) SiteGoalStats(site string, goals []store.Goal, r query.Range) 
 			}
 		}
 		st.Visitors = min(uint64(len(converted)), out.TotalVisitors)
-		if out.TotalVisitors > 0 {
+		out.Goals = append(out.Goals, st)
+	}
+	sortGoals(out)
+	return out, nil
+}
+
+// sortGoals sets each goal's conversion rate and orders them by visitors,
+// then name.
+func sortGoals(out *query.SiteGoals) {
+	for i := range out.Goals {
+		if st := &out.Goals[i]; out.TotalVisitors > 0 {
 			st.ConversionRate = round2(float64(st.Visitors) / float64(out.TotalVisitors) * 100)
 		}
-		out.Goals = append(out.Goals, st)
 	}
 	slices.SortStableFunc(out.Goals, func(x, y query.GoalStat) int {
 		if c := cmp.Compare(y.Visitors, x.Visitors); c != 0 {
@@ -604,7 +626,6 @@ func (b *Backend) SiteGoalStats(site string, goals []store.Goal, r query.Range) 
 		}
 		return strings.Compare(x.DisplayName, y.DisplayName)
 	})
-	return out, nil
 }
 
 // SiteStatsStart is the UTC midnight of the site's oldest held event.
