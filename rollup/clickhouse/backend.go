@@ -31,6 +31,13 @@ type BackendConfig struct {
 	MaxEvents int
 	// QueryTimeout bounds each question. Zero means 60 s.
 	QueryTimeout time.Duration
+	// Lateness is how long past an hour's end and the visit gap its site
+	// rows wait for late segments before they are materialized
+	// (MaterializeOnce). Zero means DefaultLateness.
+	Lateness time.Duration
+	// NoRows answers every site and link question from the raw events,
+	// never from materialized rows (comparisons, debugging).
+	NoRows bool
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -65,6 +72,9 @@ func NewBackend(c *Client, cfg BackendConfig) *Backend {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Lateness <= 0 {
+		cfg.Lateness = DefaultLateness
+	}
 	return &Backend{c: c, cfg: cfg}
 }
 
@@ -81,7 +91,11 @@ func (b *Backend) StoreSegment(ctx context.Context, raw []byte) (StoreResult, er
 		return StoreResult{}, err
 	}
 	defer b.leave()
-	return b.c.StoreSegment(ctx, raw)
+	// Events older than half the lateness may fall into hours whose rows
+	// are materialized (an aggregator's clock may be behind this one's):
+	// their units are marked dirty before the identity is recorded.
+	before := b.cfg.Now().Add(-b.cfg.Lateness / 2).UnixMilli()
+	return b.c.storeSegmentMarking(ctx, raw, &lateMarker{before: before, mark: b.markLate})
 }
 
 // Close makes every later call fail with query.ErrClosed; it does not

@@ -87,7 +87,7 @@ func BenchmarkEncodeSegment(b *testing.B) {
 	b.SetBytes(int64(len(seg)))
 	ref := ingest.SegmentRef{Node: "bench", Inc: 1, Seq: 1}
 	for b.Loop() {
-		if e := encodeRows(seg, ref, discard{}); e.err != nil || e.rows != 100_000 {
+		if e := encodeRows(seg, ref, discard{}, 0); e.err != nil || e.rows != 100_000 {
 			b.Fatalf("encodeRows: %+v", e)
 		}
 	}

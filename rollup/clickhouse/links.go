@@ -94,9 +94,22 @@ func (b *Backend) LinkStats(code string, r query.Range, g query.Granularity) (*q
 	// One scan: the buckets cover exactly the range at whole UTC hours,
 	// so WITH TOTALS is the range's totals (its visitors the range's
 	// distinct ones, not the buckets' sum).
+	// From link rows up to the horizon where they are clean (one
+	// statement all the same).
 	cols := "countIf(" + notBot + "), countIf(" + isBot + "), uniqCombinedIf(visitor, " + notBot + ")"
-	res, err := b.c.Query(ctx, "SELECT "+bucketExpr(starts)+" AS bk, "+cols+" FROM events FINAL WHERE "+
-		linkWhere(code)+" AND "+timeIn(starts[0], end)+" GROUP BY bk WITH TOTALS")
+	sql := "SELECT " + bucketExpr(starts) + " AS bk, " + cols + " FROM events FINAL WHERE " +
+		linkWhere(code) + " AND " + timeIn(starts[0], end) + " GROUP BY bk WITH TOTALS"
+	p, err := b.linkPlan(ctx, starts[0], end)
+	if err != nil {
+		return nil, err
+	}
+	if p != nil {
+		b.c.m.linkFast.Inc()
+		sql = linkStatsSQL(p, code, starts, end)
+	} else {
+		b.c.m.linkRaw.Inc()
+	}
+	res, err := b.c.Query(ctx, sql)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read link stats: %w", err)
 	}
@@ -161,8 +174,19 @@ func (b *Backend) LinkBreakdown(code, dimension string, r query.Range, limit int
 	defer cancel()
 	out := &query.LinkBreakdown{Dimension: dimension, Results: []query.LinkBreakdownRow{}, Estimated: linkEstimated}
 	lo, hi := hourBounds(r)
-	res, err := b.c.Query(ctx, "SELECT "+col+", count(), uniqCombined(visitor) FROM events FINAL WHERE "+
-		linkWhere(code)+" AND "+notBot+" AND "+timeIn(lo, hi)+" GROUP BY "+col)
+	sql := "SELECT " + col + ", count(), uniqCombined(visitor) FROM events FINAL WHERE " +
+		linkWhere(code) + " AND " + notBot + " AND " + timeIn(lo, hi) + " GROUP BY " + col
+	p, err := b.linkPlan(ctx, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	if p != nil {
+		b.c.m.linkFast.Inc()
+		sql = linkBreakdownSQL(p, code, dimension, col, lo, hi)
+	} else {
+		b.c.m.linkRaw.Inc()
+	}
+	res, err := b.c.Query(ctx, sql)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read link breakdown: %w", err)
 	}

@@ -21,6 +21,19 @@ type clientMetrics struct {
 	questionsRefused *metrics.Counter
 	daysDropped      *metrics.Counter
 	retentionFailed  *metrics.Counter
+	// Site rows: units written, marked dirty by late segments, runs
+	// failed; site questions answered from rows (the open part from raw
+	// events) and entirely from raw events.
+	unitsMaterialized *metrics.Counter
+	unitsDirtied      *metrics.Counter
+	materializeFailed *metrics.Counter
+	siteFast          *metrics.Counter
+	siteRaw           *metrics.Counter
+	// Link rows: hours written; link series and breakdowns answered
+	// with rows (the open part from raw events) and from raw events only.
+	linkHoursMaterialized *metrics.Counter
+	linkFast              *metrics.Counter
+	linkRaw               *metrics.Counter
 }
 
 func newClientMetrics(s *metrics.Set) *clientMetrics {
@@ -44,5 +57,15 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		questionsRefused: s.GetOrCreateCounter(p + "questions_refused_total"),
 		daysDropped:      s.GetOrCreateCounter(p + "retention_days_dropped_total"),
 		retentionFailed:  s.GetOrCreateCounter(p + "retention_failed_total"),
+
+		unitsMaterialized: s.GetOrCreateCounter(p + "site_units_materialized_total"),
+		unitsDirtied:      s.GetOrCreateCounter(p + "site_units_dirtied_total"),
+		materializeFailed: s.GetOrCreateCounter(p + "materialize_failed_total"),
+		siteFast:          s.GetOrCreateCounter(p + `site_questions_total{path="rows"}`),
+		siteRaw:           s.GetOrCreateCounter(p + `site_questions_total{path="raw"}`),
+
+		linkHoursMaterialized: s.GetOrCreateCounter(p + "link_hours_materialized_total"),
+		linkFast:              s.GetOrCreateCounter(p + `link_questions_total{path="rows"}`),
+		linkRaw:               s.GetOrCreateCounter(p + `link_questions_total{path="raw"}`),
 	}
 }

@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -27,7 +28,7 @@ func TestMigrateTwiceIsANoop(t *testing.T) {
 	for _, s := range before {
 		names = append(names, s[:slices.Index([]byte(s), ' ')])
 	}
-	if want := []string{`"drop_tallies"`, `"events"`, `"retired_clicks"`, `"schema_migrations"`, `"segments"`}; !slices.Equal(names, want) {
+	if want := []string{`"drop_tallies"`, `"events"`, `"link_rows"`, `"link_units"`, `"retired_clicks"`, `"schema_migrations"`, `"segments"`, `"site_rows"`, `"site_units"`}; !slices.Equal(names, want) {
 		t.Fatalf("tables after migrating = %v; want %v", names, want)
 	}
 	applied, err := c.Migrate(testCtx(t))
@@ -56,5 +57,37 @@ func TestMigrateRefusesANewerSchema(t *testing.T) {
 	}
 	if _, err := c.Migrate(testCtx(t)); !errors.Is(err, ErrSchemaNewer) {
 		t.Errorf("Migrate over a newer schema: %v; want ErrSchemaNewer", err)
+	}
+}
+
+// A database migrated by a binary that knew migrations up to 3 gets 4
+// and 5 (the site and link rows) from this one, once; the schema is then
+// the fresh one's.
+func TestMigrateAddsTheRowTables(t *testing.T) {
+	srv := sharedServer(t)
+	fresh := schemaOf(t, newClient(t, srv))
+	all := migrations
+	migrations = all[:3]
+	c := newClient(t, srv) // migrated to 3
+	migrations = all
+	if names := schemaOf(t, c); len(names) != 5 {
+		t.Fatalf("after migrations 1-3: %d tables; want 5", len(names))
+	}
+	applied, err := c.Migrate(testCtx(t))
+	if err != nil || !slices.Equal(applied, []uint32{4, 5}) {
+		t.Fatalf("Migrate over version 3: %v, %v; want [4 5]", applied, err)
+	}
+	if applied, err = c.Migrate(testCtx(t)); err != nil || len(applied) != 0 {
+		t.Errorf("Migrate again: %v, %v; want nothing", applied, err)
+	}
+	strip := func(s []string) []string { // the database's name is in each statement
+		out := make([]string, len(s))
+		for i, x := range s {
+			out[i] = x[:strings.Index(x, " ")] + x[strings.Index(x, ".")+1:]
+		}
+		return out
+	}
+	if got := schemaOf(t, c); !slices.Equal(strip(got), strip(fresh)) {
+		t.Errorf("schema after 4 and 5:\n%v\nwant the fresh one's:\n%v", got, fresh)
 	}
 }

@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -154,6 +155,11 @@ func (v rawValue) int() (int64, error) {
 func (v rawValue) str() (string, error) {
 	s, err := strconv.Unquote(string(v))
 	if err != nil {
+		// JSON escapes Go's quoting does not know (ClickHouse writes "/"
+		// as "\/").
+		if json.Unmarshal(v, &s) == nil {
+			return s, nil
+		}
 		return "", fmt.Errorf("cannot read string value %s: %w", v, err)
 	}
 	return s, nil

@@ -85,7 +85,7 @@ func slicesSortByTime(evs []ingest.Event) {
 	slices.SortStableFunc(evs, func(a, b ingest.Event) int { return cmp.Compare(a.Time, b.Time) })
 }
 
-func setupBenchWorld(b *testing.B) (*rollup.Aggregator, *clickhouse.Backend) {
+func setupBenchWorld(b *testing.B) (*rollup.Aggregator, *clickhouse.Backend, *clickhouse.Backend) {
 	chserver.Require(b)
 	evs := benchEvents()
 	var segs [][]byte
@@ -101,17 +101,23 @@ func setupBenchWorld(b *testing.B) (*rollup.Aggregator, *clickhouse.Backend) {
 	if err := ch.Client().Exec(context.Background(), "OPTIMIZE TABLE events FINAL"); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("%d events in %d segments", len(evs), len(segs))
-	return emb, ch
+	t0 := time.Now()
+	units, err := ch.MaterializeOnce(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d events in %d segments; %d site units materialized in %s", len(evs), len(segs), units, time.Since(t0).Round(time.Millisecond))
+	raw := clickhouse.NewBackend(ch.Client(), clickhouse.BackendConfig{Now: benchNow, NoRows: true})
+	return emb, ch, raw
 }
 
 func BenchmarkQueries(b *testing.B) {
-	emb, ch := setupBenchWorld(b)
+	emb, ch, raw := setupBenchWorld(b)
 	r := query.Range{From: benchEnd.AddDate(0, 0, -30), To: benchEnd, Loc: time.UTC}
 	for _, be := range []struct {
 		name string
 		b    query.Backend
-	}{{"embedded", emb}, {"clickhouse", ch}} {
+	}{{"embedded", emb}, {"clickhouse", ch}, {"clickhouse-raw", raw}} {
 		for _, q := range []struct {
 			name string
 			run  func(query.Backend) error
@@ -131,11 +137,17 @@ func BenchmarkQueries(b *testing.B) {
 			}},
 		} {
 			b.Run(be.name+"/"+q.name, func(b *testing.B) {
+				took := make([]time.Duration, 0, b.N)
 				for range b.N {
+					t0 := time.Now()
 					if err := q.run(be.b); err != nil {
 						b.Fatal(err)
 					}
+					took = append(took, time.Since(t0))
 				}
+				slices.Sort(took)
+				b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(took[(len(took)*99)/100].Microseconds())/1000, "p99-ms")
 			})
 		}
 	}

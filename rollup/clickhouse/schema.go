@@ -114,6 +114,8 @@ ORDER BY (scope, name, hour, seg_node, seg_inc, seg_seq, seg_rec)`,
 PARTITION BY tuple()
 ORDER BY (code, day)`,
 	}},
+	migration4,
+	migration5,
 }
 
 // migrationsTable records every applied migration (version once; a

@@ -1,6 +1,7 @@
 package clickhouse
 
 import (
+	"math"
 	"sort"
 	"strings"
 
@@ -183,9 +184,33 @@ type row struct {
 	pageviews, events           int64
 	engagedMS, engVisits        int64
 	scrollSum                   int64
+	uniq                        *int64 // visitors counted by ClickHouse (site rows and the open part's ids)
 }
 
 func newRow() *row { return &row{visitors: make(map[uint64]struct{})} }
+
+// visitorCount is the row's visitors: counted in ClickHouse when uniq is
+// set (site rows), else the ids held.
+func (r *row) visitorCount() uint64 {
+	if r.uniq != nil {
+		return uint64(*r.uniq)
+	}
+	return uint64(len(r.visitors))
+}
+
+// addCounters adds site_rows counters (siterows.go's order) to r.
+func (r *row) addCounters(c *[nCounters]int64) {
+	r.visits += c[cVisits]
+	r.sessions += c[cSessions]
+	r.bounces += c[cBounces]
+	r.visitPV += c[cVisitPV]
+	r.durationS += c[cDuration]
+	r.pageviews += c[cPageviews]
+	r.events += c[cEvents]
+	r.engagedMS += c[cEngagedMS]
+	r.engVisits += c[cEngVisits]
+	r.scrollSum += c[cScroll]
+}
 
 // add sums o into r (a filter matching several values sums their rows,
 // visitors as a union).
@@ -208,6 +233,12 @@ func (r *row) add(o *row) {
 // rowsBy counts the range [lo, hi) by dimension dim ("" for the whole
 // site), one row per value.
 func (d *siteData) rowsBy(lo, hi int64, dim string) map[string]*row {
+	return d.rowsFrom(lo, hi, dim, math.MinInt64)
+}
+
+// rowsFrom is rowsBy over the visits that start at or after from only
+// (the open part of a question answered from site rows).
+func (d *siteData) rowsFrom(lo, hi int64, dim string, from int64) map[string]*row {
 	out := make(map[string]*row)
 	get := func(k string) *row {
 		r := out[k]
@@ -225,7 +256,7 @@ func (d *siteData) rowsBy(lo, hi int64, dim string) map[string]*row {
 	seen := make(map[engKey]bool)     // visits with a page or event value in range
 	for vi := range d.visits {
 		v := &d.visits[vi]
-		if !v.overlaps(lo, hi) {
+		if !v.overlaps(lo, hi) || v.start < from {
 			continue
 		}
 		key, ok := "", true
@@ -256,6 +287,9 @@ func (d *siteData) rowsBy(lo, hi int64, dim string) map[string]*row {
 			continue
 		}
 		ev, v := &d.evs[k], &d.visits[vi]
+		if v.start < from {
+			continue
+		}
 		key, ok := "", true
 		switch dim {
 		case "page":

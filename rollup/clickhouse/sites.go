@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -98,7 +99,7 @@ func metricsOf(dim string, r *row) query.SiteMetrics {
 		return query.SiteMetrics{}
 	}
 	m := query.SiteMetrics{
-		Visitors: uint64(len(r.visitors)), Visits: r.visits, Pageviews: r.pageviews, Events: r.events,
+		Visitors: r.visitorCount(), Visits: r.visits, Pageviews: r.pageviews, Events: r.events,
 		ViewsPerVisit: round2(ratio(r.visitPV, r.sessions)),
 		BounceRate:    roundEven(100 * ratio(r.bounces, r.sessions)),
 		VisitDuration: roundEven(ratio(r.durationS, r.sessions)),
@@ -153,7 +154,12 @@ func isSiteDim(d string) bool { return slices.Contains(query.SiteDimensions, d) 
 // filtered sums the rows of dim whose value matches (the whole site
 // without a filter).
 func (d *siteData) filtered(lo, hi int64, dim string, match func(string) bool) *row {
-	rows := d.rowsBy(lo, hi, dim)
+	return d.filteredFrom(lo, hi, dim, match, math.MinInt64)
+}
+
+// filteredFrom is filtered over the visits that start at or after from.
+func (d *siteData) filteredFrom(lo, hi int64, dim string, match func(string) bool, from int64) *row {
+	rows := d.rowsFrom(lo, hi, dim, from)
 	out := newRow()
 	for v, r := range rows {
 		if match == nil || match(v) {
@@ -163,12 +169,12 @@ func (d *siteData) filtered(lo, hi int64, dim string, match func(string) bool) *
 	return out
 }
 
-// botEvents counts the site's bot events in each bucket [starts[i],
-// starts[i+1]) (the last ending at end).
-func (b *Backend) botEvents(ctx context.Context, site string, starts []int64, end int64) ([]int64, error) {
+// botEvents counts the site's bot events at or after floor in each
+// bucket [starts[i], starts[i+1]) (the last ending at end).
+func (b *Backend) botEvents(ctx context.Context, site string, starts []int64, end, floor int64) ([]int64, error) {
 	out := make([]int64, len(starts))
 	res, err := b.c.Query(ctx, "SELECT "+bucketExpr(starts)+" AS bk, count() FROM events FINAL WHERE site = "+String(site)+
-		" AND code = '' AND "+kindSite+" AND "+isBot+" AND "+timeIn(starts[0], end)+" GROUP BY bk")
+		" AND code = '' AND "+kindSite+" AND "+isBot+" AND "+timeIn(max(starts[0], floor), end)+" GROUP BY bk")
 	if err != nil {
 		return nil, fmt.Errorf("cannot count bot events: %w", err)
 	}
@@ -209,12 +215,27 @@ func (b *Backend) SiteAggregate(site string, r query.Range, filters []query.DimF
 		return query.SiteMetrics{}, err
 	}
 	lo, hi := hourBounds(r)
+	p, err := b.plan(ctx, site, lo, hi)
+	if err != nil {
+		return query.SiteMetrics{}, err
+	}
+	if p != nil {
+		b.c.m.siteFast.Inc()
+		rows, bots, err := b.fastBuckets(ctx, p, site, []int64{lo}, hi, dim, match)
+		if err != nil {
+			return query.SiteMetrics{}, err
+		}
+		m := metricsOf(dim, rows[0])
+		m.BotEvents = bots[0]
+		return m, nil
+	}
+	b.c.m.siteRaw.Inc()
 	d, err := b.siteWindow(ctx, site, lo, hi, dimCols[dim])
 	if err != nil {
 		return query.SiteMetrics{}, err
 	}
 	m := metricsOf(dim, d.filtered(lo, hi, dim, match))
-	bots, err := b.botEvents(ctx, site, []int64{lo}, hi)
+	bots, err := b.botEvents(ctx, site, []int64{lo}, hi, noFloor)
 	if err != nil {
 		return query.SiteMetrics{}, err
 	}
@@ -257,21 +278,57 @@ func (b *Backend) SiteTimeseries(site string, r query.Range, g query.Granularity
 	if err != nil {
 		return nil, err
 	}
+	out := make([]query.SitePoint, len(buckets))
+	if contiguous(buckets, starts, end) {
+		p, err := b.plan(ctx, site, starts[0], end)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			b.c.m.siteFast.Inc()
+			rows, bots, err := b.fastBuckets(ctx, p, site, starts, end, dim, match)
+			if err != nil {
+				return nil, err
+			}
+			for i, bk := range buckets {
+				out[i] = query.SitePoint{T: bk.From, SiteMetrics: metricsOf(dim, rows[i])}
+				out[i].BotEvents = bots[i]
+			}
+			return out, nil
+		}
+	}
+	b.c.m.siteRaw.Inc()
 	d, err := b.siteWindow(ctx, site, starts[0], end, dimCols[dim])
 	if err != nil {
 		return nil, err
 	}
-	bots, err := b.botEvents(ctx, site, starts, end)
+	bots, err := b.botEvents(ctx, site, starts, end, noFloor)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]query.SitePoint, len(buckets))
 	for i, bk := range buckets {
 		lo, hi := hourBounds(bk)
 		out[i] = query.SitePoint{T: bk.From, SiteMetrics: metricsOf(dim, d.filtered(lo, hi, dim, match))}
 		out[i].BotEvents = bots[i]
 	}
 	return out, nil
+}
+
+// contiguous reports whether each bucket, at whole hours, ends where the
+// next starts (the last at end): site rows answer such series; a zone
+// whose offset is not whole hours makes neighbours overlap by an hour.
+func contiguous(buckets []query.Range, starts []int64, end int64) bool {
+	for i, bk := range buckets {
+		_, hi := hourBounds(bk)
+		next := end
+		if i+1 < len(starts) {
+			next = starts[i+1]
+		}
+		if hi != next {
+			return false
+		}
+	}
+	return true
 }
 
 // primary is a breakdown's ordering count: pageviews for page, events for
@@ -323,11 +380,25 @@ func (b *Backend) SiteBreakdown(site, dimension string, r query.Range, limit int
 			return nil, fmt.Errorf("%w: a breakdown by %s filtered on another dimension", query.ErrUnsupportedQuery, dimension)
 		}
 		lo, hi := hourBounds(r)
-		d, err := b.siteWindow(ctx, site, lo, hi, dimCols[dimension]|dimCols[fdim])
+		p, err := b.plan(ctx, site, lo, hi)
 		if err != nil {
 			return nil, err
 		}
-		for v, x := range d.rowsBy(lo, hi, dimension) {
+		var rows map[string]*row
+		if p != nil {
+			b.c.m.siteFast.Inc()
+			if rows, err = b.fastBreakdown(ctx, p, site, lo, hi, dimension); err != nil {
+				return nil, err
+			}
+		} else {
+			b.c.m.siteRaw.Inc()
+			d, err := b.siteWindow(ctx, site, lo, hi, dimCols[dimension]|dimCols[fdim])
+			if err != nil {
+				return nil, err
+			}
+			rows = d.rowsBy(lo, hi, dimension)
+		}
+		for v, x := range rows {
 			if match != nil && !match(v) {
 				continue
 			}
@@ -490,6 +561,19 @@ func (b *Backend) SiteGoalStats(site string, goals []store.Goal, r query.Range) 
 	defer cancel()
 	out := &query.SiteGoals{From: r.From, To: r.To, Timezone: r.Location().String(), Goals: []query.GoalStat{}, Estimated: []string{}}
 	lo, hi := hourBounds(r)
+	p, err := b.plan(ctx, site, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	if p != nil {
+		b.c.m.siteFast.Inc()
+		if out.TotalVisitors, out.Goals, err = b.fastGoals(ctx, p, site, lo, hi, goals); err != nil {
+			return nil, err
+		}
+		sortGoals(out)
+		return out, nil
+	}
+	b.c.m.siteRaw.Inc()
 	d, err := b.siteWindow(ctx, site, lo, hi, colPath|colName)
 	if err != nil {
 		return nil, err
@@ -522,10 +606,19 @@ func (b *Backend) SiteGoalStats(site string, goals []store.Goal, r query.Range) 
 			}
 		}
 		st.Visitors = min(uint64(len(converted)), out.TotalVisitors)
-		if out.TotalVisitors > 0 {
+		out.Goals = append(out.Goals, st)
+	}
+	sortGoals(out)
+	return out, nil
+}
+
+// sortGoals sets each goal's conversion rate and orders them by visitors,
+// then name.
+func sortGoals(out *query.SiteGoals) {
+	for i := range out.Goals {
+		if st := &out.Goals[i]; out.TotalVisitors > 0 {
 			st.ConversionRate = round2(float64(st.Visitors) / float64(out.TotalVisitors) * 100)
 		}
-		out.Goals = append(out.Goals, st)
 	}
 	slices.SortStableFunc(out.Goals, func(x, y query.GoalStat) int {
 		if c := cmp.Compare(y.Visitors, x.Visitors); c != 0 {
@@ -533,7 +626,6 @@ func (b *Backend) SiteGoalStats(site string, goals []store.Goal, r query.Range) 
 		}
 		return strings.Compare(x.DisplayName, y.DisplayName)
 	})
-	return out, nil
 }
 
 // SiteStatsStart is the UTC midnight of the site's oldest held event.

@@ -74,7 +74,20 @@ var (
 // A crash or error anywhere before 3 leaves no identity, so the retry
 // inserts again and the second copy of what the first got in collapses.
 func (c *Client) StoreSegment(ctx context.Context, raw []byte) (StoreResult, error) {
-	res, err := c.storeSegment(ctx, raw)
+	return c.storeSegmentMarking(ctx, raw, nil)
+}
+
+// lateMarker is told, after a segment's events and tallies are in and
+// before its identity is recorded, the span of each site's events older
+// than before (ms): a crash between leaves no identity, so the retry
+// marks again.
+type lateMarker struct {
+	before int64
+	mark   func(ctx context.Context, sites map[string]lateSpan, clicks *lateSpan) error
+}
+
+func (c *Client) storeSegmentMarking(ctx context.Context, raw []byte, late *lateMarker) (StoreResult, error) {
+	res, err := c.storeSegment(ctx, raw, late)
 	switch {
 	case errors.Is(err, ErrConflict):
 		c.m.segConflict.Inc()
@@ -90,7 +103,7 @@ func (c *Client) StoreSegment(ctx context.Context, raw []byte) (StoreResult, err
 	return res, err
 }
 
-func (c *Client) storeSegment(ctx context.Context, raw []byte) (StoreResult, error) {
+func (c *Client) storeSegment(ctx context.Context, raw []byte, late *lateMarker) (StoreResult, error) {
 	h, err := ingest.PeekSegmentHeader(raw)
 	if err != nil {
 		return StoreResult{}, fmt.Errorf("cannot read segment: %w", err)
@@ -121,7 +134,11 @@ func (c *Client) storeSegment(ctx context.Context, raw []byte) (StoreResult, err
 	pr, pw := io.Pipe()
 	enc := make(chan encoded, 1)
 	go func() {
-		e := encodeRows(raw, ref, pw)
+		var before int64
+		if late != nil {
+			before = late.before
+		}
+		e := encodeRows(raw, ref, pw, before)
 		pw.CloseWithError(e.err)
 		enc <- e
 	}()
@@ -147,6 +164,11 @@ func (c *Client) storeSegment(ctx context.Context, raw []byte) (StoreResult, err
 	if err := c.insertTallies(ctx, ref, e.tallies); err != nil {
 		return res, err
 	}
+	if late != nil && (len(e.late) > 0 || e.lateClicks != nil) {
+		if err := late.mark(ctx, e.late, e.lateClicks); err != nil {
+			return res, err
+		}
+	}
 	rec := fmt.Sprintf("INSERT INTO segments (node, inc, seq, part, bytes, crc, events, first_time, last_time, stored) VALUES (%s, %d, %d, %d, %d, %d, %d, %s, %s, %s)",
 		String(ref.Node), ref.Inc, ref.Seq, ref.Part, size, crc, e.rows,
 		DateTime(time.UnixMilli(e.first)), DateTime(time.UnixMilli(e.last)), DateTime(time.Now()))
@@ -164,6 +186,8 @@ type encoded struct {
 	rows        uint32
 	first, last int64 // oldest and newest event time, ms
 	tallies     []ingest.DropTally
+	late        map[string]lateSpan // site events older than encodeRows' lateBefore
+	lateClicks  *lateSpan           // clicks older than it
 	err         error
 }
 
@@ -174,7 +198,8 @@ var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, encodeChunk+64<
 
 // encodeRows verifies raw and writes its events to w as RowBinary rows
 // of the events table, each with its segment identity and record number.
-func encodeRows(raw []byte, ref ingest.SegmentRef, w io.Writer) encoded {
+// Site events older than lateBefore (ms) are spanned per site in late.
+func encodeRows(raw []byte, ref ingest.SegmentRef, w io.Writer, lateBefore int64) encoded {
 	var e encoded
 	bp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bp)
@@ -188,6 +213,22 @@ func encodeRows(raw []byte, ref ingest.SegmentRef, w io.Writer) encoded {
 		}
 		if e.rows == 0 || ev.Time > e.last {
 			e.last = ev.Time
+		}
+		if ev.Time < lateBefore && ev.SiteID != "" && ev.Code == "" {
+			if e.late == nil {
+				e.late = make(map[string]lateSpan)
+			}
+			s, ok := e.late[ev.SiteID]
+			if !ok {
+				s = lateSpan{ev.Time, ev.Time}
+			}
+			e.late[ev.SiteID] = lateSpan{min(s.first, ev.Time), max(s.last, ev.Time)}
+		}
+		if ev.Time < lateBefore && ev.Kind == ingest.KindClick && ev.SiteID == "" {
+			if e.lateClicks == nil {
+				e.lateClicks = &lateSpan{ev.Time, ev.Time}
+			}
+			e.lateClicks.first, e.lateClicks.last = min(e.lateClicks.first, ev.Time), max(e.lateClicks.last, ev.Time)
 		}
 		chunk = appendEventFields(chunk, ev)
 		chunk = append(chunk, identity...)

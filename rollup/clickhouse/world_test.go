@@ -137,6 +137,12 @@ func TestWorldSameAnswersOnBothBackends(t *testing.T) {
 	// A second delivery of every segment (an edge that lost its acks)
 	// changes nothing.
 	storeAll(t, ch, segs)
+	// Site questions from site rows where the hours are closed (the last
+	// hour before now from raw events): TestRowsGiveTheRawAnswers
+	// compares the two paths.
+	if n, err := ch.MaterializeOnce(context.Background()); err != nil || n == 0 {
+		t.Fatalf("MaterializeOnce: %d units, %v; want some", n, err)
+	}
 
 	cfg := api.Config{Now: worldNow, Logger: slog.New(slog.DiscardHandler)}
 	embURL := world.Serve(t, api.StatsHandler(emb, world.Auth{}, cfg))

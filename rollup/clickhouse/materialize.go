@@ -1,0 +1,367 @@
+package clickhouse
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/waymark/waymark/rollup/query"
+)
+
+// Materializing closed hours into site rows (siterows.go; DESIGN.md,
+// "Site rows"). A unit (site, UTC hour U) is ready when now >= U + 1 h +
+// the visit gap + Lateness and every visit that started in it has been
+// idle for the gap + Lateness: no event arriving in time can change it
+// any more. A later one (a late segment) marks the units it may change
+// dirty (markLate), and the loop materializes them again. Any aggregator
+// may materialize any unit: the work is idempotent, and the highest
+// version wins.
+
+// DefaultLateness is how long after a visit gap the rows of an hour wait
+// for late segments (BackendConfig.Lateness).
+const DefaultLateness = 5 * time.Minute
+
+// versionMargin is taken off a run's clock for its version, so that a
+// dirty mark written by another aggregator whose clock is behind by up to
+// half of it, after the run began loading, still wins.
+const versionMargin = 10 * time.Second
+
+// maxRunHours is how many units one load reads at most.
+const maxRunHours = 24
+
+// unitState is a unit's marker.
+type unitState struct {
+	version uint64
+	clean   bool
+}
+
+// siteUnits reads the markers of a site's units before hi (ms), by hour.
+func (c *Client) siteUnits(ctx context.Context, site string, hi int64) (map[int64]unitState, []int64, error) {
+	// Without FINAL (one thread on 18.16): the highest version of each
+	// unit is picked here.
+	res, err := c.Query(ctx, "SELECT toUInt32(unit), version, state FROM site_units WHERE site = "+String(site)+
+		" AND unit < toDateTime("+Uint(uint64(max(hi, 0)/1000))+") ORDER BY unit")
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read the site units of %q: %w", site, err)
+	}
+	m := make(map[int64]unitState, len(res.Data))
+	hours := make([]int64, 0, len(res.Data))
+	for _, raw := range res.Data {
+		row := rawRow(raw)
+		sec, err1 := row[0].int()
+		v, err2 := row[1].uint()
+		st, err3 := row[2].int()
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, nil, fmt.Errorf("cannot read the site units of %q: %w", site, err)
+		}
+		h := sec / 3600
+		if old, ok := m[h]; ok {
+			if old.version >= v {
+				continue
+			}
+		} else {
+			hours = append(hours, h)
+		}
+		m[h] = unitState{v, st == 1}
+	}
+	return m, hours, nil
+}
+
+// siteStarts lists every site with site events and the hour of its
+// oldest.
+func (c *Client) siteStarts(ctx context.Context) (map[string]int64, error) {
+	res, err := c.Query(ctx, "SELECT site, toUInt32(min(time)) FROM events WHERE site != '' AND code = '' AND "+kindSite+" GROUP BY site")
+	if err != nil {
+		return nil, fmt.Errorf("cannot list sites: %w", err)
+	}
+	out := make(map[string]int64, len(res.Data))
+	for _, raw := range res.Data {
+		row := rawRow(raw)
+		s, err1 := row[0].str()
+		sec, err2 := row[1].int()
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("cannot list sites: %w", err)
+		}
+		out[s] = sec / 3600
+	}
+	return out, nil
+}
+
+// readyBefore is the first hour (since the epoch) that is not ready yet.
+func (b *Backend) readyBefore() int64 {
+	return hourOf(b.cfg.Now().Add(-b.cfg.Lateness).UnixMilli() - visitGapMS)
+}
+
+// MaterializeOnce materializes every ready unit of every site that is
+// not clean, oldest first, and every ready link hour (linkrows.go), and
+// returns how many units and hours it wrote.
+func (b *Backend) MaterializeOnce(ctx context.Context) (int, error) {
+	return b.materialize(ctx, 0, 0, false)
+}
+
+// Rematerialize materializes again every ready unit of every site, and
+// every ready link hour, in the hours [from, to), clean or not (waymark
+// rollup rebuild), and returns how many it wrote.
+func (b *Backend) Rematerialize(ctx context.Context, from, to time.Time) (buckets int, err error) {
+	return b.materialize(ctx, hourOf(from.UnixMilli()), hourOf(to.UnixMilli()+msPerHour-1), true)
+}
+
+// MaterializeLoop runs MaterializeOnce every interval until ctx ends
+// (the node starts it beside RetentionLoop); errors go to onErr.
+func (b *Backend) MaterializeLoop(ctx context.Context, interval time.Duration, onErr func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := b.MaterializeOnce(ctx); err != nil && onErr != nil && ctx.Err() == nil {
+			onErr(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (b *Backend) materialize(ctx context.Context, from, to int64, force bool) (int, error) {
+	if err := b.enter(); err != nil {
+		return 0, err
+	}
+	defer b.leave()
+	starts, err := b.c.siteStarts(ctx)
+	if err != nil {
+		b.c.m.materializeFailed.Inc()
+		return 0, err
+	}
+	sites := make([]string, 0, len(starts))
+	for s := range starts {
+		sites = append(sites, s)
+	}
+	slices.Sort(sites)
+	// From each site's oldest held event, not from the retention cut: a
+	// question treats the hours before a site's first clean unit as
+	// empty, and a day partly past the cut is held until it all is.
+	ready := b.readyBefore()
+	done := 0
+	var errs []error
+	for _, site := range sites {
+		n, err := b.materializeSite(ctx, site, starts[site], ready, from, to, force)
+		done += n
+		if err != nil {
+			b.c.m.materializeFailed.Inc()
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	if ctx.Err() == nil {
+		n, err := b.materializeLinks(ctx, from, to, force)
+		done += n
+		if err != nil {
+			b.c.m.materializeFailed.Inc()
+			errs = append(errs, err)
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
+// materializeSite materializes the site's units in [first, ready) that
+// are not clean (with force, every one in [from, to)), in runs of
+// consecutive hours.
+func (b *Backend) materializeSite(ctx context.Context, site string, first, ready, from, to int64, force bool) (int, error) {
+	units, hours, err := b.c.siteUnits(ctx, site, ready*msPerHour)
+	if err != nil {
+		return 0, err
+	}
+	if len(hours) > 0 && hours[0] < first {
+		first = hours[0] // dirty marks before the oldest event: cleaned, empty
+	}
+	var todo []int64
+	for h := first; h < ready; h++ {
+		st, ok := units[h]
+		switch {
+		case force:
+			if h >= from && h < to {
+				todo = append(todo, h)
+			}
+		case !ok || !st.clean:
+			todo = append(todo, h)
+		}
+	}
+	done := 0
+	for len(todo) > 0 {
+		n := 1
+		for n < len(todo) && n < maxRunHours && todo[n] == todo[n-1]+1 {
+			n++
+		}
+		// The run's version beats the dirty marks it saw before loading:
+		// the events that made them were stored before they were written.
+		var floor uint64
+		for _, h := range todo[:n] {
+			floor = max(floor, units[h].version)
+		}
+		wrote, err := b.materializeRun(ctx, site, todo[0], todo[0]+int64(n), floor)
+		done += wrote
+		if err != nil {
+			return done, err
+		}
+		if wrote < n {
+			return done, nil // a visit still open: the later units wait too
+		}
+		todo = todo[n:]
+	}
+	return done, nil
+}
+
+// materializeRun writes the units [u0, u1) of site that are finished (in
+// order, up to the first that is not), and returns how many.
+func (b *Backend) materializeRun(ctx context.Context, site string, u0, u1 int64, floor uint64) (int, error) {
+	version := max(uint64(time.Now().Add(-versionMargin).UnixNano()), floor+1)
+	d, err := b.siteWindow(ctx, site, u0*msPerHour, u1*msPerHour, allCols)
+	if errors.Is(err, query.ErrUnsupportedQuery) && u1-u0 > 1 {
+		// Too many events for one load: an hour at a time.
+		n, err := b.materializeRun(ctx, site, u0, u0+1, floor)
+		if err != nil || n == 0 {
+			return n, err
+		}
+		m, err := b.materializeRun(ctx, site, u0+1, u1, floor)
+		return n + m, err
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cannot materialize site %q from %s: %w", site, time.UnixMilli(u0*msPerHour).UTC(), err)
+	}
+	byVisit := make([][]int32, len(d.visits))
+	for k, vi := range d.of {
+		if vi >= 0 {
+			byVisit[vi] = append(byVisit[vi], int32(k))
+		}
+	}
+	idle := b.cfg.Now().Add(-b.cfg.Lateness).UnixMilli() - visitGapMS
+	rows := make([]unitRows, u1-u0)
+	end := u1 // the first unit not finished
+	for vi := range d.visits {
+		v := &d.visits[vi]
+		u := hourOf(v.start)
+		if u < u0 || u >= u1 {
+			continue
+		}
+		if v.alive >= idle {
+			end = min(end, u)
+		}
+	}
+	for vi := range d.visits {
+		v := &d.visits[vi]
+		u := hourOf(v.start)
+		if u < u0 || u >= end {
+			continue
+		}
+		if rows[u-u0] == nil {
+			rows[u-u0] = make(unitRows)
+		}
+		d.addVisit(rows[u-u0], int32(vi), byVisit[vi])
+	}
+	if end == u0 {
+		return 0, nil
+	}
+	bots, err := b.botsByHour(ctx, site, u0, end)
+	if err != nil {
+		return 0, err
+	}
+	for h, n := range bots {
+		if rows[h-u0] == nil {
+			rows[h-u0] = make(unitRows)
+		}
+		rows[h-u0].get(rowKey{"", "", h, h}).c[cBots] += n
+	}
+	var body []byte
+	for i, u := range rows[:end-u0] {
+		for k, r := range u {
+			body = appendSiteRow(body, site, u0+int64(i), version, k, r)
+		}
+	}
+	if len(body) > 0 {
+		if err := b.c.Insert(ctx, "INSERT INTO site_rows FORMAT RowBinary", bytes.NewReader(body), nil); err != nil {
+			return 0, fmt.Errorf("cannot store the rows of site %q: %w", site, err)
+		}
+	}
+	if err := b.c.insertUnits(ctx, site, u0, end, version, 1); err != nil {
+		return 0, err
+	}
+	b.c.m.unitsMaterialized.Add(int(end - u0))
+	return int(end - u0), nil
+}
+
+// botsByHour counts the site's bot events per hour in [h0, h1).
+func (b *Backend) botsByHour(ctx context.Context, site string, h0, h1 int64) (map[int64]int64, error) {
+	res, err := b.c.Query(ctx, "SELECT intDiv(toUInt32(time), 3600) AS h, count() FROM events FINAL WHERE site = "+String(site)+
+		" AND code = '' AND "+kindSite+" AND "+isBot+" AND "+timeIn(h0*msPerHour, h1*msPerHour)+" GROUP BY h")
+	if err != nil {
+		return nil, fmt.Errorf("cannot count bot events: %w", err)
+	}
+	out := make(map[int64]int64, len(res.Data))
+	for _, raw := range res.Data {
+		row := rawRow(raw)
+		h, err1 := row[0].int()
+		n, err2 := row[1].int()
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("cannot count bot events: %w", err)
+		}
+		out[h] = n
+	}
+	return out, nil
+}
+
+// insertUnits writes the markers of the site's units [h0, h1).
+func (c *Client) insertUnits(ctx context.Context, site string, h0, h1 int64, version uint64, state uint8) error {
+	if h1 <= h0 {
+		return nil
+	}
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO site_units (site, unit, version, state) VALUES ")
+	for h := h0; h < h1; h++ {
+		if h > h0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "(%s, toDateTime(%d), %d, %d)", String(site), h*3600, version, state)
+	}
+	if err := c.Exec(ctx, sb.String()); err != nil {
+		return fmt.Errorf("cannot mark the units of site %q: %w", site, err)
+	}
+	return nil
+}
+
+// lateSpan is the oldest and newest late event of one site in a segment
+// (ms).
+type lateSpan struct{ first, last int64 }
+
+// markLate marks dirty every unit a segment's late events may change: a
+// late event joins a visit that began up to a day before (longer visits
+// are cut, as a question's window is), changes the later visits of its
+// visitor that day (returning, merged) and, through the hash of the day
+// before, the first half hour of the next. Only hours that can be clean
+// are marked.
+func (b *Backend) markLate(ctx context.Context, spans map[string]lateSpan, clicks *lateSpan) error {
+	version := uint64(time.Now().UnixNano())
+	if clicks != nil {
+		// A click counts in its own hour only.
+		h1 := min(hourOf(clicks.last)+1, hourOf(b.cfg.Now().Add(-b.cfg.Lateness).UnixMilli())+1)
+		if err := b.c.insertLinkUnits(ctx, hourOf(clicks.first), h1, version, 0); err != nil {
+			return err
+		}
+	}
+	limit := b.readyBefore() + 1
+	for site, s := range spans {
+		h0 := hourOf(s.first) - 24
+		h1 := min(floorDiv(s.last, 24*msPerHour)*24+25, limit)
+		if err := b.c.insertUnits(ctx, site, h0, h1, version, 0); err != nil {
+			return err
+		}
+		b.c.m.unitsDirtied.Add(int(max(h1-h0, 0)))
+	}
+	return nil
+}
