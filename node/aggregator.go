@@ -170,7 +170,7 @@ func tailEvent(ev *ingest.Event) TailEvent {
 }
 
 func (a *adminServer) rollupRebuild(w http.ResponseWriter, r *http.Request) {
-	if a.n.agg == nil {
+	if a.n.agg == nil && a.n.ch == nil {
 		a.notEmbedded(w, r)
 		return
 	}
@@ -189,6 +189,17 @@ func (a *adminServer) rollupRebuild(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t0 := time.Now()
+	if a.n.ch != nil {
+		// ClickHouse keeps the raw events: a rebuild writes the closed
+		// hours' site and link rows of those days again from them.
+		hours, err := a.n.ch.backend.Rematerialize(r.Context(), from, to.AddDate(0, 0, 1))
+		if err != nil {
+			writeProblem(w, r, "internal", err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"from": req.From, "to": req.To, "hours": hours, "took": time.Since(t0).Round(time.Millisecond).String()})
+		return
+	}
 	if err := a.n.agg.Rebuild(from, to); err != nil {
 		writeProblem(w, r, "internal", err.Error())
 		return

@@ -41,7 +41,7 @@ type chAggregator struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
-	bg     sync.WaitGroup // run and limitLoop
+	bg     sync.WaitGroup // run, limitLoop and the materializer
 }
 
 // chMetrics are the node's own waymark_clickhouse_ series.
@@ -56,6 +56,9 @@ const (
 	chProbeInterval     = 2 * time.Second
 	chRetryMax          = 10 * time.Second
 	chRetentionInterval = time.Hour
+	// chMaterializeInterval: how often closed hours are written as rows;
+	// questions read the raw events past the last one written.
+	chMaterializeInterval = 30 * time.Second
 )
 
 func (n *Node) openClickHouse() error {
@@ -78,8 +81,9 @@ func (n *Node) openClickHouse() error {
 	if err := n.openClickOutbox(); err != nil {
 		return err
 	}
-	ch := &chAggregator{n: n, client: client, backend: clickhouse.NewBackend(client, clickhouse.BackendConfig{Retention: n.cfg.Retention}),
-		limits: newCHLimits(n.metrics), done: make(chan struct{}),
+	ch := &chAggregator{n: n, client: client,
+		backend: clickhouse.NewBackend(client, clickhouse.BackendConfig{Retention: n.cfg.Retention, Lateness: n.cfg.ClickHouseLateness}),
+		limits:  newCHLimits(n.metrics), done: make(chan struct{}),
 		m: chMetrics{clicksTakenBack: n.metrics.GetOrCreateCounter("waymark_clickhouse_webhook_clicks_taken_back_total")}}
 	ch.handler = rollup.StoreHandler(rollup.StoreHandlerConfig{
 		Token:   n.internalToken,
@@ -120,6 +124,16 @@ func (ch *chAggregator) run(ctx context.Context, n *Node) {
 			ch.reachable.Store(true)
 			ch.setErr("")
 			log.Info("clickhouse schema current", "url", n.cfg.ClickHouseURL, "database", ch.client.Database(), "applied", fmt.Sprint(applied))
+			// Closed hours become site and link rows (rollup/clickhouse
+			// DESIGN.md, "Site rows"); every aggregator runs it, and one
+			// finds clean what another wrote.
+			ch.bg.Add(1)
+			go func() {
+				defer ch.bg.Done()
+				ch.backend.MaterializeLoop(ctx, chMaterializeInterval, func(err error) {
+					log.Warn("cannot materialize closed hours in clickhouse; questions read raw events past the last written hour until it can", "err", err)
+				})
+			}()
 			break
 		}
 		ch.setErr(err.Error())

@@ -21,6 +21,7 @@ import (
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/raft"
 	"github.com/waymark/waymark/rollup"
+	"github.com/waymark/waymark/rollup/clickhouse"
 )
 
 // Role names a job a node can do.
@@ -111,9 +112,12 @@ type Config struct {
 	// (embedded, one aggregator) or "clickhouse" (shared by any number
 	// of aggregators; chaggregator.go). The ClickHouse fields are read
 	// with "clickhouse" only; the password is read from its file at start.
-	AnalyticsStore         string
-	ClickHouseURL          string
-	ClickHouseDatabase     string
+	AnalyticsStore     string
+	ClickHouseURL      string
+	ClickHouseDatabase string
+	// ClickHouseLateness: how long past an hour's end (and the visit
+	// gap) its rows wait for late segments before they are written.
+	ClickHouseLateness     time.Duration
 	ClickHouseUser         string
 	ClickHousePasswordFile string
 
@@ -203,6 +207,7 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.StringVar(&c.AnalyticsStore, "analytics-store", "pebble", "aggregator: where analytics live: pebble (embedded, one aggregator) or clickhouse (any number of aggregators against one ClickHouse; needs --clickhouse-url)")
 	fs.StringVar(&c.ClickHouseURL, "clickhouse-url", "", "aggregator with --analytics-store clickhouse: ClickHouse's HTTP interface, http://HOST:8123")
 	fs.StringVar(&c.ClickHouseDatabase, "clickhouse-database", "waymark", "aggregator with --analytics-store clickhouse: the database (created and migrated at start)")
+	fs.DurationVar(&c.ClickHouseLateness, "clickhouse-lateness", clickhouse.DefaultLateness, "aggregator with --analytics-store clickhouse: how long past an hour's end and the 30-minute visit gap its pre-aggregated rows wait for late segments (later ones rewrite them)")
 	fs.StringVar(&c.ClickHouseUser, "clickhouse-user", "", "aggregator with --analytics-store clickhouse: the ClickHouse user (default: the server's default user)")
 	fs.StringVar(&c.ClickHousePasswordFile, "clickhouse-password-file", "", "aggregator with --analytics-store clickhouse: file holding the ClickHouse user's password")
 	fs.StringVar(&proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is believed (--dev: loopback)")

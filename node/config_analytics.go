@@ -37,6 +37,9 @@ func (c *Config) validateAnalytics() error {
 		if _, err := clickhouse.New(clickhouse.Config{URL: c.ClickHouseURL, Database: c.ClickHouseDatabase}); err != nil {
 			return fmt.Errorf("%w: --clickhouse-url / --clickhouse-database: %w", ErrBadConfig, err)
 		}
+		if c.ClickHouseLateness <= 0 {
+			return fmt.Errorf("%w: --clickhouse-lateness %v: want a positive duration such as 5m", ErrBadConfig, c.ClickHouseLateness)
+		}
 		if c.ClickHousePasswordFile != "" {
 			if _, err := clickhouse.ReadPasswordFile(c.ClickHousePasswordFile); err != nil {
 				return fmt.Errorf("%w: --clickhouse-password-file: %w", ErrBadConfig, err)

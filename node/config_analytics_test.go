@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAnalyticsStoreFlags(t *testing.T) {
@@ -22,12 +23,12 @@ func TestAnalyticsStoreFlags(t *testing.T) {
 	}
 	cfg, _, err = ParseFlags(append(base, "--analytics-store", "clickhouse", "--clickhouse-url", "http://127.0.0.1:8123",
 		"--clickhouse-database", "wm_2", "--clickhouse-user", "waymark", "--clickhouse-password-file", pw,
-		"--aggregator-url", "http://10.0.0.1:8080, http://10.0.0.2:8080"))
+		"--aggregator-url", "http://10.0.0.1:8080, http://10.0.0.2:8080", "--clickhouse-lateness", "90s"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.AnalyticsStore != "clickhouse" || cfg.ClickHouseURL != "http://127.0.0.1:8123" || cfg.ClickHouseDatabase != "wm_2" ||
-		cfg.ClickHouseUser != "waymark" || cfg.ClickHousePasswordFile != pw {
+		cfg.ClickHouseUser != "waymark" || cfg.ClickHousePasswordFile != pw || cfg.ClickHouseLateness != 90*time.Second {
 		t.Fatalf("clickhouse flags read as %+v", cfg)
 	}
 	if got := cfg.aggregatorURLs(); len(got) != 2 || got[1] != "http://10.0.0.2:8080" {
@@ -43,6 +44,7 @@ func TestAnalyticsStoreFlags(t *testing.T) {
 		{[]string{"--analytics-store", "clickhouse", "--clickhouse-url", "http://h:8123", "--clickhouse-database", "my-db"}, "is not a plain name"},
 		{[]string{"--analytics-store", "clickhouse", "--clickhouse-url", "http://h:8123", "--clickhouse-password-file", filepath.Join(dir, "none")}, "--clickhouse-password-file: cannot read"},
 		{[]string{"--clickhouse-url", "http://h:8123"}, "need --analytics-store clickhouse"},
+		{[]string{"--analytics-store", "clickhouse", "--clickhouse-url", "http://h:8123", "--clickhouse-lateness", "0s"}, "--clickhouse-lateness 0s: want a positive duration"},
 		{[]string{"--aggregator-url", "http://a:1,agg:2"}, `--aggregator-url "agg:2": want http(s)://HOST:PORT`},
 	} {
 		_, _, err := ParseFlags(append(append([]string{}, base...), c.args...))
