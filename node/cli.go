@@ -539,7 +539,13 @@ func CmdRollupRebuild(args []string) error {
 	if err := c.call("POST", "/v1/rollup/rebuild", map[string]string{"from": *from, "to": *to}, &out); err != nil {
 		return err
 	}
-	return c.print(out, func(w *tabwriter.Writer) { fmt.Fprintf(w, "rebuilt %s .. %s in %v\n", *from, *to, out["took"]) })
+	return c.print(out, func(w *tabwriter.Writer) {
+		if hours, ok := out["hours"]; ok { // a ClickHouse aggregator: its rows of closed hours
+			fmt.Fprintf(w, "rebuilt %s .. %s (%v closed hours written from the raw events) in %v\n", *from, *to, hours, out["took"])
+			return
+		}
+		fmt.Fprintf(w, "rebuilt %s .. %s in %v\n", *from, *to, out["took"])
+	})
 }
 
 // answerError turns an admin API answer that is not a success into a CLI
