@@ -146,11 +146,12 @@ func (b *Backend) materialize(ctx context.Context, from, to int64, force bool) (
 	// question treats the hours before a site's first clean unit as
 	// empty, and a day partly past the cut is held until it all is.
 	ready := b.readyBefore()
-	done := 0
+	done, due := 0, 0
 	var errs []error
 	for _, site := range sites {
-		n, err := b.materializeSite(ctx, site, starts[site], ready, from, to, force)
+		n, todo, err := b.materializeSite(ctx, site, starts[site], ready, from, to, force)
 		done += n
+		due += todo - n
 		if err != nil {
 			b.c.m.materializeFailed.Inc()
 			errs = append(errs, err)
@@ -167,16 +168,22 @@ func (b *Backend) materialize(ctx context.Context, from, to int64, force bool) (
 			errs = append(errs, err)
 		}
 	}
+	if !force && ctx.Err() == nil {
+		// The materializer's queue: ready site units this pass found and
+		// left (a visit still open, or an error); 0 once it caught up.
+		b.c.m.unitsPending.Store(int64(due))
+		b.c.m.passes.Inc()
+	}
 	return done, errors.Join(errs...)
 }
 
 // materializeSite materializes the site's units in [first, ready) that
 // are not clean (with force, every one in [from, to)), in runs of
 // consecutive hours.
-func (b *Backend) materializeSite(ctx context.Context, site string, first, ready, from, to int64, force bool) (int, error) {
+func (b *Backend) materializeSite(ctx context.Context, site string, first, ready, from, to int64, force bool) (done, due int, err error) {
 	units, hours, err := b.c.siteUnits(ctx, site, ready*msPerHour)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if len(hours) > 0 && hours[0] < first {
 		first = hours[0] // dirty marks before the oldest event: cleaned, empty
@@ -193,7 +200,7 @@ func (b *Backend) materializeSite(ctx context.Context, site string, first, ready
 			todo = append(todo, h)
 		}
 	}
-	done := 0
+	due = len(todo)
 	for len(todo) > 0 {
 		n := 1
 		for n < len(todo) && n < maxRunHours && todo[n] == todo[n-1]+1 {
@@ -208,14 +215,14 @@ func (b *Backend) materializeSite(ctx context.Context, site string, first, ready
 		wrote, err := b.materializeRun(ctx, site, todo[0], todo[0]+int64(n), floor)
 		done += wrote
 		if err != nil {
-			return done, err
+			return done, due, err
 		}
 		if wrote < n {
-			return done, nil // a visit still open: the later units wait too
+			return done, due, nil // a visit still open: the later units wait too
 		}
 		todo = todo[n:]
 	}
-	return done, nil
+	return done, due, nil
 }
 
 // materializeRun writes the units [u0, u1) of site that are finished (in

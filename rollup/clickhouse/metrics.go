@@ -1,6 +1,10 @@
 package clickhouse
 
-import "github.com/VictoriaMetrics/metrics"
+import (
+	"sync/atomic"
+
+	"github.com/VictoriaMetrics/metrics"
+)
 
 // clientMetrics are the waymark_clickhouse_* series. GetOrCreate lets
 // clients share a set.
@@ -25,6 +29,8 @@ type clientMetrics struct {
 	// failed; site questions answered from rows (the open part from raw
 	// events) and entirely from raw events.
 	unitsMaterialized *metrics.Counter
+	unitsPending      atomic.Int64     // ready site units the last pass left
+	passes            *metrics.Counter // materializer passes (not rebuilds)
 	unitsDirtied      *metrics.Counter
 	materializeFailed *metrics.Counter
 	siteFast          *metrics.Counter
@@ -41,7 +47,7 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		s = metrics.NewSet()
 	}
 	const p = "waymark_clickhouse_"
-	return &clientMetrics{
+	m := &clientMetrics{
 		requests:       s.GetOrCreateCounter(p + "requests_total"),
 		requestErrors:  s.GetOrCreateCounter(p + "request_errors_total"),
 		queriesKilled:  s.GetOrCreateCounter(p + "queries_killed_total"),
@@ -59,6 +65,7 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		retentionFailed:  s.GetOrCreateCounter(p + "retention_failed_total"),
 
 		unitsMaterialized: s.GetOrCreateCounter(p + "site_units_materialized_total"),
+		passes:            s.GetOrCreateCounter(p + "materialize_passes_total"),
 		unitsDirtied:      s.GetOrCreateCounter(p + "site_units_dirtied_total"),
 		materializeFailed: s.GetOrCreateCounter(p + "materialize_failed_total"),
 		siteFast:          s.GetOrCreateCounter(p + `site_questions_total{path="rows"}`),
@@ -68,4 +75,6 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		linkFast:              s.GetOrCreateCounter(p + `link_questions_total{path="rows"}`),
 		linkRaw:               s.GetOrCreateCounter(p + `link_questions_total{path="raw"}`),
 	}
+	s.GetOrCreateGauge(p+"site_units_pending", func() float64 { return float64(m.unitsPending.Load()) })
+	return m
 }
