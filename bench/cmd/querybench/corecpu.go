@@ -66,8 +66,9 @@ func startCoreMeter(cpus string, servers []ServerInfo, ch *harness.ClickHouse) *
 	return m
 }
 
-// finish ends the window; each node answered requests of them.
-func (m *coreMeter) finish(requests int) (CoreUse, error) {
+// finish ends the window; requests is how many timed requests each
+// server (by name) answered in it.
+func (m *coreMeter) finish(requests map[string]int) (CoreUse, error) {
 	if m.fail {
 		return CoreUse{}, fmt.Errorf("cannot read CPU times from /proc")
 	}
@@ -82,9 +83,9 @@ func (m *coreMeter) finish(requests int) (CoreUse, error) {
 		cpu := c - p.cpu0
 		ours += cpu
 		p.BusyShare = cpu.Seconds() / win.Seconds()
-		if p.isNode && requests > 0 {
-			p.Requests = requests
-			p.CPUMicrosPerReq = harness.Micros(cpu / time.Duration(requests))
+		if n := requests[p.Name]; p.isNode && n > 0 {
+			p.Requests = n
+			p.CPUMicrosPerReq = harness.Micros(cpu / time.Duration(n))
 		}
 		u.Processes = append(u.Processes, p)
 	}

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"io"
+	"net"
+	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +21,7 @@ func TestParseFlagsRejects(t *testing.T) {
 		{"-scale", "0"}, {"-days", "0"}, {"-reps", "49"}, {"-pages", "0"}, {"-ch-batch", "0"},
 		{"-server-cpu", "1", "-load-cpu", "1"}, {"stray"},
 		{"-backends", "pebble,pebble"}, {"-backends", "duckdb"}, {"-backends", ""}, {"-load-timeout", "0"},
+		{"-query-timeout", "0"}, {"-reps-budget", "-1s"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) succeeded; want an error", args)
@@ -159,5 +165,62 @@ func TestRunOneDay(t *testing.T) {
 		if !harness.ProcessGone(p.Pid) {
 			t.Errorf("%s: process %d still exists after the run", p.Name, p.Pid)
 		}
+	}
+}
+
+// TestIsTimeout tells a query that outlived the client's deadline (a real
+// server on loopback that never answers) from a cancelled run and from
+// other errors.
+func TestIsTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	client := &http.Client{Timeout: 50 * time.Millisecond}
+	_, err = client.Get("http://" + ln.Addr().String() + "/")
+	if err == nil {
+		t.Fatal("a server that never answers answered")
+	}
+	ctx := context.Background()
+	if !isTimeout(ctx, err) {
+		t.Errorf("isTimeout(%v) = false; want true", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if isTimeout(cancelled, err) {
+		t.Errorf("isTimeout in a cancelled run = true; want false (the run is stopping)")
+	}
+	if isTimeout(ctx, errors.New("the node answered 500")) || isTimeout(ctx, nil) {
+		t.Errorf("isTimeout of a plain error or nil = true; want false")
+	}
+}
+
+// TestRunStopsAtTheBudget runs the embedded node alone with a budget
+// that one repetition spends: the run stops after it and says so.
+func TestRunStopsAtTheBudget(t *testing.T) {
+	bin := harness.BuildWaymark(t)
+	args := []string{"-waymark", bin, "-with-clickhouse=false", "-scale", "0.001", "-days", "1", "-reps", "50", "-reps-budget", "1ns", "-pages", "50", "-segment-events", "500"}
+	var rep Report
+	out := harness.RunCommand(t, args, 2*time.Minute, parseFlags, run, &rep)
+	if rep.Reps != 50 || rep.RepsDone != 1 || len(rep.Servers) != 1 || len(rep.Queries) != 4 {
+		t.Fatalf("reps %d done %d, %d servers, %d queries; want 50, 1, 1, 4", rep.Reps, rep.RepsDone, len(rep.Servers), len(rep.Queries))
+	}
+	for _, q := range rep.Queries {
+		if s := q.Sides[0]; s.Answered != 1 || s.Skipped != "" || !s.Check.OK() {
+			t.Errorf("%s: %d answered, skipped %q, %s; want 1, none, exact", q.Name, s.Answered, s.Skipped, s.Check)
+		}
+	}
+	if !strings.Contains(out, "only 1 of the 50 repetitions ran") {
+		t.Errorf("the output does not say the budget cut the run:\n%s", out)
 	}
 }

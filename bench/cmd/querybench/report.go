@@ -20,6 +20,7 @@ type Report struct {
 	From              string        `json:"from"`
 	To                string        `json:"to"` // inclusive
 	Reps              int           `json:"reps"`
+	RepsDone          int           `json:"reps_done"` // fewer than Reps when -reps-budget ran out
 	Disk              DiskCheck     `json:"disk"`
 	ClickHouseVersion string        `json:"clickhouse_version,omitempty"`
 	ClickHousePid     int           `json:"clickhouse_pid,omitempty"`
@@ -75,6 +76,12 @@ type SideResult struct {
 	P50Ratio float64 `json:"p50_ratio"`
 	P99Ratio float64 `json:"p99_ratio"`
 	Check    Check   `json:"check"`
+	// FirstMicros is the unmeasured first answer (the checked one, cold).
+	FirstMicros float64 `json:"first_us"`
+	Answered    int     `json:"answered"` // timed repetitions it answered
+	// Skipped says why the server stopped being asked (a -query-timeout);
+	// its figures cover the repetitions before.
+	Skipped string `json:"skipped,omitempty"`
 
 	took []time.Duration
 }
@@ -99,6 +106,7 @@ func (r *Report) finish() {
 		for j := range sides {
 			s := &sides[j]
 			slices.Sort(s.took)
+			s.Answered = len(s.took)
 			s.P50Micros, s.P99Micros = harness.Micros(quantile(s.took, 0.5)), harness.Micros(quantile(s.took, 0.99))
 			s.MaxMicros = harness.Micros(quantile(s.took, 1))
 			s.P50Ratio = harness.Ratio(s.P50Micros, sides[0].P50Micros)
@@ -131,19 +139,39 @@ func (r *Report) print(w io.Writer) {
 		return
 	}
 	first := r.Servers[0].Name
-	fmt.Fprintf(w, "\n| query | server | p50 | p99 | max | p50, p99 ÷ %s | answer |\n", first)
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	if r.RepsDone < r.Reps {
+		fmt.Fprintf(w, "only %d of the %d repetitions ran (-reps-budget)\n", r.RepsDone, r.Reps)
+	}
+	fmt.Fprintf(w, "\n| query | server | timed answers | p50 | p99 | max | p50, p99 ÷ %s | first answer (checked) |\n", first)
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, q := range r.Queries {
 		for _, s := range q.Sides {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.3f, %.3f | %s |\n", q.Name, s.Server,
-				harness.FormatMicros(s.P50Micros), harness.FormatMicros(s.P99Micros), harness.FormatMicros(s.MaxMicros),
-				s.P50Ratio, s.P99Ratio, s.Check)
+			answered := fmt.Sprint(s.Answered)
+			if s.Skipped != "" {
+				answered += " (then " + s.Skipped + ")"
+			}
+			p99 := harness.FormatMicros(s.P99Micros)
+			if s.Answered > 0 && s.Answered < minReps {
+				p99 += " (the largest)"
+			}
+			ratio := "-"
+			if s.P50Ratio > 0 {
+				ratio = fmt.Sprintf("%.3f, %.3f", s.P50Ratio, s.P99Ratio)
+			}
+			check := s.Check.String()
+			if s.FirstMicros > 0 {
+				check += " in " + harness.FormatMicros(s.FirstMicros)
+			} else {
+				check = "none"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", q.Name, s.Server, answered,
+				harness.FormatMicros(s.P50Micros), p99, harness.FormatMicros(s.MaxMicros), ratio, check)
 		}
 	}
 	r.Core.print(w)
 	for _, q := range r.Queries {
 		for _, s := range q.Sides {
-			if !s.Check.OK() {
+			if !s.Check.OK() && s.FirstMicros > 0 {
 				fmt.Fprintf(w, "WARNING: the answer of %s to %q is incomplete (%s): its latency is not comparable\n", s.Server, q.Name, s.Check)
 			}
 		}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -255,7 +257,7 @@ func load(ctx context.Context, cfg config, servers []*server, ch *harness.ClickH
 // the answers (and warm them up), then cfg.Reps timed times, the servers
 // in an order that rotates from one repetition to the next.
 func runQueries(ctx context.Context, cfg config, servers []*server, ch *harness.ClickHouse, rep *Report, out io.Writer) ([]QueryResult, error) {
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
+	client := &http.Client{Timeout: cfg.QueryTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
 	defer client.CloseIdleConnections()
 	askNode := func(node *harness.AggregatorNode, q query) ([]byte, time.Duration, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, node.BaseURL+q.NodePath, nil)
@@ -290,8 +292,10 @@ func runQueries(ctx context.Context, cfg config, servers []*server, ch *harness.
 			c, err := q.checkNode(b, s.truth)
 			return c, d, err
 		}
+		qctx, cancel := context.WithTimeout(ctx, cfg.QueryTimeout)
+		defer cancel()
 		t0 := time.Now()
-		body, err := ch.Query(ctx, q.SQL)
+		body, err := ch.Query(qctx, q.SQL)
 		d := time.Since(t0)
 		if err != nil || !check {
 			return Check{}, d, err
@@ -307,12 +311,19 @@ func runQueries(ctx context.Context, cfg config, servers []*server, ch *harness.
 		r.Name = servers[0].qs[i].Name
 		line := r.Name + ":"
 		for _, s := range servers {
-			c, _, err := ask(s, i, true)
-			if err != nil {
+			side := SideResult{Server: s.name, Path: s.qs[i].NodePath, SQL: s.qs[i].SQL}
+			c, d, err := ask(s, i, true)
+			switch {
+			case isTimeout(ctx, err):
+				side.Skipped = fmt.Sprintf("no answer within %v", cfg.QueryTimeout)
+				line += fmt.Sprintf(" %s %s;", s.name, side.Skipped)
+			case err != nil:
 				return nil, err
+			default:
+				side.Check, side.FirstMicros = c, harness.Micros(d)
+				line += fmt.Sprintf(" %s %s in %v;", s.name, c, d.Round(time.Millisecond))
 			}
-			r.Sides = append(r.Sides, SideResult{Server: s.name, Path: s.qs[i].NodePath, SQL: s.qs[i].SQL, Check: c})
-			line += fmt.Sprintf(" %s %s;", s.name, c)
+			r.Sides = append(r.Sides, side)
 		}
 		fmt.Fprintln(out, line)
 	}
@@ -321,19 +332,43 @@ func runQueries(ctx context.Context, cfg config, servers []*server, ch *harness.
 		prof = startProfile(ctx, servers[0].node, cfg.ProfileSeconds, cfg.Profile)
 	}
 	meter := startCoreMeter(cfg.ServerCPU, rep.Servers, ch)
+	started := time.Now()
 	for rp := range cfg.Reps {
+		if tenth := rp * 10 / cfg.Reps; rp > 0 && tenth > (rp-1)*10/cfg.Reps {
+			fmt.Fprintf(out, "  %d/%d repetitions in %v\n", rp, cfg.Reps, time.Since(started).Round(time.Second))
+		}
 		for i := range results {
 			for k := range servers {
 				j := (k + rp) % len(servers)
+				side := &results[i].Sides[j]
+				if side.Skipped != "" {
+					continue
+				}
 				_, d, err := ask(servers[j], i, false)
-				if err != nil {
+				switch {
+				case isTimeout(ctx, err):
+					side.Skipped = fmt.Sprintf("no answer within %v at repetition %d", cfg.QueryTimeout, rp+1)
+					fmt.Fprintf(out, "  %s: %s %s; not asked again\n", results[i].Name, side.Server, side.Skipped)
+					continue
+				case err != nil:
 					return nil, err
 				}
-				results[i].Sides[j].took = append(results[i].Sides[j].took, d)
+				side.took = append(side.took, d)
 			}
 		}
+		rep.RepsDone = rp + 1
+		if cfg.RepsBudget > 0 && time.Since(started) > cfg.RepsBudget && rp+1 < cfg.Reps {
+			fmt.Fprintf(out, "  -reps-budget %v spent after %d repetitions; stopping there\n", cfg.RepsBudget, rp+1)
+			break
+		}
 	}
-	use, err := meter.finish(cfg.Reps * nq)
+	requests := map[string]int{}
+	for _, r := range results {
+		for _, sd := range r.Sides {
+			requests[sd.Server] += len(sd.took)
+		}
+	}
+	use, err := meter.finish(requests)
 	if err != nil {
 		return nil, err
 	}
@@ -359,4 +394,14 @@ func cpuLabel(cpus string) string {
 		return "unpinned"
 	}
 	return cpus
+}
+
+// isTimeout reports whether err is a query that outlived -query-timeout
+// (the client's deadline), not the run being cancelled.
+func isTimeout(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
