@@ -59,7 +59,7 @@ func TestCheckDiskRefusesWhatDoesNotFit(t *testing.T) {
 	}
 	d, err := checkDisk(t.TempDir(), cfg, 1000)
 	if err != nil || d.NeedBytes != 1000*(diskPerEventPebble+diskPerEventClickHouse+diskPerEventRawTable) || d.FreeBytes == 0 {
-		t.Errorf("1000 events: %v, %v; want room, need 650,000 bytes", d, err)
+		t.Errorf("1000 events: %v, %v; want room, need 500,000 bytes", d, err)
 	}
 	if _, err := checkDisk(t.TempDir(), cfg, 1<<50); err == nil {
 		t.Errorf("2^50 events fit; want an error")

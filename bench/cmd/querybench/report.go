@@ -41,6 +41,11 @@ type ServerInfo struct {
 	// Late: events older than the embedded store's late window on
 	// arrival (folded all the same).
 	Late uint64 `json:"late,omitempty"`
+	// DiskBytes is a node's data folder after the load (a
+	// ClickHouse-backed node keeps only its link and site there); for
+	// ClickHouse's SQL, the server's whole data folder, which holds the
+	// ClickHouse-backed node's events too.
+	DiskBytes int64 `json:"disk_bytes"`
 }
 
 // LoadFigures is one server's load of the hot data: for a node, from
@@ -129,7 +134,7 @@ func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "\n%d repetitions each, %s to %s, a link with %d clicks a day and a site with %d pageviews a day; load average %s at the start, %s at the end\n",
 		r.Reps, r.From, r.To, r.ClicksPerDay, r.PageviewsPerDay, r.LoadAverageStart, r.LoadAverageEnd)
 	for _, s := range r.Servers {
-		fmt.Fprintf(w, "loaded %s (%s, pid %d, CPU %s): %d events in %.1f s (%.0f/s)", s.Name, s.Version, s.Pid, s.CPUs, s.Load.Events, s.Load.Seconds, s.Load.EventsPerSecond)
+		fmt.Fprintf(w, "loaded %s (%s, pid %d, CPU %s): %d events in %.1f s (%.0f/s), %d MiB on disk", s.Name, s.Version, s.Pid, s.CPUs, s.Load.Events, s.Load.Seconds, s.Load.EventsPerSecond, s.DiskBytes>>20)
 		if s.Late > 0 {
 			fmt.Fprintf(w, ", %d of them past its late window (folded all the same)", s.Late)
 		}

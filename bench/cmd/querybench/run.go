@@ -114,6 +114,13 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("cannot load the servers (-load-timeout %v): %w", cfg.LoadTimeout, err)
 	}
+	for _, s := range servers {
+		if s.node != nil {
+			s.info.DiskBytes = harness.DirSize(s.node.DataDir)
+		} else {
+			s.info.DiskBytes = harness.DirSize(filepath.Join(ch.Dir, "data"))
+		}
+	}
 	groups := []int{}
 	for _, s := range servers {
 		if s.node != nil {
