@@ -224,3 +224,25 @@ func TestRunStopsAtTheBudget(t *testing.T) {
 		t.Errorf("the output does not say the budget cut the run:\n%s", out)
 	}
 }
+
+// TestRefusal tells the ClickHouse backend's refusal of a site question
+// (the answer a ClickHouse-backed node gave over 15M pageviews, copied
+// from a run) from other 400s and from other statuses.
+func TestRefusal(t *testing.T) {
+	refused := `{"type":"/problems/invalid-request","title":"Invalid request","status":400,"detail":"unsupported query: too many raw events: more than 5000000 in the range","instance":"/v1/sites/9906573cbdf4/stats/timeseries"}`
+	if d, ok := refusal(400, []byte(refused)); !ok || d != "unsupported query: too many raw events: more than 5000000 in the range" {
+		t.Errorf("refusal(400, the backend's answer) = %q, %v; want its detail, true", d, ok)
+	}
+	for _, c := range []struct {
+		status int
+		body   string
+	}{
+		{500, refused},
+		{400, `{"type":"/problems/invalid-request","status":400,"detail":"from must be YYYY-MM-DD"}`},
+		{400, "not json"},
+	} {
+		if _, ok := refusal(c.status, []byte(c.body)); ok {
+			t.Errorf("refusal(%d, %s) = true; want false (the run must fail)", c.status, c.body)
+		}
+	}
+}

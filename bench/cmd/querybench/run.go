@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/waymark/waymark/bench/harness"
@@ -284,6 +286,9 @@ func runQueries(ctx context.Context, cfg config, servers []*server, ch *harness.
 			return nil, 0, fmt.Errorf("cannot read the node's answer to %s: %w", q.Name, err)
 		}
 		if resp.StatusCode != http.StatusOK {
+			if detail, ok := refusal(resp.StatusCode, b); ok {
+				return nil, took, &refusedError{detail: detail}
+			}
 			return nil, 0, fmt.Errorf("the node answered %s with %s: %.300s", q.Name, resp.Status, b)
 		}
 		return b, took, nil
@@ -320,7 +325,11 @@ func runQueries(ctx context.Context, cfg config, servers []*server, ch *harness.
 		for _, s := range servers {
 			side := SideResult{Server: s.name, Path: s.qs[i].NodePath, SQL: s.qs[i].SQL}
 			c, d, err := ask(s, i, true)
+			var refused *refusedError
 			switch {
+			case errors.As(err, &refused):
+				side.Skipped = fmt.Sprintf("refused (400 after %v): %s", d.Round(time.Millisecond), refused.detail)
+				line += fmt.Sprintf(" %s %s;", s.name, side.Skipped)
 			case isTimeout(ctx, err):
 				side.Skipped = fmt.Sprintf("no answer within %v", cfg.QueryTimeout)
 				line += fmt.Sprintf(" %s %s;", s.name, side.Skipped)
@@ -352,7 +361,12 @@ func runQueries(ctx context.Context, cfg config, servers []*server, ch *harness.
 					continue
 				}
 				_, d, err := ask(servers[j], i, false)
+				var refused *refusedError
 				switch {
+				case errors.As(err, &refused):
+					side.Skipped = fmt.Sprintf("refused at repetition %d: %s", rp+1, refused.detail)
+					fmt.Fprintf(out, "  %s: %s %s; not asked again\n", results[i].Name, side.Server, side.Skipped)
+					continue
 				case isTimeout(ctx, err):
 					side.Skipped = fmt.Sprintf("no answer within %v at repetition %d", cfg.QueryTimeout, rp+1)
 					fmt.Fprintf(out, "  %s: %s %s; not asked again\n", results[i].Name, side.Server, side.Skipped)
@@ -411,4 +425,31 @@ func isTimeout(ctx context.Context, err error) bool {
 	}
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// refusedError is a node's answer that it will not answer a question
+// (refusal).
+type refusedError struct{ detail string }
+
+func (e *refusedError) Error() string { return "refused: " + e.detail }
+
+// refusal reports whether a node's non-200 answer is a refusal of the
+// question itself, which the report records, rather than a failure of
+// the run: a 400 problem whose detail says the query is unsupported (the
+// ClickHouse backend's bound on the raw events one site question reads,
+// rollup/clickhouse BackendConfig.MaxEvents). Any other answer, a 400
+// for a malformed question included, is the benchmark's bug or the
+// node's, and fails the run.
+func refusal(status int, body []byte) (string, bool) {
+	if status != http.StatusBadRequest {
+		return "", false
+	}
+	var p struct {
+		Type   string `json:"type"`
+		Detail string `json:"detail"`
+	}
+	if json.Unmarshal(body, &p) != nil || !strings.HasPrefix(p.Detail, "unsupported query") {
+		return "", false
+	}
+	return p.Detail, true
 }
