@@ -9,6 +9,7 @@
 #
 #   bench/analytics.sh              # everything
 #   bench/analytics.sh aggbench     # only the named benchmarks
+#   bench/analytics.sh aggbench-ch querybench-ch   # issue 14's (not in the default set)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -42,8 +43,19 @@ for name in $want; do
 			-node-args "--role voter,edge --ingest-site-rate 1000000"
 		;;
 	querybench) run querybench querybench ;;
+	aggbench-ch)
+		# Issue 14: the same 2,000,000 events through one and two aggregators
+		# with --analytics-store clickhouse, against the raw insert.
+		run aggbench-ch aggbench -events 2000000 -targets node,clickhouse,node-clickhouse,node-clickhouse-2
+		;;
+	querybench-ch)
+		# Issue 14: 30,000,000 events; a node with each analytics store and
+		# ClickHouse's own SQL. Bounded: a question slower than 55 s is not
+		# asked again, and the timed repetitions stop after 10 minutes.
+		run querybench-ch querybench -backends pebble,clickhouse -scale 0.5 -reps 50 -reps-budget 10m -query-timeout 55s
+		;;
 	*)
-		echo "unknown benchmark $name (want redirectmatrix, capturecheck, aggbench-1d, aggbench-30d, eventbench, eventbench-edge, querybench)" >&2
+		echo "unknown benchmark $name (want redirectmatrix, capturecheck, aggbench-1d, aggbench-30d, eventbench, eventbench-edge, querybench, aggbench-ch, querybench-ch)" >&2
 		exit 2
 		;;
 	esac

@@ -17,7 +17,8 @@ import (
 
 // This file is the only place in the harness that builds segments and
 // speaks the shipping protocol (ingest.BuildSegment, ingest.AppendBatch,
-// ingest.SegmentRef): when segment identity changes, it changes here.
+// ingest.SegmentRef, ingest.Splitter): when segment identity changes, it
+// changes here.
 
 // SegmentShipper posts generated events to an aggregator the way an
 // edge's shipper does: sealed segments of one node, numbered from 1,
@@ -30,9 +31,10 @@ type SegmentShipper struct {
 	NodeID string // the node the segments claim to come from
 	HTTP   *http.Client
 
-	seq uint64
-	inc uint64 // a random incarnation, as a fresh edge data folder has
-	enc *zstd.Encoder
+	seq      uint64
+	inc      uint64 // a random incarnation, as a fresh edge data folder has
+	enc      *zstd.Encoder
+	splitter ingest.Splitter
 }
 
 // NewSegmentShipper uses the edge shipper's encoder settings.
@@ -84,14 +86,28 @@ func (s *SegmentShipper) Encode(segments [][]ingest.Event) *ShipBatch {
 // acknowledged only in part is an error: nothing is retried, since a
 // benchmark that needs retries measures something else.
 func (s *SegmentShipper) Post(ctx context.Context, b *ShipBatch) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+ingest.ShipPath, bytes.NewReader(b.Body))
+	return s.PostTo(ctx, ShipTarget{URL: s.URL, Token: s.Token, HTTP: s.HTTP}, b)
+}
+
+// ShipTarget is one aggregator a split batch goes to (EncodeSplit): its
+// base URL, the cluster token it takes and the client that reaches it.
+type ShipTarget struct {
+	Name  string // its name in the partition rule (ingest.PartitionOwners)
+	URL   string
+	Token string
+	HTTP  *http.Client
+}
+
+// PostTo is Post to another aggregator than s's own.
+func (s *SegmentShipper) PostTo(ctx context.Context, t ShipTarget, b *ShipBatch) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL+ingest.ShipPath, bytes.NewReader(b.Body))
 	if err != nil {
 		return fmt.Errorf("cannot build ship request: %w", err)
 	}
 	req.Header.Set("Content-Type", ingest.ShipContentType)
 	req.Header.Set("Content-Encoding", "zstd")
-	req.Header.Set("Authorization", "Bearer "+s.Token)
-	resp, err := s.HTTP.Do(req)
+	req.Header.Set("Authorization", "Bearer "+t.Token)
+	resp, err := t.HTTP.Do(req)
 	if err != nil {
 		return fmt.Errorf("cannot post segments: %w", err)
 	}
@@ -117,6 +133,49 @@ func (s *SegmentShipper) Post(ctx context.Context, b *ShipBatch) error {
 		}
 	}
 	return nil
+}
+
+// EncodeSplit builds the segments as Encode does, then cuts each into
+// one part per partition (ingest.Splitter, as an edge does with more than
+// one aggregator) and returns one batch per owner: batches[i] holds the
+// parts whose partition owners[p] gives to i, nil when there are none.
+// owners comes from ingest.PartitionOwners over the aggregators' names;
+// n is how many there are. Events counts each batch's events.
+func (s *SegmentShipper) EncodeSplit(segments [][]ingest.Event, owners *[ingest.Partitions]int, n int) ([]*ShipBatch, error) {
+	parts := make([][]ingest.BatchSegment, n)
+	out := make([]*ShipBatch, n)
+	for _, evs := range segments {
+		s.seq++
+		created := time.Now()
+		if len(evs) > 0 {
+			created = time.UnixMilli(evs[0].Time)
+		}
+		ref := ingest.SegmentRef{Node: s.NodeID, Inc: s.inc, Seq: s.seq}
+		subs, err := s.splitter.Split(ingest.BuildSegment(ref, created, evs), nil)
+		if err != nil {
+			return nil, fmt.Errorf("cannot split segment %d: %w", s.seq, err)
+		}
+		for _, sub := range subs {
+			o := owners[int(sub.Ref.Part)-1]
+			if o < 0 || o >= n {
+				return nil, fmt.Errorf("BUG: partition %d has owner %d of %d", sub.Ref.Part-1, o, n)
+			}
+			if out[o] == nil {
+				out[o] = &ShipBatch{}
+			}
+			// Split's output is valid until its next call: keep a copy.
+			parts[o] = append(parts[o], ingest.BatchSegment{Ref: sub.Ref, Data: bytes.Clone(sub.Data)})
+			out[o].refs = append(out[o].refs, sub.Ref)
+			out[o].RawBytes += len(sub.Data)
+			out[o].Events += sub.Records
+		}
+	}
+	for o, b := range out {
+		if b != nil {
+			b.Body = s.enc.EncodeAll(ingest.AppendBatch(nil, parts[o]), nil)
+		}
+	}
+	return out, nil
 }
 
 // Close releases the encoder.

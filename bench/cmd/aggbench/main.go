@@ -7,10 +7,20 @@
 // and the node/ClickHouse ratio. Both servers run pinned to one CPU, one
 // after the other; the generator runs on another.
 //
+// Issue 14's targets put the aggregators in front of ClickHouse:
+// node-clickhouse is one `waymark node` with --analytics-store clickhouse
+// against a fresh ClickHouse, node-clickhouse-2 two of them on one
+// ClickHouse, the segments cut into partition parts and spread over them
+// as an edge does (harness.ShipEventsSplit). Their figure runs from the
+// first request to the moment ClickHouse counts every event (count()
+// FROM events FINAL); each is also given as a ratio to the raw insert.
+// ClickHouse and the aggregators share -server-cpu.
+//
 // Usage:
 //
 //	aggbench [-waymark bin/waymark] [-events 2000000] [-days 30]
 //	         [-sites 20] [-links 2000] [-visitors 100000] [-out FILE]
+//	         [-targets node,clickhouse,node-clickhouse,node-clickhouse-2]
 package main
 
 import (
@@ -39,7 +49,26 @@ func main() {
 const (
 	sinkNode       = "node"
 	sinkClickHouse = "clickhouse"
+	// One and two `waymark node` aggregators with --analytics-store
+	// clickhouse, in front of a ClickHouse the run starts for them.
+	sinkNodeClickHouse  = "node-clickhouse"
+	sinkNodeClickHouse2 = "node-clickhouse-2"
 )
+
+// allSinks are the -targets names, in the order the usage lists them.
+var allSinks = []string{sinkNode, sinkClickHouse, sinkNodeClickHouse, sinkNodeClickHouse2}
+
+// aggregatorsOf is how many aggregator nodes a ClickHouse-backed sink
+// runs; 0 for the others.
+func aggregatorsOf(sink string) int {
+	switch sink {
+	case sinkNodeClickHouse:
+		return 1
+	case sinkNodeClickHouse2:
+		return 2
+	}
+	return 0
+}
 
 // config is everything a run needs, validated.
 type config struct {
@@ -63,6 +92,7 @@ type config struct {
 	Out              string
 	Verbose          bool
 	StartTimeout     time.Duration
+	CountTimeout     time.Duration
 	Seed             uint64
 	LogOut           io.Writer
 }
@@ -75,7 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.Waymark, "waymark", "", "waymark binary (default: bin/waymark at the repo root)")
 	fs.StringVar(&cfg.ClickHouseBinary, "clickhouse", "", "clickhouse-server binary (default: on PATH; Debian package clickhouse-server)")
 	fs.StringVar(&nodeArgs, "node-args", "", "extra space-separated arguments for `waymark node --dev`")
-	fs.StringVar(&sinks, "targets", sinkNode+","+sinkClickHouse, "where the events go, in order: node, clickhouse or both")
+	fs.StringVar(&sinks, "targets", sinkNode+","+sinkClickHouse, "where the events go, in order: node (the embedded aggregator), clickhouse (raw INSERTs), node-clickhouse and node-clickhouse-2 (one or two aggregators with --analytics-store clickhouse)")
 	fs.IntVar(&cfg.Events, "events", 2_000_000, "events to generate (the same for every target)")
 	fs.IntVar(&cfg.Days, "days", 30, "days the events span, ending a minute before the run starts")
 	fs.IntVar(&cfg.Sites, "sites", 20, "sites registered in the node (site events pick one by Zipf popularity)")
@@ -87,11 +117,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.SegmentsPerBatch, "segments-per-batch", 8, "segments per POST to the aggregator")
 	fs.IntVar(&cfg.CHBatch, "ch-batch", 100_000, "rows per INSERT into ClickHouse")
 	fs.BoolVar(&cfg.Pin, "pin", true, "pin the servers to -server-cpu and this generator to -load-cpu (taskset)")
-	fs.StringVar(&cfg.ServerCPU, "server-cpu", "0", "CPU of the node and of ClickHouse (with -pin)")
+	fs.StringVar(&cfg.ServerCPU, "server-cpu", "0", "CPUs of the nodes and of ClickHouse, a taskset list (with -pin); a ClickHouse-backed sink's server and aggregators share them")
 	fs.StringVar(&cfg.LoadCPU, "load-cpu", "1", "CPU of this generator (with -pin)")
 	fs.StringVar(&cfg.Out, "out", "", "also write the results as JSON to this file")
 	fs.BoolVar(&cfg.Verbose, "v", false, "copy the servers' logs to stderr")
 	fs.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "how long each server may take to become ready")
+	fs.DurationVar(&cfg.CountTimeout, "count-timeout", time.Minute, "how long, after the last acknowledgement, ClickHouse may take to show every event an aggregator stored")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the generated events")
 	err := harness.ParseFlags(fs, args, func() error {
 		cfg.NodeArgs = strings.Fields(nodeArgs)
@@ -107,8 +138,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 
 func (c *config) validate() error {
 	for _, s := range c.Sinks {
-		if s != sinkNode && s != sinkClickHouse {
-			return fmt.Errorf("-targets: unknown target %q (want node and/or clickhouse)", s)
+		if !slices.Contains(allSinks, s) {
+			return fmt.Errorf("-targets: unknown target %q (want some of %s)", s, strings.Join(allSinks, ", "))
 		}
 	}
 	switch {
@@ -124,8 +155,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-segment-events, -segments-per-batch and -ch-batch must be positive")
 	case c.Pin && (c.ServerCPU == "" || c.LoadCPU == "" || c.ServerCPU == c.LoadCPU):
 		return fmt.Errorf("-pin needs different -server-cpu and -load-cpu, got %q and %q", c.ServerCPU, c.LoadCPU)
-	case c.StartTimeout <= 0:
-		return fmt.Errorf("-start-timeout must be positive")
+	case c.StartTimeout <= 0 || c.CountTimeout <= 0:
+		return fmt.Errorf("-start-timeout and -count-timeout must be positive")
 	}
 	return nil
 }

@@ -36,6 +36,9 @@ type ReportConfig struct {
 	ServerCPU        string  `json:"server_cpus"`
 	GeneratorCPU     string  `json:"generator_cpus"`
 	Seed             uint64  `json:"seed"`
+	// Start is the stream's first instant (the generator's traffic
+	// curve follows the time of day, so the stream depends on it).
+	Start time.Time `json:"start"`
 }
 
 // SinkResult is one server's load of the stream.
@@ -56,6 +59,25 @@ type SinkResult struct {
 	Late              uint64  `json:"late,omitempty"`   // node: older than the late window on arrival (folded all the same)
 	Deduplicated      uint64  `json:"deduplicated,omitempty"`
 	Dropped           uint64  `json:"dropped,omitempty"` // node: expired or in the future
+	// ToClickHouse is EventsPerSecond over the raw clickhouse insert's,
+	// when both ran.
+	ToClickHouse float64 `json:"to_clickhouse,omitempty"`
+	// ClickHouse-backed sinks: segments (or parts) posted, each
+	// aggregator's share, and every process of the sink (ClickHouse
+	// first) with its CPU over the load; the sink's CPU figures are
+	// their sum.
+	Parts       int                   `json:"parts,omitempty"`
+	Aggregators []harness.TargetShare `json:"aggregators,omitempty"`
+	Processes   []ProcessUse          `json:"processes,omitempty"`
+}
+
+// ProcessUse is one process of a sink.
+type ProcessUse struct {
+	Name         string  `json:"name"`
+	Pid          int     `json:"pid"`
+	CPUs         string  `json:"cpus"` // what it was pinned to
+	CPUSeconds   float64 `json:"cpu_seconds"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
 }
 
 func newReport(cfg config) *Report {
@@ -93,24 +115,56 @@ func (r *Report) finish() {
 		}
 	}
 	r.NodeToClickHouse = harness.Ratio(node, ch)
+	for i := range r.Sinks {
+		if s := &r.Sinks[i]; s.Target != sinkClickHouse {
+			s.ToClickHouse = harness.Ratio(s.EventsPerSecond, ch)
+		}
+	}
 }
 
 func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "\n%d events (%d clicks) over %d days, %d sites, %d links, %d visitors; load average %s at the start, %s at the end\n\n",
 		r.Generated, r.Clicks, r.Config.Days, r.Config.Sites, r.Config.Links, r.Config.Visitors, r.LoadAverageStart, r.LoadAverageEnd)
-	fmt.Fprintln(w, "| target | events/s | elapsed | server CPU µs/event | cores busy | generator stall | peak RSS | on disk | count |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| target | events/s | ÷ raw ClickHouse insert | elapsed | server CPU µs/event | cores busy | generator stall | peak RSS | on disk | count |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range r.Sinks {
 		count := "OK"
 		if !s.CountOK {
 			count = fmt.Sprintf("**%d of %d**", s.Counted, s.Events)
 		}
-		fmt.Fprintf(w, "| %s (%s) | %.0f | %.2f s | %.2f | %.2f | %.2f s | %d MiB | %d MiB | %s |\n",
-			s.Target, s.Version, s.EventsPerSecond, s.Elapsed.Seconds(), s.CPUMicrosPerEvent, s.CPUShare,
+		ratio := "-"
+		if s.Target == sinkClickHouse {
+			ratio = "1"
+		} else if s.ToClickHouse > 0 {
+			ratio = fmt.Sprintf("%.3f", s.ToClickHouse)
+		}
+		fmt.Fprintf(w, "| %s (%s) | %.0f | %s | %.2f s | %.2f | %.2f | %.2f s | %d MiB | %d MiB | %s |\n",
+			s.Target, s.Version, s.EventsPerSecond, ratio, s.Elapsed.Seconds(), s.CPUMicrosPerEvent, s.CPUShare,
 			s.Stall.Seconds(), s.PeakRSSBytes>>20, s.DiskBytes>>20, count)
 	}
-	if r.NodeToClickHouse > 0 {
-		fmt.Fprintf(w, "\nnode / ClickHouse events/s: %.3f\n", r.NodeToClickHouse)
+	fmt.Fprintln(w)
+	for _, s := range r.Sinks {
+		if s.ToClickHouse > 0 {
+			fmt.Fprintf(w, "%s / raw ClickHouse insert, events/s: %.3f\n", s.Target, s.ToClickHouse)
+		}
+	}
+	for _, s := range r.Sinks {
+		if len(s.Processes) == 0 {
+			continue
+		}
+		what := "whole segments"
+		if len(s.Aggregators) > 0 {
+			what = "segment parts"
+		}
+		fmt.Fprintf(w, "%s: %d %s posted", s.Target, s.Parts, what)
+		for _, a := range s.Aggregators {
+			fmt.Fprintf(w, "; %s took %d events in %d parts, %d requests", a.Name, a.Events, a.Parts, a.Batches)
+		}
+		fmt.Fprint(w, "\n  CPU over the load:")
+		for _, p := range s.Processes {
+			fmt.Fprintf(w, " %s (pid %d, CPU %s) %.2f s, peak RSS %d MiB;", p.Name, p.Pid, p.CPUs, p.CPUSeconds, p.PeakRSSBytes>>20)
+		}
+		fmt.Fprintln(w, " all on the same CPUs, so they compete for them")
 	}
 	for _, s := range r.Sinks {
 		if s.Target != sinkNode {

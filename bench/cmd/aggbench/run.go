@@ -39,6 +39,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		Seed: cfg.Seed, Events: cfg.Events, Start: end.AddDate(0, 0, -cfg.Days), Days: cfg.Days,
 		Visitors: cfg.Visitors, Pages: cfg.Pages, ClickShare: cfg.ClickShare, Node: "aggbench-edge", Region: "local",
 	}
+	rep.Config.Start = gen.Start
 	fmt.Fprintf(out, "aggbench: %d events over %d days (%s to %s), %d sites, %d links, %d visitors; servers on CPU %s, generator on CPU %s; load average %s\n",
 		cfg.Events, cfg.Days, gen.Start.Format(time.DateTime), end.Format(time.DateTime), cfg.Sites, cfg.Links, cfg.Visitors,
 		cpuLabel(cfg.ServerCPU), cpuLabel(cfg.LoadCPU), rep.LoadAverageStart)
@@ -87,6 +88,8 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 			node.Stop() // its compactions must not run beside the next sink
 		case sinkClickHouse:
 			res, err = ingestClickHouse(ctx, cfg, filepath.Join(dir, "clickhouse"), echo, src, rep.Generated, out)
+		case sinkNodeClickHouse, sinkNodeClickHouse2:
+			res, err = ingestNodeClickHouse(ctx, cfg, sink, filepath.Join(dir, sink), echo, src, rep.Generated, out)
 		}
 		if err != nil {
 			return err

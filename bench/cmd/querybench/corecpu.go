@@ -8,41 +8,55 @@ import (
 	"github.com/waymark/waymark/bench/harness"
 )
 
-// CoreUse is where the servers' core went over the timed repetitions: the
+// CoreUse is where the servers' core went over the timed repetitions: a
 // node's CPU over the window per request bounds what a query costs it
-// (its background work, such as compactions, is in it too); the rest of the
-// core's busy time (ClickHouse, and anything else on the machine that ran
-// there) is time a node request may have waited for the core, which the
-// client-side latencies include.
+// (its background work, such as compactions, is in it too); ClickHouse's
+// share serves its own SQL and a ClickHouse-backed node's questions
+// alike; the rest of the core's busy time (anything else on the machine
+// that ran there) is time a request may have waited for the core, which
+// the client-side latencies include.
 type CoreUse struct {
-	Seconds             float64 `json:"seconds"`
-	NodeRequests        int     `json:"node_requests"`
-	NodeCPUMicrosPerReq float64 `json:"node_cpu_us_per_request"`
-	NodeBusyShare       float64 `json:"node_busy_share"`       // of the window
-	ClickHouseBusyShare float64 `json:"clickhouse_busy_share"` // of the window
-	OtherBusyShare      float64 `json:"other_busy_share"`      // the core's busy time used by neither server
+	Seconds        float64        `json:"seconds"`
+	Processes      []ProcessShare `json:"processes"`
+	OtherBusyShare float64        `json:"other_busy_share"` // the core's busy time used by none of them
+}
+
+// ProcessShare is one server process over the window.
+type ProcessShare struct {
+	Name      string  `json:"name"`
+	Pid       int     `json:"pid"`
+	BusyShare float64 `json:"busy_share"` // of the window
+	// Nodes: CPU per request they answered (Requests of them).
+	Requests        int     `json:"requests,omitempty"`
+	CPUMicrosPerReq float64 `json:"cpu_us_per_request,omitempty"`
+	isNode          bool
+	cpu0            time.Duration
 }
 
 type coreMeter struct {
-	cpus       string
-	node, ch   int
-	t0         time.Time
-	node0, ch0 time.Duration
-	busy0      harness.CPUTimes
-	fail       bool
+	cpus  string
+	procs []ProcessShare
+	t0    time.Time
+	busy0 harness.CPUTimes
+	fail  bool
 }
 
-// startCoreMeter reads the servers' CPU times and the core's busy time;
-// ch is 0 when ClickHouse is not running. Without pinning (cpus "") only
-// the node's CPU is kept.
-func startCoreMeter(cpus string, node, ch int) *coreMeter {
-	m := &coreMeter{cpus: cpus, node: node, ch: ch, t0: time.Now()}
-	var err error
-	if m.node0, err = harness.GroupCPU(node); err != nil {
-		m.fail = true
+// startCoreMeter reads the nodes' and ClickHouse's CPU times (ch nil: no
+// ClickHouse) and the core's busy time. Without pinning (cpus "") the
+// other processes' share is not kept.
+func startCoreMeter(cpus string, servers []ServerInfo, ch *harness.ClickHouse) *coreMeter {
+	m := &coreMeter{cpus: cpus, t0: time.Now()}
+	for _, s := range servers {
+		if s.Name != sqlName {
+			m.procs = append(m.procs, ProcessShare{Name: s.Name, Pid: s.Pid, isNode: true})
+		}
 	}
-	if ch != 0 {
-		if m.ch0, err = harness.GroupCPU(ch); err != nil {
+	if ch != nil {
+		m.procs = append(m.procs, ProcessShare{Name: "clickhouse-server", Pid: ch.Pid()})
+	}
+	var err error
+	for i := range m.procs {
+		if m.procs[i].cpu0, err = harness.GroupCPU(m.procs[i].Pid); err != nil {
 			m.fail = true
 		}
 	}
@@ -52,39 +66,47 @@ func startCoreMeter(cpus string, node, ch int) *coreMeter {
 	return m
 }
 
-func (m *coreMeter) finish(requests int) (CoreUse, error) {
+// finish ends the window; requests is how many timed requests each
+// server (by name) answered in it.
+func (m *coreMeter) finish(requests map[string]int) (CoreUse, error) {
 	if m.fail {
 		return CoreUse{}, fmt.Errorf("cannot read CPU times from /proc")
 	}
 	win := time.Since(m.t0)
-	node1, err := harness.GroupCPU(m.node)
-	if err != nil {
-		return CoreUse{}, err
-	}
-	var ch1 time.Duration
-	if m.ch != 0 {
-		if ch1, err = harness.GroupCPU(m.ch); err != nil {
+	u := CoreUse{Seconds: win.Seconds()}
+	var ours time.Duration
+	for _, p := range m.procs {
+		c, err := harness.GroupCPU(p.Pid)
+		if err != nil {
 			return CoreUse{}, err
 		}
+		cpu := c - p.cpu0
+		ours += cpu
+		p.BusyShare = cpu.Seconds() / win.Seconds()
+		if n := requests[p.Name]; p.isNode && n > 0 {
+			p.Requests = n
+			p.CPUMicrosPerReq = harness.Micros(cpu / time.Duration(n))
+		}
+		u.Processes = append(u.Processes, p)
 	}
 	busy1, err := harness.ReadCPUTimes()
 	if err != nil {
 		return CoreUse{}, err
 	}
-	u := CoreUse{Seconds: win.Seconds(), NodeRequests: requests}
-	nodeCPU, chCPU := node1-m.node0, ch1-m.ch0
-	if requests > 0 {
-		u.NodeCPUMicrosPerReq = harness.Micros(nodeCPU / time.Duration(requests))
-	}
-	u.NodeBusyShare = nodeCPU.Seconds() / win.Seconds()
-	u.ClickHouseBusyShare = chCPU.Seconds() / win.Seconds()
 	if m.cpus != "" {
-		u.OtherBusyShare = max(0, (harness.BusyOn(m.busy0, busy1, m.cpus)-nodeCPU-chCPU).Seconds()/win.Seconds())
+		u.OtherBusyShare = max(0, (harness.BusyOn(m.busy0, busy1, m.cpus)-ours).Seconds()/win.Seconds())
 	}
 	return u, nil
 }
 
 func (u CoreUse) print(w io.Writer) {
-	fmt.Fprintf(w, "server core over the %.0f s of timed repetitions: node %.1f%% (%.0f µs of CPU per request at most: its background work is in it, %d requests), ClickHouse %.1f%%, other processes %.1f%%\n",
-		u.Seconds, 100*u.NodeBusyShare, u.NodeCPUMicrosPerReq, u.NodeRequests, 100*u.ClickHouseBusyShare, 100*u.OtherBusyShare)
+	fmt.Fprintf(w, "server core over the %.0f s of timed repetitions:", u.Seconds)
+	for _, p := range u.Processes {
+		fmt.Fprintf(w, " %s %.1f%%", p.Name, 100*p.BusyShare)
+		if p.Requests > 0 {
+			fmt.Fprintf(w, " (%.0f µs of CPU per request at most: its background work is in it, %d requests)", p.CPUMicrosPerReq, p.Requests)
+		}
+		fmt.Fprint(w, ",")
+	}
+	fmt.Fprintf(w, " other processes %.1f%%\n", 100*u.OtherBusyShare)
 }

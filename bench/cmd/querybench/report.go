@@ -20,20 +20,36 @@ type Report struct {
 	From              string        `json:"from"`
 	To                string        `json:"to"` // inclusive
 	Reps              int           `json:"reps"`
-	NodeVersion       string        `json:"node_version"`
-	NodePid           int           `json:"node_pid"`
-	ClickHouseVersion string        `json:"clickhouse_version"`
-	ClickHousePid     int           `json:"clickhouse_pid"`
-	NodeLoad          LoadFigures   `json:"node_load"`
-	NodeLate          uint64        `json:"node_late"` // events older than the node's late window on arrival (folded all the same)
-	ClickHouseLoad    LoadFigures   `json:"clickhouse_load"`
+	RepsDone          int           `json:"reps_done"` // fewer than Reps when -reps-budget ran out
+	Disk              DiskCheck     `json:"disk"`
+	ClickHouseVersion string        `json:"clickhouse_version,omitempty"`
+	ClickHousePid     int           `json:"clickhouse_pid,omitempty"`
+	Servers           []ServerInfo  `json:"servers"` // in the order of -backends, then ClickHouse's SQL
 	IdleWaitSeconds   float64       `json:"idle_wait_seconds"`
 	StartedIdle       bool          `json:"started_idle"`
 	Queries           []QueryResult `json:"queries"`
 	Core              CoreUse       `json:"server_core"`
 }
 
-// LoadFigures is one server's load of the hot data.
+// ServerInfo is one server the queries were asked of, and its load.
+type ServerInfo struct {
+	Name    string      `json:"name"` // "node pebble", "node clickhouse", "clickhouse SQL"
+	Version string      `json:"version"`
+	Pid     int         `json:"pid"`
+	CPUs    string      `json:"cpus"`
+	Load    LoadFigures `json:"load"`
+	// Late: events older than the embedded store's late window on
+	// arrival (folded all the same).
+	Late uint64 `json:"late,omitempty"`
+	// DiskBytes is a node's data folder after the load (a
+	// ClickHouse-backed node keeps only its link and site there); for
+	// ClickHouse's SQL, the server's whole data folder, which holds the
+	// ClickHouse-backed node's events too.
+	DiskBytes int64 `json:"disk_bytes"`
+}
+
+// LoadFigures is one server's load of the hot data: for a node, from
+// its first batch to its count of all of them.
 type LoadFigures struct {
 	Events          int     `json:"events"`
 	Seconds         float64 `json:"seconds"`
@@ -44,23 +60,35 @@ func loadFigures(st harness.IngestStats) LoadFigures {
 	return LoadFigures{Events: st.Events, Seconds: st.Elapsed.Seconds(), EventsPerSecond: st.PerSecond()}
 }
 
-// QueryResult is one query's latencies on both servers (client side,
-// request sent to answer read, one keep-alive connection) and the check of
-// each server's answer.
+// QueryResult is one query's latencies on every server (client side,
+// request sent to answer read, one keep-alive connection) and the check
+// of each server's answer.
 type QueryResult struct {
-	query
-	NodeP50Micros       float64 `json:"node_p50_us"`
-	NodeP99Micros       float64 `json:"node_p99_us"`
-	NodeMaxMicros       float64 `json:"node_max_us"`
-	ClickHouseP50Micros float64 `json:"clickhouse_p50_us"`
-	ClickHouseP99Micros float64 `json:"clickhouse_p99_us"`
-	ClickHouseMaxMicros float64 `json:"clickhouse_max_us"`
-	P50Ratio            float64 `json:"p50_ratio"` // node over ClickHouse
-	P99Ratio            float64 `json:"p99_ratio"`
-	NodeCheck           Check   `json:"node_check"`
-	ClickHouseCheck     Check   `json:"clickhouse_check"`
+	Name  string       `json:"name"`
+	Sides []SideResult `json:"sides"` // in the order of Report.Servers
+}
 
-	node, ch []time.Duration
+// SideResult is one server's answers to one query.
+type SideResult struct {
+	Server    string  `json:"server"`
+	Path      string  `json:"node_path,omitempty"`
+	SQL       string  `json:"clickhouse_sql,omitempty"` // ClickHouse's SQL side only
+	P50Micros float64 `json:"p50_us"`
+	P99Micros float64 `json:"p99_us"`
+	MaxMicros float64 `json:"max_us"`
+	// P50Ratio and P99Ratio are over the first server's (the first of
+	// -backends).
+	P50Ratio float64 `json:"p50_ratio"`
+	P99Ratio float64 `json:"p99_ratio"`
+	Check    Check   `json:"check"`
+	// FirstMicros is the unmeasured first answer (the checked one, cold).
+	FirstMicros float64 `json:"first_us"`
+	Answered    int     `json:"answered"` // timed repetitions it answered
+	// Skipped says why the server stopped being asked (a -query-timeout);
+	// its figures cover the repetitions before.
+	Skipped string `json:"skipped,omitempty"`
+
+	took []time.Duration
 }
 
 func newReport(cfg config) *Report {
@@ -79,37 +107,78 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 func (r *Report) finish() {
 	r.LoadAverageEnd = harness.LoadAverage()
 	for i := range r.Queries {
-		q := &r.Queries[i]
-		slices.Sort(q.node)
-		slices.Sort(q.ch)
-		q.NodeP50Micros, q.NodeP99Micros = harness.Micros(quantile(q.node, 0.5)), harness.Micros(quantile(q.node, 0.99))
-		q.ClickHouseP50Micros, q.ClickHouseP99Micros = harness.Micros(quantile(q.ch, 0.5)), harness.Micros(quantile(q.ch, 0.99))
-		q.NodeMaxMicros, q.ClickHouseMaxMicros = harness.Micros(quantile(q.node, 1)), harness.Micros(quantile(q.ch, 1))
-		q.P50Ratio = harness.Ratio(q.NodeP50Micros, q.ClickHouseP50Micros)
-		q.P99Ratio = harness.Ratio(q.NodeP99Micros, q.ClickHouseP99Micros)
+		sides := r.Queries[i].Sides
+		for j := range sides {
+			s := &sides[j]
+			slices.Sort(s.took)
+			s.Answered = len(s.took)
+			s.P50Micros, s.P99Micros = harness.Micros(quantile(s.took, 0.5)), harness.Micros(quantile(s.took, 0.99))
+			s.MaxMicros = harness.Micros(quantile(s.took, 1))
+			s.P50Ratio = harness.Ratio(s.P50Micros, sides[0].P50Micros)
+			s.P99Ratio = harness.Ratio(s.P99Micros, sides[0].P99Micros)
+		}
 	}
+}
+
+// side returns query q's result on server name, if it ran there.
+func (q QueryResult) side(name string) (SideResult, bool) {
+	for _, s := range q.Sides {
+		if s.Server == name {
+			return s, true
+		}
+	}
+	return SideResult{}, false
 }
 
 func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "\n%d repetitions each, %s to %s, a link with %d clicks a day and a site with %d pageviews a day; load average %s at the start, %s at the end\n",
 		r.Reps, r.From, r.To, r.ClicksPerDay, r.PageviewsPerDay, r.LoadAverageStart, r.LoadAverageEnd)
-	fmt.Fprintf(w, "loaded: node %d events in %.1f s (%.0f/s, %d of them past its late window), ClickHouse in %.1f s (%.0f/s)\n\n",
-		r.NodeLoad.Events, r.NodeLoad.Seconds, r.NodeLoad.EventsPerSecond, r.NodeLate, r.ClickHouseLoad.Seconds, r.ClickHouseLoad.EventsPerSecond)
-	fmt.Fprintln(w, "| query | node p50 | node p99 | ClickHouse p50 | ClickHouse p99 | node ÷ ClickHouse (p50, p99) | node answer | ClickHouse answer |")
+	for _, s := range r.Servers {
+		fmt.Fprintf(w, "loaded %s (%s, pid %d, CPU %s): %d events in %.1f s (%.0f/s), %d MiB on disk", s.Name, s.Version, s.Pid, s.CPUs, s.Load.Events, s.Load.Seconds, s.Load.EventsPerSecond, s.DiskBytes>>20)
+		if s.Late > 0 {
+			fmt.Fprintf(w, ", %d of them past its late window (folded all the same)", s.Late)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.Servers) == 0 {
+		return
+	}
+	first := r.Servers[0].Name
+	if r.RepsDone < r.Reps {
+		fmt.Fprintf(w, "only %d of the %d repetitions ran (-reps-budget)\n", r.RepsDone, r.Reps)
+	}
+	fmt.Fprintf(w, "\n| query | server | timed answers | p50 | p99 | max | p50, p99 ÷ %s | first answer (checked) |\n", first)
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, q := range r.Queries {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.4f, %.4f | %s | %s |\n", q.Name,
-			harness.FormatMicros(q.NodeP50Micros), harness.FormatMicros(q.NodeP99Micros),
-			harness.FormatMicros(q.ClickHouseP50Micros), harness.FormatMicros(q.ClickHouseP99Micros),
-			q.P50Ratio, q.P99Ratio, q.NodeCheck, q.ClickHouseCheck)
+		for _, s := range q.Sides {
+			answered := fmt.Sprint(s.Answered)
+			if s.Skipped != "" {
+				answered += " (then " + s.Skipped + ")"
+			}
+			p99 := harness.FormatMicros(s.P99Micros)
+			if s.Answered > 0 && s.Answered < minReps {
+				p99 += " (the largest)"
+			}
+			ratio := "-"
+			if s.P50Ratio > 0 {
+				ratio = fmt.Sprintf("%.3f, %.3f", s.P50Ratio, s.P99Ratio)
+			}
+			check := s.Check.String()
+			if s.FirstMicros > 0 {
+				check += " in " + harness.FormatMicros(s.FirstMicros)
+			} else {
+				check = "none"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", q.Name, s.Server, answered,
+				harness.FormatMicros(s.P50Micros), p99, harness.FormatMicros(s.MaxMicros), ratio, check)
+		}
 	}
 	r.Core.print(w)
 	for _, q := range r.Queries {
-		if !q.NodeCheck.OK() {
-			fmt.Fprintf(w, "WARNING: the node's answer to %q is incomplete (%s): its latency is not comparable\n", q.Name, q.NodeCheck)
+		for _, s := range q.Sides {
+			if !s.Check.OK() && s.FirstMicros > 0 {
+				fmt.Fprintf(w, "WARNING: the answer of %s to %q is incomplete (%s): its latency is not comparable\n", s.Server, q.Name, s.Check)
+			}
 		}
-	}
-	if r.NodeLate > 0 {
-		fmt.Fprintf(w, "%d of the events were older than the node's late window when they arrived (a backfill); they are folded into the rollups all the same\n", r.NodeLate)
 	}
 }
