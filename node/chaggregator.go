@@ -86,11 +86,12 @@ func (n *Node) openClickHouse() error {
 		limits:  newCHLimits(n.metrics), done: make(chan struct{}),
 		m: chMetrics{clicksTakenBack: n.metrics.GetOrCreateCounter("waymark_clickhouse_webhook_clicks_taken_back_total")}}
 	ch.handler = rollup.StoreHandler(rollup.StoreHandlerConfig{
-		Token:   n.internalToken,
-		Store:   ch.store,
-		Ready:   ch.readyErr,
-		Logger:  n.log.With("component", "clickhouse"),
-		Metrics: n.metrics,
+		Token:      n.internalToken,
+		Store:      ch.store,
+		StoreBatch: ch.storeBatch,
+		Ready:      ch.readyErr,
+		Logger:     n.log.With("component", "clickhouse"),
+		Metrics:    n.metrics,
 	})
 	n.metrics.GetOrCreateGauge("waymark_clickhouse_reachable", func() float64 {
 		if ch.migrated.Load() && ch.reachable.Load() {
@@ -213,6 +214,21 @@ func (ch *chAggregator) readyErr() error {
 // unacknowledged.
 func (ch *chAggregator) store(ctx context.Context, raw []byte) (rollup.StoreVerdict, error) {
 	_, err := ch.storeWithClicks(ctx, raw)
+	return storeVerdict(err)
+}
+
+// storeBatch is store for a whole shipped batch, with one insert.
+func (ch *chAggregator) storeBatch(ctx context.Context, raws [][]byte) ([]rollup.StoreVerdict, []error) {
+	_, errs := ch.storeBatchWithClicks(ctx, raws)
+	verdicts := make([]rollup.StoreVerdict, len(raws))
+	for i, err := range errs {
+		verdicts[i], errs[i] = storeVerdict(err)
+	}
+	return verdicts, errs
+}
+
+// storeVerdict is the receiver's verdict on a StoreSegment error.
+func storeVerdict(err error) (rollup.StoreVerdict, error) {
 	switch {
 	case err == nil:
 		return rollup.StoreAcked, nil

@@ -72,44 +72,88 @@ func segmentClickCodes(raw []byte) []string {
 // link.clicked outbox (decoded only when some owner has a webhook) and
 // its clicked links to the click-limit check.
 func (ch *chAggregator) storeWithClicks(ctx context.Context, raw []byte) (clickhouse.StoreResult, error) {
-	n := ch.n
-	var clicks []*ingest.Event
-	var queued [][]byte
-	hooks := false
-	if n.clicks != nil {
-		var err error
-		if hooks, err = n.store.AnyWebhooks(); err != nil {
-			return clickhouse.StoreResult{}, fmt.Errorf("cannot read webhooks: %w", err)
-		}
-	}
-	if hooks {
-		if clicks = segmentClicks(raw); len(clicks) > 0 {
-			recorded, err := ch.backend.SegmentRecorded(ctx, raw)
-			if err != nil {
-				return clickhouse.StoreResult{}, err
-			}
-			if !recorded {
-				if queued, err = n.queueClickKeys(clicks); err != nil {
-					return clickhouse.StoreResult{}, fmt.Errorf("cannot hand clicks to the webhook outbox: %w", err)
-				}
-			}
-		}
+	pre, err := ch.beforeStore(ctx, raw)
+	if err != nil {
+		return clickhouse.StoreResult{}, err
 	}
 	res, err := ch.backend.StoreSegment(ctx, raw)
-	takeBack := len(queued) > 0 && (err == nil && res.Outcome == clickhouse.Duplicate || isRefusal(err))
+	ch.afterStore(raw, pre, res, err)
+	return res, err
+}
+
+// storeBatchWithClicks is storeWithClicks for a shipped batch, stored
+// with one insert (clickhouse.Backend.StoreSegments).
+func (ch *chAggregator) storeBatchWithClicks(ctx context.Context, raws [][]byte) ([]clickhouse.StoreResult, []error) {
+	pres := make([]clickPrep, len(raws))
+	var todo [][]byte
+	var at []int
+	out, errs := make([]clickhouse.StoreResult, len(raws)), make([]error, len(raws))
+	for i, raw := range raws {
+		if pres[i], errs[i] = ch.beforeStore(ctx, raw); errs[i] == nil {
+			todo, at = append(todo, raw), append(at, i)
+		}
+	}
+	res, rerrs := ch.backend.StoreSegments(ctx, todo)
+	for k, i := range at {
+		out[i], errs[i] = res[k], rerrs[k]
+		ch.afterStore(raws[i], pres[i], res[k], rerrs[k])
+	}
+	return out, errs
+}
+
+// clickPrep is what beforeStore did for one segment.
+type clickPrep struct {
+	hooks  bool
+	clicks []*ingest.Event
+	queued [][]byte // outbox keys written
+}
+
+// beforeStore queues a segment's clicks for link.clicked when some owner
+// has a webhook and ClickHouse has not recorded the segment yet.
+func (ch *chAggregator) beforeStore(ctx context.Context, raw []byte) (clickPrep, error) {
+	n := ch.n
+	var p clickPrep
+	if n.clicks != nil {
+		var err error
+		if p.hooks, err = n.store.AnyWebhooks(); err != nil {
+			return p, fmt.Errorf("cannot read webhooks: %w", err)
+		}
+	}
+	if !p.hooks {
+		return p, nil
+	}
+	if p.clicks = segmentClicks(raw); len(p.clicks) > 0 {
+		recorded, err := ch.backend.SegmentRecorded(ctx, raw)
+		if err != nil {
+			return p, err
+		}
+		if !recorded {
+			if p.queued, err = n.queueClickKeys(p.clicks); err != nil {
+				return p, fmt.Errorf("cannot hand clicks to the webhook outbox: %w", err)
+			}
+		}
+	}
+	return p, nil
+}
+
+// afterStore takes back the queued clicks of a segment stored before (or
+// refused), and notes its clicked links for the click-limit check.
+func (ch *chAggregator) afterStore(raw []byte, p clickPrep, res clickhouse.StoreResult, err error) {
+	n := ch.n
+	takeBack := len(p.queued) > 0 && (err == nil && res.Outcome == clickhouse.Duplicate || isRefusal(err))
 	if takeBack {
-		if rerr := n.clicks.remove(queued); rerr != nil {
+		if rerr := n.clicks.remove(p.queued); rerr != nil {
 			n.log.Warn("cannot take back the clicks of a segment stored before; they may be delivered twice", "err", rerr)
 		} else {
-			ch.m.clicksTakenBack.Add(len(queued))
+			ch.m.clicksTakenBack.Add(len(p.queued))
 		}
 	}
 	if err != nil {
-		return res, err
+		return
 	}
-	if hooks {
-		codes := make([]string, 0, len(clicks))
-		for _, c := range clicks {
+	if p.hooks {
+		codes := make([]string, 0, len(p.clicks))
+		for _, c := range p.clicks {
 			if !c.Bot() {
 				codes = append(codes, c.Code)
 			}
@@ -118,5 +162,4 @@ func (ch *chAggregator) storeWithClicks(ctx context.Context, raw []byte) (clickh
 	} else {
 		ch.limits.note(segmentClickCodes(raw))
 	}
-	return res, err
 }

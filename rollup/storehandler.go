@@ -39,6 +39,11 @@ type StoreHandlerConfig struct {
 	// time, in batch order; the first error stops the batch (the store
 	// is unreachable: the rest would fail too).
 	Store func(ctx context.Context, raw []byte) (StoreVerdict, error)
+	// StoreBatch, when set, is used instead of Store: it stores a whole
+	// batch's segments at once (one insert for all), answering a verdict
+	// or an error for each; a segment with an error is not acknowledged,
+	// the others are as their verdicts say.
+	StoreBatch func(ctx context.Context, raws [][]byte) ([]StoreVerdict, []error)
 	// Ready, when set and answering an error, refuses batches with 503
 	// before reading them (the store is not migrated or not reachable).
 	Ready   func() error
@@ -95,6 +100,13 @@ type storeHandlerMetrics struct {
 	lag *metrics.Histogram
 }
 
+// pendingSegment is a batch's segment waiting for its verdict.
+type pendingSegment struct {
+	ref     ingest.SegmentRef
+	created time.Time
+	data    []byte
+}
+
 type storeHandler struct {
 	cfg StoreHandlerConfig
 	m   storeHandlerMetrics
@@ -119,12 +131,7 @@ func (h *storeHandler) serve(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	type pending struct {
-		ref     ingest.SegmentRef
-		created time.Time
-		data    []byte
-	}
-	var segs []pending
+	var segs []pendingSegment
 	var rejected []ingest.SegmentRejection
 	body := ctx.PostBody()
 	err := ingest.ReadBatch(body, string(ctx.Request.Header.ContentEncoding()), h.cfg.MaxBatchBytes, func(bs ingest.BatchSegment) error {
@@ -138,7 +145,7 @@ func (h *storeHandler) serve(ctx *fasthttp.RequestCtx) {
 			h.cfg.Logger.Warn("rejected damaged segment", "node", bs.Ref.Node, "seq", bs.Ref.Seq, "part", bs.Ref.Part, "err", err)
 			return nil
 		}
-		segs = append(segs, pending{ref: bs.Ref, created: hd.Created, data: bs.Data})
+		segs = append(segs, pendingSegment{ref: bs.Ref, created: hd.Created, data: bs.Data})
 		return nil
 	})
 	if err != nil {
@@ -151,15 +158,19 @@ func (h *storeHandler) serve(ctx *fasthttp.RequestCtx) {
 	sctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
 	defer cancel()
 	ack := ingest.ShipAck{Acked: []ingest.SegmentRef{}, Rejected: rejected}
+	verdicts, errs := h.store(sctx, segs)
 	var storeErr error
+	left := 0
 	for i, s := range segs {
-		verdict, err := h.cfg.Store(sctx, s.data)
-		if err != nil {
-			storeErr = err
-			h.m.unacknowledged.Add(len(segs) - i)
-			break
+		if i >= len(verdicts) || errs[i] != nil {
+			if i < len(errs) && errs[i] != nil {
+				storeErr = errs[i]
+			}
+			left++
+			h.m.unacknowledged.Inc()
+			continue
 		}
-		switch verdict {
+		switch verdicts[i] {
 		case StoreAcked:
 			h.m.acked.Inc()
 			h.m.lag.UpdateDuration(s.created)
@@ -171,11 +182,11 @@ func (h *storeHandler) serve(ctx *fasthttp.RequestCtx) {
 			h.m.conflict.Inc()
 			ack.Rejected = append(ack.Rejected, ingest.SegmentRejection{SegmentRef: s.ref, Reason: ingest.RejectConflict})
 		default:
-			panic(fmt.Sprintf("BUG: store verdict %d", verdict))
+			panic(fmt.Sprintf("BUG: store verdict %d", verdicts[i]))
 		}
 	}
 	if storeErr != nil {
-		h.cfg.Logger.Error("cannot store segments", "stored", len(ack.Acked), "left", len(segs)-len(ack.Acked), "err", storeErr)
+		h.cfg.Logger.Error("cannot store segments", "stored", len(ack.Acked), "left", left, "err", storeErr)
 		if len(ack.Acked) == 0 && len(ack.Rejected) == 0 {
 			h.m.batchesFailed.Inc()
 			ctx.Error("cannot store segments\n", fasthttp.StatusServiceUnavailable)
@@ -191,6 +202,28 @@ func (h *storeHandler) serve(ctx *fasthttp.RequestCtx) {
 	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(out)
+}
+
+// store runs the batch through StoreBatch, or Store one segment at a
+// time until the first error (the store is unreachable: the rest would
+// fail too, and stay unanswered: not acknowledged).
+func (h *storeHandler) store(ctx context.Context, segs []pendingSegment) ([]StoreVerdict, []error) {
+	if h.cfg.StoreBatch != nil {
+		raws := make([][]byte, len(segs))
+		for i := range segs {
+			raws[i] = segs[i].data
+		}
+		return h.cfg.StoreBatch(ctx, raws)
+	}
+	verdicts, errs := make([]StoreVerdict, 0, len(segs)), make([]error, 0, len(segs))
+	for _, s := range segs {
+		v, err := h.cfg.Store(ctx, s.data)
+		verdicts, errs = append(verdicts, v), append(errs, err)
+		if err != nil {
+			break
+		}
+	}
+	return verdicts, errs
 }
 
 // bearerMatches checks "Bearer <token>" in constant time.

@@ -98,6 +98,23 @@ func (b *Backend) StoreSegment(ctx context.Context, raw []byte) (StoreResult, er
 	return b.c.storeSegmentMarking(ctx, raw, &lateMarker{before: before, mark: b.markLate})
 }
 
+// StoreSegments stores a shipped batch's segments (storebatch.go): one
+// identity lookup, one events insert and one identity insert for all the
+// segments not stored before; out[i] and errs[i] are StoreSegment's
+// answers for raws[i].
+func (b *Backend) StoreSegments(ctx context.Context, raws [][]byte) ([]StoreResult, []error) {
+	if err := b.enter(); err != nil {
+		errs := make([]error, len(raws))
+		for i := range errs {
+			errs[i] = err
+		}
+		return make([]StoreResult, len(raws)), errs
+	}
+	defer b.leave()
+	before := b.cfg.Now().Add(-b.cfg.Lateness / 2).UnixMilli()
+	return b.c.storeBatch(ctx, raws, &lateMarker{before: before, mark: b.markLate})
+}
+
 // Close makes every later call fail with query.ErrClosed; it does not
 // close the client.
 func (b *Backend) Close() error {
