@@ -404,7 +404,7 @@ func (p *Pipeline) drainQueue(limit int) int {
 		}
 		p.writeAll(group[:n])
 		clear(group[:n])
-		if i/yieldEvery != (i+n)/yieldEvery {
+		if i/yieldEvery != (i+n)/yieldEvery && p.queue.Len() < p.queue.cap()/4 {
 			runtime.Gosched()
 		}
 		i += n
@@ -417,7 +417,10 @@ func (p *Pipeline) drainQueue(limit int) int {
 // 1, and Go preempts a goroutine only after 10 ms: a writer that drains
 // a long queue in one go (after a slow fsync, or at a burst's start)
 // would hold every redirect back that long. 256 events take about 150
-// µs; a yield costs about as much as one event.
+// µs; a yield costs about as much as one event. A writer that has fallen
+// behind (the queue a quarter full) does not yield: a dropped click is
+// worse than a late redirect, and serving goroutines that never block
+// (a benchmark's loop) would otherwise fill the queue between its turns.
 const yieldEvery = 256
 
 // writeAll writes events, writeGroup at a time: prepared together, then
