@@ -42,14 +42,8 @@ const (
 	// busyStale: figures older than this say nothing about now.
 	busyStale     = time.Second
 	busyHoldCheck = 100 * time.Millisecond // how often a hold looks again
-	// busyQuietSamples below busyMinRate in a row end a hold: a second.
-	// A drain that starts in a lull cannot stop in the middle of a round
-	// (at least one sealed segment, up to 8 MiB: about a second of
-	// folding), so a lull shorter than that must not start one; with
-	// 300 ms, the pause between two bursts (a load generator's warm-up
-	// and its measured run) started a drain that the next burst then
-	// shared its core with for its first second or two.
-	busyQuietSamples = 10
+	// busyQuietSamples below busyMinRate in a row end a hold.
+	busyQuietSamples = 3
 )
 
 type busyGate struct {
