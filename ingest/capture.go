@@ -31,6 +31,7 @@ type pending struct {
 	ruled   bool             // the click's link has redirect rules; rule says which it followed
 	rule    uint8            // Event.Rule
 	ip      netip.Addr
+	uaHash  uint64 // ua's hash for the enricher's cache, set by the writer's prepare
 
 	ev Event
 }

@@ -47,7 +47,11 @@ func (e *enricher) close() {
 
 // userAgent classifies a user agent, from the cache when it can.
 func (e *enricher) userAgent(ua []byte) uaInfo {
-	h := e.cache.hash(ua)
+	return e.userAgentHashed(ua, e.cache.hash(ua))
+}
+
+// userAgentHashed is userAgent for a ua whose cache hash h is known.
+func (e *enricher) userAgentHashed(ua []byte, h uint64) uaInfo {
 	if info, ok := e.cache.get(h); ok {
 		return info
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -284,6 +285,7 @@ func (s *shipper) round() (more bool, err error) {
 		if err != nil {
 			return false, err
 		}
+		runtime.Gosched() // a segment's check takes up to a few ms (see encodeS2)
 		if !ok {
 			continue // damaged: set aside
 		}
@@ -426,6 +428,9 @@ func (s *shipper) reidentify(sg sealedSegment, b BatchSegment) error {
 	return nil
 }
 
+// readStep is how much of a segment file one read(2) asks for.
+const readStep = 1 << 20
+
 // readSegment reads a segment file into the arena. The slice it returns
 // stays valid until the next round.
 func (s *shipper) readSegment(path string) ([]byte, error) {
@@ -440,9 +445,17 @@ func (s *shipper) readSegment(path string) ([]byte, error) {
 	}
 	start := len(s.arena)
 	s.arena = slices.Grow(s.arena, int(info.Size()))[:start+int(info.Size())]
-	if _, err := io.ReadFull(f, s.arena[start:]); err != nil {
-		s.arena = s.arena[:start]
-		return nil, err
+	// In steps of 1 MiB: a read(2) of a whole 8 MiB segment holds the
+	// processor for milliseconds on an edge with GOMAXPROCS 1 (see
+	// encodeS2).
+	for off := start; off < len(s.arena); {
+		end := min(off+readStep, len(s.arena))
+		if _, err := io.ReadFull(f, s.arena[off:end]); err != nil {
+			s.arena = s.arena[:start]
+			return nil, err
+		}
+		off = end
+		runtime.Gosched()
 	}
 	return s.arena[start:len(s.arena):len(s.arena)], nil
 }
@@ -604,14 +617,23 @@ func (s *shipper) post(url string, batch []BatchSegment) (ShipAck, error) {
 // gets its own allocation of the compressed size, since the HTTP
 // transport may still read it after an error.
 func (s *shipper) encodeS2() ([]byte, error) {
+	const s2BlockSize = 1 << 20 // the Writer's default block size
 	s.s2out.Reset()
 	if s.s2w == nil {
 		s.s2w = s2.NewWriter(&s.s2out, s2.WriterConcurrency(1))
 	} else {
 		s.s2w.Reset(&s.s2out)
 	}
-	if err := s.s2w.EncodeBuffer(s.raw); err != nil {
-		return nil, fmt.Errorf("cannot compress batch: %w", err)
+	// A block at a time, letting the redirects that share the CPU run in
+	// between: a batch of 4 to 8 MiB takes some 10 ms to compress, and
+	// Go would preempt the shipper only after 10 ms (see yieldEvery).
+	for raw := s.raw; len(raw) > 0; {
+		blk := raw[:min(len(raw), s2BlockSize)]
+		raw = raw[len(blk):]
+		if err := s.s2w.EncodeBuffer(blk); err != nil {
+			return nil, fmt.Errorf("cannot compress batch: %w", err)
+		}
+		runtime.Gosched()
 	}
 	if err := s.s2w.Close(); err != nil {
 		return nil, fmt.Errorf("cannot compress batch: %w", err)

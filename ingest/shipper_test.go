@@ -263,3 +263,38 @@ func TestShipperQuarantinesDamagedSegment(t *testing.T) {
 		t.Errorf("got %d corrupt segments; want 1", p2.m.corruptSegments.Get())
 	}
 }
+
+// TestShipperLargeSegmentInSteps ships one segment bigger than both the
+// shipper's read step and s2's block size, so it is read in several
+// read(2) calls and compressed in several blocks with the processor given
+// up in between; the aggregator must get every record, in one segment
+// whose own check passes.
+func TestShipperLargeSegmentInSteps(t *testing.T) {
+	agg := newFakeAggregator(t, "ack")
+	p := openTestPipeline(t, func(c *Config) {
+		c.AggregatorURL = agg.srv.URL
+		c.ShipToken = "s3cret"
+		c.SegmentMaxBytes = 64 << 20      // sealed by age, after all clicks are in
+		c.SegmentMaxAge = 3 * time.Second // capturing takes well under that
+		c.ShipBatchMaxBytes = 64 << 20
+	})
+	const clicks = 30_000
+	ctx := clickCtx("http://wm.example/c?utm_source=a-long-enough-source&utm_campaign=and-a-campaign-name", "203.0.113.7",
+		map[string]string{"Referer": "https://news.example.com/story"})
+	for i := range clicks {
+		p.CaptureClick(ctx, []byte("c"))
+		if i%4096 == 4095 {
+			waitFor(t, "queue drained", func() bool { return p.QueueLen() == 0 })
+		}
+	}
+	waitFor(t, "every click shipped", func() bool { return p.PendingBytes() == 0 && agg.events() == clicks })
+	agg.mu.Lock()
+	defer agg.mu.Unlock()
+	largest := 0
+	for ref := range agg.stored {
+		largest = max(largest, len(agg.records[ref]))
+	}
+	if largest <= max(readStep, 1<<20) {
+		t.Fatalf("largest segment: %d bytes of records; want more than one read step and one s2 block (%d)", largest, max(readStep, 1<<20))
+	}
+}
