@@ -38,6 +38,9 @@ type ServerInfo struct {
 	Pid     int         `json:"pid"`
 	CPUs    string      `json:"cpus"`
 	Load    LoadFigures `json:"load"`
+	// MaterializeSeconds: a ClickHouse-backed node, from the load's end
+	// until its closed hours were written as rows (waitMaterialized).
+	MaterializeSeconds float64 `json:"materialize_seconds,omitempty"`
 	// Late: events older than the embedded store's late window on
 	// arrival (folded all the same).
 	Late uint64 `json:"late,omitempty"`

@@ -117,6 +117,17 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return fmt.Errorf("cannot load the servers (-load-timeout %v): %w", cfg.LoadTimeout, err)
 	}
 	for _, s := range servers {
+		if s.backend != backendClickHouse {
+			continue
+		}
+		took, err := waitMaterialized(ctx, s, cfg.LoadTimeout, out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s: closed hours materialized %.1f s after the load\n", s.name, took.Seconds())
+		s.info.MaterializeSeconds = took.Seconds()
+	}
+	for _, s := range servers {
 		if s.node != nil {
 			s.info.DiskBytes = harness.DirSize(s.node.DataDir)
 		} else {
