@@ -14,22 +14,40 @@ import "fmt"
 // decode, is an error wrapping ErrCorruptSegment; in the second case fn
 // may have been called before.
 func ReadSegmentClicks(b []byte, fn func(ev *Event) error) error {
+	var ev Event
+	return eachClickRecord(b, 2, func(payload []byte) error {
+		if err := decodeEvent(payload, &ev, false); err != nil {
+			return badClickRecord{err}
+		}
+		return fn(&ev)
+	})
+}
+
+// badClickRecord is a click record that does not decode; eachClickRecord
+// names the segment and the record and wraps it as ErrCorruptSegment.
+type badClickRecord struct{ err error }
+
+func (e badClickRecord) Error() string { return e.err.Error() }
+
+// eachClickRecord checks b's framing (verifySealed), then calls fn with
+// the payload of each click record of at least minLen bytes, in record
+// order. fn answers badClickRecord for a record that does not decode.
+func eachClickRecord(b []byte, minLen int, fn func(payload []byte) error) error {
 	h, records, err := verifySealed(b)
 	if err != nil {
 		return err
 	}
 	_, off, _ := parseSegmentHeader(b)
-	var ev Event
 	for i := range records {
 		payload, size, _ := nextRecord(b[off:])
 		off += size
-		if isTally(payload) || len(payload) < 2 || Kind(payload[1]) != KindClick {
+		if isTally(payload) || len(payload) < minLen || Kind(payload[1]) != KindClick {
 			continue
 		}
-		if err := decodeEvent(payload, &ev, false); err != nil {
-			return fmt.Errorf("cannot read segment %d of %q: %w: record %d: %w", h.Seq, h.NodeID, ErrCorruptSegment, i, err)
-		}
-		if err := fn(&ev); err != nil {
+		if err := fn(payload); err != nil {
+			if bad, ok := err.(badClickRecord); ok {
+				return fmt.Errorf("cannot read segment %d of %q: %w: record %d: %w", h.Seq, h.NodeID, ErrCorruptSegment, i, bad.err)
+			}
 			return err
 		}
 	}
@@ -43,32 +61,16 @@ func ReadSegmentClicks(b []byte, fn func(ev *Event) error) error {
 // checked first, as in ReadSegmentClicks; the rest of each record is
 // not. code aliases b.
 func ReadSegmentClickCodes(b []byte, fn func(code []byte, flags uint8) error) error {
-	h, records, err := verifySealed(b)
-	if err != nil {
-		return err
-	}
-	_, off, _ := parseSegmentHeader(b)
 	var ev Event
-	for i := range records {
-		payload, size, _ := nextRecord(b[off:])
-		off += size
-		if isTally(payload) || len(payload) < 3 || Kind(payload[1]) != KindClick {
-			continue
-		}
+	return eachClickRecord(b, 3, func(payload []byte) error {
 		if v := payload[0]; v >= eventVersion3 && v <= eventVersion5 {
 			if code, _, ok := peekCodeSite(payload); ok {
-				if err := fn(code, payload[2]); err != nil {
-					return err
-				}
-				continue
+				return fn(code, payload[2])
 			}
 		}
 		if err := decodeEvent(payload, &ev, false); err != nil {
-			return fmt.Errorf("cannot read segment %d of %q: %w: record %d: %w", h.Seq, h.NodeID, ErrCorruptSegment, i, err)
+			return badClickRecord{err}
 		}
-		if err := fn([]byte(ev.Code), ev.Flags); err != nil {
-			return err
-		}
-	}
-	return nil
+		return fn([]byte(ev.Code), ev.Flags)
+	})
 }

@@ -43,32 +43,8 @@ const maxLinkRowHours = 24 * 100
 // linkUnits reads the markers of the link hours before hi (ms), the
 // highest version of each.
 func (c *Client) linkUnits(ctx context.Context, hi int64) (map[int64]unitState, []int64, error) {
-	res, err := c.Query(ctx, "SELECT toUInt32(hour), version, state FROM link_units WHERE hour < toDateTime("+
-		Uint(uint64(max(hi, 0)/1000))+") ORDER BY hour")
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot read the link hours: %w", err)
-	}
-	m := make(map[int64]unitState, len(res.Data))
-	var hours []int64
-	for _, raw := range res.Data {
-		row := rawRow(raw)
-		sec, err1 := row[0].int()
-		v, err2 := row[1].uint()
-		st, err3 := row[2].int()
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, nil, fmt.Errorf("cannot read the link hours: %w", err)
-		}
-		h := sec / 3600
-		if old, ok := m[h]; ok {
-			if old.version >= v {
-				continue
-			}
-		} else {
-			hours = append(hours, h)
-		}
-		m[h] = unitState{v, st == 1}
-	}
-	return m, hours, nil
+	return c.unitMarkers(ctx, "SELECT toUInt32(hour), version, state FROM link_units WHERE hour < toDateTime("+
+		Uint(uint64(max(hi, 0)/1000))+") ORDER BY hour", "the link hours")
 }
 
 // insertLinkUnits writes the markers of the link hours [h0, h1).

@@ -41,12 +41,18 @@ type unitState struct {
 
 // siteUnits reads the markers of a site's units before hi (ms), by hour.
 func (c *Client) siteUnits(ctx context.Context, site string, hi int64) (map[int64]unitState, []int64, error) {
-	// Without FINAL (one thread on 18.16): the highest version of each
-	// unit is picked here.
-	res, err := c.Query(ctx, "SELECT toUInt32(unit), version, state FROM site_units WHERE site = "+String(site)+
-		" AND unit < toDateTime("+Uint(uint64(max(hi, 0)/1000))+") ORDER BY unit")
+	return c.unitMarkers(ctx, "SELECT toUInt32(unit), version, state FROM site_units WHERE site = "+String(site)+
+		" AND unit < toDateTime("+Uint(uint64(max(hi, 0)/1000))+") ORDER BY unit", fmt.Sprintf("the site units of %q", site))
+}
+
+// unitMarkers runs a query of (hour start in seconds, version, state)
+// rows in hour order and keeps the highest version of each hour: read
+// without FINAL (one thread on 18.16), so the versions are picked here.
+// It returns the markers by hour and the hours in order.
+func (c *Client) unitMarkers(ctx context.Context, sql, what string) (map[int64]unitState, []int64, error) {
+	res, err := c.Query(ctx, sql)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot read the site units of %q: %w", site, err)
+		return nil, nil, fmt.Errorf("cannot read %s: %w", what, err)
 	}
 	m := make(map[int64]unitState, len(res.Data))
 	hours := make([]int64, 0, len(res.Data))
@@ -56,7 +62,7 @@ func (c *Client) siteUnits(ctx context.Context, site string, hi int64) (map[int6
 		v, err2 := row[1].uint()
 		st, err3 := row[2].int()
 		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, nil, fmt.Errorf("cannot read the site units of %q: %w", site, err)
+			return nil, nil, fmt.Errorf("cannot read %s: %w", what, err)
 		}
 		h := sec / 3600
 		if old, ok := m[h]; ok {
