@@ -41,6 +41,7 @@ type ServerInfo struct {
 	// MaterializeSeconds: a ClickHouse-backed node, from the load's end
 	// until its closed hours were written as rows (waitMaterialized).
 	MaterializeSeconds float64 `json:"materialize_seconds,omitempty"`
+	MaterializeStuck   string  `json:"materialize_stuck,omitempty"`
 	// Late: events older than the embedded store's late window on
 	// arrival (folded all the same).
 	Late uint64 `json:"late,omitempty"`
