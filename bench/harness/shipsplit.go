@@ -58,21 +58,8 @@ func ShipEventsSplit(ctx context.Context, s *SegmentShipper, targets []ShipTarge
 	go func() {
 		defer close(rounds)
 		for done := false; !done; {
-			segs := make([][]ingest.Event, 0, segmentsPerBatch)
-			for len(segs) < segmentsPerBatch && !done {
-				seg := make([]ingest.Event, 0, segmentEvents)
-				var ev ingest.Event
-				for len(seg) < segmentEvents {
-					if !src.Next(&ev) {
-						done = true
-						break
-					}
-					seg = append(seg, ev)
-				}
-				if len(seg) > 0 {
-					segs = append(segs, seg)
-				}
-			}
+			var segs [][]ingest.Event
+			segs, done = nextSegments(src, segmentEvents, segmentsPerBatch)
 			if len(segs) == 0 {
 				return
 			}

@@ -83,6 +83,28 @@ func pipeline[T any](ctx context.Context, produce func() (T, bool), consume func
 	return last.Sub(start), stall, n, nil
 }
 
+// nextSegments takes up to segmentsPerBatch segments of segmentEvents
+// events from src (the last may be shorter), and reports whether src ran
+// out.
+func nextSegments(src EventSource, segmentEvents, segmentsPerBatch int) (segs [][]ingest.Event, done bool) {
+	segs = make([][]ingest.Event, 0, segmentsPerBatch)
+	for len(segs) < segmentsPerBatch && !done {
+		seg := make([]ingest.Event, 0, segmentEvents)
+		var ev ingest.Event
+		for len(seg) < segmentEvents {
+			if !src.Next(&ev) {
+				done = true
+				break
+			}
+			seg = append(seg, ev)
+		}
+		if len(seg) > 0 {
+			segs = append(segs, seg)
+		}
+	}
+	return segs, done
+}
+
 // ShipEvents sends src to an aggregator through s: segments of
 // segmentEvents events, segmentsPerBatch of them per request, one request
 // at a time as an edge's shipper does, the next batch encoded while the
@@ -95,21 +117,8 @@ func ShipEvents(ctx context.Context, s *SegmentShipper, src EventSource, segment
 		if done {
 			return nil, false
 		}
-		segs := make([][]ingest.Event, 0, segmentsPerBatch)
-		for len(segs) < segmentsPerBatch && !done {
-			seg := make([]ingest.Event, 0, segmentEvents)
-			var ev ingest.Event
-			for len(seg) < segmentEvents {
-				if !src.Next(&ev) {
-					done = true
-					break
-				}
-				seg = append(seg, ev)
-			}
-			if len(seg) > 0 {
-				segs = append(segs, seg)
-			}
-		}
+		var segs [][]ingest.Event
+		segs, done = nextSegments(src, segmentEvents, segmentsPerBatch)
 		if len(segs) == 0 {
 			return nil, false
 		}
