@@ -61,13 +61,29 @@ func (m *pipelineMetrics) drop(reason string) { m.dropped[reason].Inc() }
 // it to notice a stalled shipper.
 func (p *Pipeline) OldestPendingAge() time.Duration {
 	oldest := p.oldestSealedMs.Load()
-	if open := p.openCreatedMs.Load(); open != 0 && (oldest == 0 || open < oldest) {
-		oldest = open
+	for _, ms := range [...]int64{p.sealingMs.Load(), p.openCreatedMs.Load()} {
+		if ms != 0 && (oldest == 0 || ms < oldest) {
+			oldest = ms
+		}
 	}
 	if oldest == 0 {
 		return 0
 	}
 	return max(p.now().Sub(time.UnixMilli(oldest)), 0)
+}
+
+// noteSealed counts a segment just sealed in the oldest-pending gauge at
+// once: a shipper backing off from an unreachable aggregator may not list
+// the folder again for minutes, and until then the gauge would read 0
+// while the segment waits.
+func (p *Pipeline) noteSealed(created time.Time) {
+	ms := created.UnixMilli()
+	for {
+		cur := p.oldestSealedMs.Load()
+		if (cur != 0 && cur <= ms) || p.oldestSealedMs.CompareAndSwap(cur, ms) {
+			return
+		}
+	}
 }
 
 // PendingBytes is the size of the segments on disk not yet acknowledged.

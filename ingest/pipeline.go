@@ -162,6 +162,7 @@ type Pipeline struct {
 	pendingBytes   atomic.Int64
 	oldestSealedMs atomic.Int64 // created time of the oldest sealed segment, 0 if none
 	openCreatedMs  atomic.Int64 // created time of the open segment, 0 if none
+	sealingMs      atomic.Int64 // created time of the oldest segment being sealed, 0 if none
 
 	countryKey []byte // CountryHeader in fasthttp's canonical form; nil: use Peek
 
@@ -228,21 +229,22 @@ func newPipeline(cfg Config) (*Pipeline, error) {
 	p.seg = &segmentWriter{
 		dir: cfg.Dir, nodeID: cfg.NodeID,
 		maxBytes: cfg.SegmentMaxBytes, maxAge: cfg.SegmentMaxAge, capBytes: cfg.MaxPendingBytes,
-		now: cfg.Now, log: p.log, pending: &p.pendingBytes,
+		now: cfg.Now, log: p.log, pending: &p.pendingBytes, sealing: &p.sealingMs,
 	}
 	if err := p.seg.recoverDir(); err != nil {
 		enrich.close()
 		return nil, fmt.Errorf("cannot open ingest pipeline: %w", err)
 	}
 	p.ship = newShipper(p)
-	p.seg.onSeal = func(seq uint64, records int, whole bool) {
+	p.seg.onSeal = func(seq uint64, records int, whole bool, created time.Time) {
 		if whole {
 			p.ship.writtenHere(seq)
 		}
+		p.noteSealed(created)
 		p.ship.wake()
 	}
 	p.seg.syncer = &segmentSyncer{
-		dir: cfg.Dir, interval: cfg.SyncInterval, log: p.log, pending: &p.pendingBytes,
+		dir: cfg.Dir, interval: cfg.SyncInterval, log: p.log, pending: &p.pendingBytes, sealing: &p.sealingMs,
 		onSeal: p.seg.onSeal, errors: cfg.Metrics.GetOrCreateCounter("waymark_ingest_sync_errors_total"),
 	}
 	return p, nil
@@ -493,7 +495,7 @@ func (p *Pipeline) writePrepared(pe *pending) {
 
 // noteOpenSegment keeps the open segment's creation time current for
 // OldestPendingAge. A segment handed to the syncer for sealing is in
-// neither gauge until it is renamed (the time of one fsync).
+// sealingMs until it is renamed and counted as sealed.
 func (p *Pipeline) noteOpenSegment() {
 	var created int64
 	if p.seg.f != nil {

@@ -74,9 +74,13 @@ type segmentWriter struct {
 	scratch        []byte
 
 	pending *atomic.Int64 // bytes on disk not yet acknowledged by the aggregator
+	// sealing holds the created time of the oldest segment handed to the
+	// syncer and not yet renamed (0 if none), so the oldest-pending gauge
+	// does not read 0 during its fsync.
+	sealing *atomic.Int64
 	// onSeal tells the shipper a segment is ready; whole means this
 	// process wrote it from header to footer (not cut after a write error).
-	onSeal func(seq uint64, n int, whole bool)
+	onSeal func(seq uint64, n int, whole bool, created time.Time)
 	// syncer, when set, does every fsync and seal off this goroutine (see
 	// syncer.go); without one (tests) they happen inline.
 	syncer *segmentSyncer
@@ -247,7 +251,8 @@ func (w *segmentWriter) seal() error {
 		f := w.f
 		w.f = nil
 		w.syncer.open.Store(nil)
-		w.syncer.jobs <- syncJob{f: f, seq: w.seq, records: w.records}
+		w.sealing.CompareAndSwap(0, w.created.UnixMilli())
+		w.syncer.jobs <- syncJob{f: f, seq: w.seq, records: w.records, created: w.created}
 		return nil
 	}
 	if err := w.sync(); err != nil {
@@ -263,7 +268,7 @@ func (w *segmentWriter) seal() error {
 		return err
 	}
 	if w.onSeal != nil {
-		w.onSeal(seq, n, true)
+		w.onSeal(seq, n, true, w.created)
 	}
 	return nil
 }
@@ -282,7 +287,8 @@ func (w *segmentWriter) abandon() int {
 	w.f = nil
 	if w.syncer != nil {
 		w.syncer.open.Store(nil)
-		w.syncer.jobs <- syncJob{f: f, seq: w.seq, records: w.writtenRecords, abandoned: true, cut: w.written}
+		w.sealing.CompareAndSwap(0, w.created.UnixMilli())
+		w.syncer.jobs <- syncJob{f: f, seq: w.seq, records: w.writtenRecords, created: w.created, abandoned: true, cut: w.written}
 		return dropped
 	}
 	err := f.Truncate(w.written)
@@ -299,7 +305,7 @@ func (w *segmentWriter) abandon() int {
 		if err := sealFile(path, w.dir, w.seq); err != nil {
 			w.log.Error("cannot seal segment after write error", "seq", w.seq, "err", err)
 		} else if w.onSeal != nil {
-			w.onSeal(w.seq, w.writtenRecords, false)
+			w.onSeal(w.seq, w.writtenRecords, false, w.created)
 		}
 	default:
 		// Leave it as <seq>.open: the next Open applies the torn-tail rule.

@@ -246,11 +246,12 @@ func (s *shipper) listSealed() ([]sealedSegment, error) {
 // itself failed (the caller backs off); a 200 answer is never an error,
 // whatever it acknowledged.
 func (s *shipper) round() (more bool, err error) {
+	seen := s.p.oldestSealedMs.Load() // before listing: a seal after it is not lost
 	segs, err := s.listSealed()
 	if err != nil {
 		return false, err
 	}
-	s.noteOldest(segs)
+	s.noteOldest(seen, segs)
 	s.forgetDeferred(segs)
 	url := s.url
 	if s.p.cfg.Aggregators != nil {
@@ -547,14 +548,17 @@ func (s *shipper) nextDue(ceiling time.Duration) time.Duration {
 	return ceiling
 }
 
-// noteOldest keeps the oldest-pending gauge current.
-func (s *shipper) noteOldest(segs []sealedSegment) {
+// noteOldest keeps the oldest-pending gauge current from a listing. seen
+// is the gauge read before the listing; a segment sealed since then has
+// moved the gauge (noteSealed), and that value stays until the next
+// listing, which will see its file.
+func (s *shipper) noteOldest(seen int64, segs []sealedSegment) {
 	if len(segs) == 0 {
-		s.p.oldestSealedMs.Store(0)
+		s.p.oldestSealedMs.CompareAndSwap(seen, 0)
 		s.oldestSeq = 0
 		return
 	}
-	if segs[0].seq == s.oldestSeq && s.p.oldestSealedMs.Load() != 0 {
+	if segs[0].seq == s.oldestSeq && seen != 0 {
 		return
 	}
 	f, err := os.Open(segs[0].path)
@@ -564,8 +568,7 @@ func (s *shipper) noteOldest(segs []sealedSegment) {
 	defer f.Close()
 	buf := make([]byte, maxHeaderLen)
 	n, _ := io.ReadFull(f, buf)
-	if h, _, err := parseSegmentHeader(buf[:n]); err == nil {
-		s.p.oldestSealedMs.Store(h.Created.UnixMilli())
+	if h, _, err := parseSegmentHeader(buf[:n]); err == nil && s.p.oldestSealedMs.CompareAndSwap(seen, h.Created.UnixMilli()) {
 		s.oldestSeq = segs[0].seq
 	}
 }

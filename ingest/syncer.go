@@ -31,7 +31,8 @@ type segmentSyncer struct {
 	interval time.Duration
 	log      *slog.Logger
 	pending  *atomic.Int64
-	onSeal   func(seq uint64, n int, whole bool)
+	sealing  *atomic.Int64 // see segmentWriter.sealing; cleared once a job is done
+	onSeal   func(seq uint64, n int, whole bool, created time.Time)
 	// syncFile is (*os.File).Sync; tests slow it down.
 	syncFile func(*os.File) error
 	errors   *metrics.Counter
@@ -47,6 +48,7 @@ type syncJob struct {
 	f       *os.File
 	seq     uint64
 	records int
+	created time.Time // the segment's header time, for the oldest-pending gauge
 	// abandoned: a write failed; cut the file to cut bytes and seal the
 	// records before it (none: leave it for the torn-tail rule).
 	abandoned bool
@@ -107,6 +109,7 @@ func (s *segmentSyncer) syncOpen() {
 
 // finish makes a handed-over segment durable and seals it.
 func (s *segmentSyncer) finish(j syncJob) {
+	defer s.sealing.CompareAndSwap(j.created.UnixMilli(), 0) // after onSeal counted it as sealed
 	path := filepath.Join(s.dir, segmentName(j.seq, openSuffix))
 	if j.abandoned {
 		err := j.f.Truncate(j.cut)
@@ -142,6 +145,6 @@ func (s *segmentSyncer) finish(j syncJob) {
 		return
 	}
 	if s.onSeal != nil {
-		s.onSeal(j.seq, j.records, !j.abandoned)
+		s.onSeal(j.seq, j.records, !j.abandoned, j.created)
 	}
 }

@@ -93,3 +93,53 @@ func TestSyncerGroupCommit(t *testing.T) {
 		t.Errorf("got %d sealed segments; want the group commit not to seal", len(sealed))
 	}
 }
+
+// TestOldestPendingDuringSeal holds the seal's fsync: while the sealed
+// segment is neither open nor renamed, the oldest-pending gauge still
+// counts it (it read 0 there, and /readyz missed a stalled shipper).
+func TestOldestPendingDuringSeal(t *testing.T) {
+	clock := newFakeClock()
+	p, err := newPipeline(Config{
+		Dir: t.TempDir(), NodeID: "node-a", Region: "eu", Now: clock.Now,
+		SyncInterval: 5 * time.Millisecond, SegmentMaxAge: time.Minute,
+		Logger: testLogger(t), Metrics: metrics.NewSet(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hold atomic.Bool
+	release := make(chan struct{})
+	p.seg.syncer.syncFile = func(f *os.File) error {
+		if hold.Load() {
+			<-release
+		}
+		return f.Sync()
+	}
+	p.start()
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+		_ = p.Close(context.Background())
+	})
+
+	p.CaptureClick(clickCtx("http://wm.example/c", "203.0.113.7", nil), []byte("c"))
+	waitFor(t, "the event to be written", func() bool { return p.m.written.Get() == 1 })
+	hold.Store(true)
+	clock.Advance(time.Minute)
+	waitFor(t, "the writer to hand the segment to the syncer", func() bool { return p.openCreatedMs.Load() == 0 })
+	if len(sealedFiles(t, p.cfg.Dir)) != 0 {
+		t.Fatal("the segment was renamed before its fsync")
+	}
+	if age := p.OldestPendingAge(); age != time.Minute {
+		t.Errorf("during the seal's fsync: oldest pending age %v; want 1m", age)
+	}
+	close(release)
+	released = true
+	waitFor(t, "the segment to be sealed", func() bool { return len(sealedFiles(t, p.cfg.Dir)) == 1 })
+	clock.Advance(time.Second)
+	if age := p.OldestPendingAge(); age != time.Minute+time.Second {
+		t.Errorf("after the seal: oldest pending age %v; want 1m1s", age)
+	}
+}
