@@ -1,0 +1,69 @@
+package clickhouse
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/waymark/waymark/ingest"
+)
+
+// A batch's late events mark their sites' units dirty with one INSERT,
+// the units markLate marks. Hand-worked: now is day 20 00:00, so every
+// unit up to day 20 23:00 can be clean; s1's late events span day 2
+// 10:00 to 11:30, so day 1 10:00 (a day before) to day 3 00:00 (01:00
+// after its last day): 14 + 24 + 1 = 39 units; s2's one event at day 5
+// 06:15 gives day 4 06:00 to day 6 00:00: 18 + 24 + 1 = 43.
+func TestLateMarksOfABatchInOneInsert(t *testing.T) {
+	c := newClient(t, sharedServer(t))
+	ctx := testCtx(t)
+	b := newTestBackend(t, c, dec1.AddDate(0, 0, 20))
+	seg1 := segment("e1", 1, []ingest.Event{pageview("s1", "/", at(2, 10, 0, 0, 0), 1, 0), pageview("s2", "/", at(5, 6, 15, 0, 0), 2, 0)})
+	seg2 := segment("e1", 2, []ingest.Event{pageview("s1", "/a", at(2, 11, 30, 0, 0), 1, 0)})
+	reqs := c.m.requests.Get()
+	out, errs := b.StoreSegments(ctx, [][]byte{seg1, seg2})
+	for i := range out {
+		if errs[i] != nil || out[i].Outcome != Stored {
+			t.Fatalf("segment %d: %+v, %v; want stored", i, out[i], errs[i])
+		}
+	}
+	if got := c.m.requests.Get() - reqs; got != 4 {
+		t.Errorf("a batch with late events of two sites took %d requests; want 4 (lookup, events, units, identities)", got)
+	}
+	want := []string{
+		fmt.Sprintf("s1 39 %d %d", at(1, 10, 0, 0, 0)/1000, at(3, 0, 0, 0, 0)/1000),
+		fmt.Sprintf("s2 43 %d %d", at(4, 6, 0, 0, 0)/1000, at(6, 0, 0, 0, 0)/1000),
+	}
+	if got := dirtyUnits(t, c); strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("dirty units (site count first last): %q; want %q", got, want)
+	}
+
+	// markLate, the materializer's own marker, marks the same units.
+	c2 := newClient(t, sharedServer(t))
+	b2 := newTestBackend(t, c2, dec1.AddDate(0, 0, 20))
+	spans := map[string]lateSpan{"s1": {at(2, 10, 0, 0, 0), at(2, 11, 30, 0, 0)}, "s2": {at(5, 6, 15, 0, 0), at(5, 6, 15, 0, 0)}}
+	if err := b2.markLate(ctx, spans, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirtyUnits(t, c2); strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("markLate's dirty units: %q; want %q", got, want)
+	}
+}
+
+func dirtyUnits(t *testing.T, c *Client) []string {
+	t.Helper()
+	r, err := c.Query(testCtx(t), "SELECT site, count(), min(toUInt32(unit)), max(toUInt32(unit)) FROM site_units FINAL WHERE state = 0 GROUP BY site ORDER BY site")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, raw := range r.Data {
+		row := rawRow(raw)
+		site, _ := row[0].str()
+		n, _ := row[1].uint()
+		first, _ := row[2].uint()
+		last, _ := row[3].uint()
+		out = append(out, fmt.Sprintf("%s %d %d %d", site, n, first, last))
+	}
+	return out
+}
