@@ -3,13 +3,11 @@ package clickhouse_test
 import (
 	"context"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/internal/chserver"
-	"github.com/waymark/waymark/rollup"
 	"github.com/waymark/waymark/rollup/clickhouse"
 	"github.com/waymark/waymark/rollup/query"
 )
@@ -38,24 +36,7 @@ func BenchmarkLinkQueries(b *testing.B) {
 			VisitorHash: rng.Uint64N(300_000)*0x9E3779B97F4A7C15 + 1, Country: countries[rng.IntN(len(countries))], Node: "e1"})
 	}
 	slicesSortByTime(evs)
-	var segs [][]byte
-	for i, seq := 0, uint64(1); i < len(evs); i, seq = i+50_000, seq+1 {
-		part := evs[i:min(i+50_000, len(evs))]
-		segs = append(segs, ingest.BuildSegment(ingest.SegmentRef{Node: "e1", Inc: 1, Seq: seq}, time.UnixMilli(part[0].Time), part))
-	}
-	emb := feedEmbeddedWith(b, segs, rollup.Config{Now: benchNow, LateWindow: 40 * 24 * time.Hour})
-	srv := chserver.StartT(b)
-	ch := newBackend(b, srv, "linkbench", benchNow)
-	storeAll(b, ch, segs)
-	ctx := context.Background()
-	if err := ch.Client().Exec(ctx, "OPTIMIZE TABLE events FINAL"); err != nil {
-		b.Fatal(err)
-	}
-	t0 := time.Now()
-	if _, err := ch.MaterializeOnce(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("%d clicks; materialized in %s", len(evs), time.Since(t0).Round(time.Millisecond))
+	emb, ch := loadBenchWorld(b, evs, 50_000, "linkbench")
 	cfg := clickhouse.BackendConfig{Now: benchNow}
 	raw := clickhouse.NewBackend(ch.Client(), clickhouse.BackendConfig{Now: benchNow, NoRows: true})
 	cold := coldBackend{func() query.Backend { return clickhouse.NewBackend(ch.Client(), cfg) }}
@@ -82,18 +63,7 @@ func BenchmarkLinkQueries(b *testing.B) {
 		} {
 			b.Run(be.name+"/"+q.name, func(b *testing.B) {
 				b.ReportAllocs()
-				took := make([]time.Duration, 0, b.N)
-				for range b.N {
-					x := be.b()
-					t0 := time.Now()
-					if err := q.run(x); err != nil {
-						b.Fatal(err)
-					}
-					took = append(took, time.Since(t0))
-				}
-				slices.Sort(took)
-				b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(took[(len(took)*99)/100].Microseconds())/1000, "p99-ms")
+				reportPercentiles(b, func() error { return q.run(be.b()) })
 			})
 		}
 	}
