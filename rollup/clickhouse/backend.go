@@ -40,6 +40,9 @@ type BackendConfig struct {
 	NoRows bool
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// LinkRowCacheBytes bounds the cache of decoded link rows of clean
+	// hours (linkcache.go). Zero means DefaultLinkRowCacheBytes.
+	LinkRowCacheBytes int
 }
 
 // Backend answers every question of query.Backend from ClickHouse, and
@@ -47,6 +50,8 @@ type BackendConfig struct {
 type Backend struct {
 	c   *Client
 	cfg BackendConfig
+
+	links *linkRowCache
 
 	mu     sync.RWMutex
 	closed bool
@@ -75,7 +80,10 @@ func NewBackend(c *Client, cfg BackendConfig) *Backend {
 	if cfg.Lateness <= 0 {
 		cfg.Lateness = DefaultLateness
 	}
-	return &Backend{c: c, cfg: cfg}
+	if cfg.LinkRowCacheBytes <= 0 {
+		cfg.LinkRowCacheBytes = DefaultLinkRowCacheBytes
+	}
+	return &Backend{c: c, cfg: cfg, links: newLinkRowCache(cfg.LinkRowCacheBytes, c.m.linkCache)}
 }
 
 // Client is the backend's ClickHouse client.

@@ -5,19 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// Link rows (migration 5; DESIGN.md, "Link rows"): a link's clicks are
-// counted by their own time, with no visits, so a closed hour is simply
-// its clicks grouped, written by INSERT ... SELECT on the server for every
-// link at once. An hour is ready when now >= its end + Lateness. A
-// question reads the rows of the clean hours from its start up to the
-// first hour that is not (its horizon) and the raw clicks after it, in one
-// statement: visitors are uniqCombined over the hours' distinct ids and
-// the open part's, the same estimate as the raw path's.
+// Link rows (migrations 5 and 7; DESIGN.md, "Link rows"): a link's
+// clicks are counted by their own time, with no visits, so a closed hour
+// is simply its clicks grouped, for every link at once, each group's
+// visitors encoded as a visitor set (linkwrite.go, linkset.go). An hour
+// is ready when now >= its end + Lateness. A question reads the rows of
+// the clean hours from its start up to the first hour that is not (its
+// horizon), from the cache of decoded rows or ClickHouse, and the raw
+// clicks after it, and merges the visitor sets in process (linkread.go).
 
 // linkDimTuples is the ARRAY JOIN that writes each click under the whole
 // link ("") and under every breakdown dimension.
@@ -104,7 +103,7 @@ func (b *Backend) materializeLinks(ctx context.Context, from, to int64, force bo
 	done := 0
 	for len(todo) > 0 {
 		n := 1
-		for n < len(todo) && n < 7*24 && todo[n] == todo[n-1]+1 {
+		for n < len(todo) && n < 24 && todo[n] == todo[n-1]+1 {
 			n++
 		}
 		var floor uint64
@@ -113,11 +112,7 @@ func (b *Backend) materializeLinks(ctx context.Context, from, to int64, force bo
 		}
 		version := max(uint64(time.Now().Add(-versionMargin).UnixNano()), floor+1)
 		h0, h1 := todo[0], todo[0]+int64(n)
-		ins := "INSERT INTO link_rows SELECT code, tupleElement(dv, 1) AS d, tupleElement(dv, 2) AS v, toStartOfHour(time) AS hr, toUInt64(" +
-			Uint(version) + "), countIf(" + notBot + "), countIf(" + isBot + "), groupUniqArrayIf(visitor, " + notBot +
-			") FROM events FINAL ARRAY JOIN " + linkDimTuples() + " AS dv WHERE " + linkWhereAny + " AND " +
-			timeIn(h0*msPerHour, h1*msPerHour) + " GROUP BY code, d, v, hr"
-		if err := b.c.Exec(ctx, ins); err != nil {
+		if err := b.writeLinkRows(ctx, h0, h1, version); err != nil {
 			return done, fmt.Errorf("cannot store the link rows from %s: %w", time.UnixMilli(h0*msPerHour).UTC(), err)
 		}
 		if err := b.c.insertLinkUnits(ctx, h0, h1, version, 1); err != nil {
@@ -132,8 +127,9 @@ func (b *Backend) materializeLinks(ctx context.Context, from, to int64, force bo
 
 // linkPlan is a link question's horizon and the clean hours before it.
 type linkPlan struct {
-	h     int64  // ms: clicks at or after it come from raw events
-	hours string // SQL: a row of a clean hour before h, of its version
+	h        int64    // ms: clicks at or after it come from raw events
+	start    int64    // the first clean hour (hours since the epoch)
+	versions []uint64 // of the hours start, start+1, ... before h
 }
 
 // linkPlan finds the first hour from lo (ms, a whole hour) that is not
@@ -155,62 +151,16 @@ func (b *Backend) linkPlan(ctx context.Context, lo, hi int64) (*linkPlan, error)
 		h = hours[0]
 	}
 	start := h
-	var vs strings.Builder
+	var vs []uint64
 	for end := hourOf(hi - 1); h <= end; h++ {
 		st, ok := units[h]
 		if !ok || !st.clean {
 			break
 		}
-		if vs.Len() > 0 {
-			vs.WriteString(", ")
-		}
-		vs.WriteString(Uint(st.version))
+		vs = append(vs, st.version)
 	}
 	if h == start {
 		return nil, nil
 	}
-	return &linkPlan{h: h * msPerHour, hours: fmt.Sprintf(
-		"hour >= toDateTime(%d) AND hour < toDateTime(%d) AND version = arrayElement([%s], intDiv(toUInt32(hour) - %d, 3600) + 1)",
-		start*3600, h*3600, vs.String(), start*3600)}, nil
-}
-
-// linkStatsSQL is LinkStats' statement over link rows and the raw clicks
-// after the horizon: per bucket (1-based, mapped hour by hour), clicks,
-// bot clicks and visitors, WITH TOTALS. transform, not arrayCount with a
-// lambda: 18.16 loses the lambda's column inside a UNION ALL.
-func linkStatsSQL(p *linkPlan, code string, starts []int64, end int64) string {
-	var hs, ix strings.Builder
-	k := 0
-	for h := starts[0] / msPerHour; h < end/msPerHour; h++ {
-		for k+1 < len(starts) && starts[k+1]/msPerHour <= h {
-			k++
-		}
-		if hs.Len() > 0 {
-			hs.WriteString(", ")
-			ix.WriteString(", ")
-		}
-		hs.WriteString(strconv.FormatInt(h*3600, 10))
-		ix.WriteString(strconv.Itoa(k + 1))
-	}
-	sql := "SELECT transform(ts, [" + hs.String() + "], [" + ix.String() + "], 0) AS bk, sum(c), sum(bt), uniqCombinedArray(ids) FROM (" +
-		"SELECT toUInt32(hour) AS ts, clicks AS c, bots AS bt, visitors AS ids FROM link_rows WHERE code = " + String(code) +
-		" AND dim = '' AND " + p.hours
-	if p.h < end {
-		sql += " UNION ALL SELECT toUInt32(toStartOfHour(time)) AS ts, countIf(" + notBot + ") AS c, countIf(" + isBot +
-			") AS bt, groupUniqArrayIf(visitor, " + notBot + ") AS ids FROM events FINAL WHERE " + linkWhere(code) +
-			" AND " + timeIn(p.h, end) + " GROUP BY ts"
-	}
-	return sql + ") GROUP BY bk WITH TOTALS"
-}
-
-// linkBreakdownSQL is LinkBreakdown's statement over link rows and the
-// raw clicks after the horizon: per value, non-bot clicks and visitors.
-func linkBreakdownSQL(p *linkPlan, code, dim, col string, lo, hi int64) string {
-	sql := "SELECT v, sum(c), uniqCombinedArray(ids) FROM (SELECT value AS v, clicks AS c, visitors AS ids FROM link_rows WHERE code = " +
-		String(code) + " AND dim = " + String(dim) + " AND " + p.hours
-	if p.h < hi {
-		sql += " UNION ALL SELECT " + col + " AS v, count() AS c, groupUniqArray(visitor) AS ids FROM events FINAL WHERE " +
-			linkWhere(code) + " AND " + notBot + " AND " + timeIn(p.h, hi) + " GROUP BY v"
-	}
-	return sql + ") GROUP BY v HAVING sum(c) > 0"
+	return &linkPlan{h: h * msPerHour, start: start, versions: vs}, nil
 }

@@ -105,10 +105,15 @@ func (b *Backend) LinkStats(code string, r query.Range, g query.Granularity) (*q
 	}
 	if p != nil {
 		b.c.m.linkFast.Inc()
-		sql = linkStatsSQL(p, code, starts, end)
-	} else {
-		b.c.m.linkRaw.Inc()
+		if err := b.linkStatsFromRows(ctx, p, code, starts, end, out); err != nil {
+			return nil, err
+		}
+		if out.DroppedEvents, err = b.dropped(ctx, ingest.ScopeLink, code, r); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
+	b.c.m.linkRaw.Inc()
 	res, err := b.c.Query(ctx, sql)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read link stats: %w", err)
@@ -180,15 +185,21 @@ func (b *Backend) LinkBreakdown(code, dimension string, r query.Range, limit int
 	if err != nil {
 		return nil, err
 	}
+	var res *Result
 	if p != nil {
 		b.c.m.linkFast.Inc()
-		sql = linkBreakdownSQL(p, code, dimension, col, lo, hi)
+		if out.Results, err = b.linkBreakdownFromRows(ctx, p, code, dimension, col, hi); err != nil {
+			return nil, err
+		}
+		for _, x := range out.Results {
+			out.Total += x.Clicks
+		}
+		res = &Result{}
 	} else {
 		b.c.m.linkRaw.Inc()
-	}
-	res, err := b.c.Query(ctx, sql)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read link breakdown: %w", err)
+		if res, err = b.c.Query(ctx, sql); err != nil {
+			return nil, fmt.Errorf("cannot read link breakdown: %w", err)
+		}
 	}
 	for _, raw := range res.Data {
 		row := rawRow(raw)

@@ -40,6 +40,7 @@ type clientMetrics struct {
 	linkHoursMaterialized *metrics.Counter
 	linkFast              *metrics.Counter
 	linkRaw               *metrics.Counter
+	linkCache             linkCacheMetrics // linkcache.go
 }
 
 func newClientMetrics(s *metrics.Set) *clientMetrics {
@@ -74,6 +75,7 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		linkHoursMaterialized: s.GetOrCreateCounter(p + "link_hours_materialized_total"),
 		linkFast:              s.GetOrCreateCounter(p + `link_questions_total{path="rows"}`),
 		linkRaw:               s.GetOrCreateCounter(p + `link_questions_total{path="raw"}`),
+		linkCache:             newLinkCacheMetrics(s, p),
 	}
 	s.GetOrCreateGauge(p+"site_units_pending", func() float64 { return float64(m.unitsPending.Load()) })
 	return m

@@ -87,26 +87,7 @@ func slicesSortByTime(evs []ingest.Event) {
 
 func setupBenchWorld(b *testing.B) (*rollup.Aggregator, *clickhouse.Backend, *clickhouse.Backend) {
 	chserver.Require(b)
-	evs := benchEvents()
-	var segs [][]byte
-	for i, seq := 0, uint64(1); i < len(evs); i, seq = i+20_000, seq+1 {
-		part := evs[i:min(i+20_000, len(evs))]
-		segs = append(segs, ingest.BuildSegment(ingest.SegmentRef{Node: "e1", Inc: 1, Seq: seq}, time.UnixMilli(part[0].Time), part))
-	}
-	emb := feedEmbeddedWith(b, segs, rollup.Config{Now: benchNow, LateWindow: 40 * 24 * time.Hour})
-	srv := chserver.StartT(b)
-	ch := newBackend(b, srv, "bench", benchNow)
-	storeAll(b, ch, segs)
-	// Merged, as a day's parts are some time after it ends.
-	if err := ch.Client().Exec(context.Background(), "OPTIMIZE TABLE events FINAL"); err != nil {
-		b.Fatal(err)
-	}
-	t0 := time.Now()
-	units, err := ch.MaterializeOnce(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("%d events in %d segments; %d site units materialized in %s", len(evs), len(segs), units, time.Since(t0).Round(time.Millisecond))
+	emb, ch := loadBenchWorld(b, benchEvents(), 20_000, "bench")
 	raw := clickhouse.NewBackend(ch.Client(), clickhouse.BackendConfig{Now: benchNow, NoRows: true})
 	return emb, ch, raw
 }
@@ -137,18 +118,48 @@ func BenchmarkQueries(b *testing.B) {
 			}},
 		} {
 			b.Run(be.name+"/"+q.name, func(b *testing.B) {
-				took := make([]time.Duration, 0, b.N)
-				for range b.N {
-					t0 := time.Now()
-					if err := q.run(be.b); err != nil {
-						b.Fatal(err)
-					}
-					took = append(took, time.Since(t0))
-				}
-				slices.Sort(took)
-				b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(took[(len(took)*99)/100].Microseconds())/1000, "p99-ms")
+				reportPercentiles(b, func() error { return q.run(be.b) })
 			})
 		}
 	}
+}
+
+// loadBenchWorld cuts evs into segments of size events, stores them in
+// an embedded store and in a fresh ClickHouse database db (merged, as a
+// day's parts are some time after it ends) and materializes its rows.
+func loadBenchWorld(b *testing.B, evs []ingest.Event, size int, db string) (*rollup.Aggregator, *clickhouse.Backend) {
+	var segs [][]byte
+	for i, seq := 0, uint64(1); i < len(evs); i, seq = i+size, seq+1 {
+		part := evs[i:min(i+size, len(evs))]
+		segs = append(segs, ingest.BuildSegment(ingest.SegmentRef{Node: "e1", Inc: 1, Seq: seq}, time.UnixMilli(part[0].Time), part))
+	}
+	emb := feedEmbeddedWith(b, segs, rollup.Config{Now: benchNow, LateWindow: 40 * 24 * time.Hour})
+	srv := chserver.StartT(b)
+	ch := newBackend(b, srv, db, benchNow)
+	storeAll(b, ch, segs)
+	if err := ch.Client().Exec(context.Background(), "OPTIMIZE TABLE events FINAL"); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	units, err := ch.MaterializeOnce(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d events in %d segments; %d units and link hours materialized in %s", len(evs), len(segs), units, time.Since(t0).Round(time.Millisecond))
+	return emb, ch
+}
+
+// reportPercentiles times run b.N times and reports its p50 and p99.
+func reportPercentiles(b *testing.B, run func() error) {
+	took := make([]time.Duration, 0, b.N)
+	for range b.N {
+		t0 := time.Now()
+		if err := run(); err != nil {
+			b.Fatal(err)
+		}
+		took = append(took, time.Since(t0))
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[(len(took)*99)/100].Microseconds())/1000, "p99-ms")
 }
