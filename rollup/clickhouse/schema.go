@@ -116,6 +116,7 @@ ORDER BY (code, day)`,
 	}},
 	migration4,
 	migration5,
+	migration6,
 }
 
 // migrationsTable records every applied migration (version once; a
