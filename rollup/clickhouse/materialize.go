@@ -30,8 +30,14 @@ const DefaultLateness = 5 * time.Minute
 // half of it, after the run began loading, still wins.
 const versionMargin = 10 * time.Second
 
-// maxRunHours is how many units one load reads at most.
+// maxRunHours is how many units one load reads at most: a run stays in
+// one UTC day, read from its midnight.
 const maxRunHours = 24
+
+// unitClean is the state of a clean site unit (0: dirty). Its rows are
+// the visits that closed in it (migration 6; 1 was the state of rows
+// keyed by the hour a visit started).
+const unitClean = 2
 
 // unitState is a unit's marker.
 type unitState struct {
@@ -41,7 +47,10 @@ type unitState struct {
 
 // siteUnits reads the markers of a site's units before hi (ms), by hour.
 func (c *Client) siteUnits(ctx context.Context, site string, hi int64) (map[int64]unitState, []int64, error) {
-	return c.unitMarkers(ctx, "SELECT toUInt32(unit), version, state FROM site_units WHERE site = "+String(site)+
+	// Only markers of state unitClean count as clean: a 1 is a unit of
+	// the rows before migration 6 (a visit in the unit where it started),
+	// which are counted otherwise and are written again.
+	return c.unitMarkers(ctx, "SELECT toUInt32(unit), version, toUInt8(state = "+Uint(unitClean)+") FROM site_units WHERE site = "+String(site)+
 		" AND unit < toDateTime("+Uint(uint64(max(hi, 0)/1000))+") ORDER BY unit", fmt.Sprintf("the site units of %q", site))
 }
 
@@ -191,6 +200,7 @@ func (b *Backend) materializeSite(ctx context.Context, site string, first, ready
 	if err != nil {
 		return 0, 0, err
 	}
+	siteFirst := first
 	if len(hours) > 0 && hours[0] < first {
 		first = hours[0] // dirty marks before the oldest event: cleaned, empty
 	}
@@ -209,7 +219,7 @@ func (b *Backend) materializeSite(ctx context.Context, site string, first, ready
 	due = len(todo)
 	for len(todo) > 0 {
 		n := 1
-		for n < len(todo) && n < maxRunHours && todo[n] == todo[n-1]+1 {
+		for n < len(todo) && n < maxRunHours && todo[n] == todo[n-1]+1 && todo[n]%24 != 0 {
 			n++
 		}
 		// The run's version beats the dirty marks it saw before loading:
@@ -218,59 +228,60 @@ func (b *Backend) materializeSite(ctx context.Context, site string, first, ready
 		for _, h := range todo[:n] {
 			floor = max(floor, units[h].version)
 		}
-		wrote, err := b.materializeRun(ctx, site, todo[0], todo[0]+int64(n), floor)
-		done += wrote
+		// The visits open at the run's midnight: written by the run of the
+		// hour before it (this pass's, if it was not clean), or none
+		// before the site's first event.
+		day := floorDiv(todo[0], 24) * 24
+		var seedVersion uint64
+		if day > siteFirst {
+			st := units[day-1]
+			if !st.clean {
+				return done, due, fmt.Errorf("cannot materialize site %q from %s: %w", site, time.UnixMilli(todo[0]*msPerHour).UTC(), errStateMissing)
+			}
+			seedVersion = st.version
+		}
+		version, err := b.materializeRun(ctx, site, todo[0], todo[0]+int64(n), floor, seedVersion)
 		if err != nil {
 			return done, due, err
 		}
-		if wrote < n {
-			return done, due, nil // a visit still open: the later units wait too
+		done += n
+		for _, h := range todo[:n] {
+			units[h] = unitState{version, true}
 		}
 		todo = todo[n:]
 	}
 	return done, due, nil
 }
 
-// materializeRun writes the units [u0, u1) of site that are finished (in
-// order, up to the first that is not), and returns how many.
-func (b *Backend) materializeRun(ctx context.Context, site string, u0, u1 int64, floor uint64) (int, error) {
+// materializeRun writes the units [u0, u1) of site, all in one UTC day:
+// the visits that closed in each, read from the day's midnight with the
+// visits carried into it (seedVersion's, carried.go), and, when u1 is a
+// midnight, the visits still open there. It returns the run's version.
+func (b *Backend) materializeRun(ctx context.Context, site string, u0, u1 int64, floor, seedVersion uint64) (uint64, error) {
 	version := max(uint64(time.Now().Add(-versionMargin).UnixNano()), floor+1)
-	d, err := b.siteWindow(ctx, site, u0*msPerHour, u1*msPerHour, allCols)
-	if errors.Is(err, query.ErrUnsupportedQuery) && u1-u0 > 1 {
-		// Too many events for one load: an hour at a time.
-		n, err := b.materializeRun(ctx, site, u0, u0+1, floor)
-		if err != nil || n == 0 {
-			return n, err
-		}
-		m, err := b.materializeRun(ctx, site, u0+1, u1, floor)
-		return n + m, err
-	}
-	if err != nil {
+	day := floorDiv(u0, 24) * 24
+	fail := func(err error) (uint64, error) {
 		return 0, fmt.Errorf("cannot materialize site %q from %s: %w", site, time.UnixMilli(u0*msPerHour).UTC(), err)
 	}
-	byVisit := make([][]int32, len(d.visits))
-	for k, vi := range d.of {
-		if vi >= 0 {
-			byVisit[vi] = append(byVisit[vi], int32(k))
-		}
+	seed, err := b.c.loadCarried(ctx, site, day, seedVersion)
+	if err != nil {
+		return fail(err)
 	}
-	idle := b.cfg.Now().Add(-b.cfg.Lateness).UnixMilli() - visitGapMS
+	evs, err := b.c.loadSiteEvents(ctx, site, day*msPerHour, u1*msPerHour, b.cfg.MaxEvents, allCols)
+	if errors.Is(err, errTooManyEvents) {
+		err = fmt.Errorf("%w: %v", query.ErrUnsupportedQuery, err)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	d := sessionizeFrom(seed, evs)
+	byVisit := d.eventsByVisit()
 	rows := make([]unitRows, u1-u0)
-	end := u1 // the first unit not finished
 	for vi := range d.visits {
-		v := &d.visits[vi]
-		u := hourOf(v.start)
+		// A visit closes in the hour an event could last join it: every
+		// event of it is before the run's end, and nothing later changes it.
+		u := hourOf(d.visits[vi].alive + visitGapMS)
 		if u < u0 || u >= u1 {
-			continue
-		}
-		if v.alive >= idle {
-			end = min(end, u)
-		}
-	}
-	for vi := range d.visits {
-		v := &d.visits[vi]
-		u := hourOf(v.start)
-		if u < u0 || u >= end {
 			continue
 		}
 		if rows[u-u0] == nil {
@@ -278,10 +289,7 @@ func (b *Backend) materializeRun(ctx context.Context, site string, u0, u1 int64,
 		}
 		d.addVisit(rows[u-u0], int32(vi), byVisit[vi])
 	}
-	if end == u0 {
-		return 0, nil
-	}
-	bots, err := b.botsByHour(ctx, site, u0, end)
+	bots, err := b.botsByHour(ctx, site, u0, u1)
 	if err != nil {
 		return 0, err
 	}
@@ -292,7 +300,7 @@ func (b *Backend) materializeRun(ctx context.Context, site string, u0, u1 int64,
 		rows[h-u0].get(rowKey{"", "", h, h}).c[cBots] += n
 	}
 	var body []byte
-	for i, u := range rows[:end-u0] {
+	for i, u := range rows {
 		for k, r := range u {
 			body = appendSiteRow(body, site, u0+int64(i), version, k, r)
 		}
@@ -302,11 +310,22 @@ func (b *Backend) materializeRun(ctx context.Context, site string, u0, u1 int64,
 			return 0, fmt.Errorf("cannot store the rows of site %q: %w", site, err)
 		}
 	}
-	if err := b.c.insertUnits(ctx, site, u0, end, version, 1); err != nil {
+	if u1%24 == 0 {
+		open := d.openAt(u1 * msPerHour)
+		if len(open) > 0 {
+			body := appendCarriedRows(nil, site, u1, version, open)
+			if err := b.c.Insert(ctx, "INSERT INTO site_open_visits FORMAT RowBinary", bytes.NewReader(body), nil); err != nil {
+				return 0, fmt.Errorf("cannot store the open visits of site %q: %w", site, err)
+			}
+		}
+		b.c.m.visitsCarried.Add(len(open))
+	}
+	// Markers follow rows and carried visits: a run cut short is never read.
+	if err := b.c.insertUnits(ctx, site, u0, u1, version, unitClean); err != nil {
 		return 0, err
 	}
-	b.c.m.unitsMaterialized.Add(int(end - u0))
-	return int(end - u0), nil
+	b.c.m.unitsMaterialized.Add(int(u1 - u0))
+	return version, nil
 }
 
 // botsByHour counts the site's bot events per hour in [h0, h1).
@@ -353,11 +372,11 @@ func (c *Client) insertUnits(ctx context.Context, site string, h0, h1 int64, ver
 type lateSpan struct{ first, last int64 }
 
 // markLate marks dirty every unit a segment's late events may change: a
-// late event joins a visit that began up to a day before (longer visits
-// are cut, as a question's window is), changes the later visits of its
-// visitor that day (returning, merged) and, through the hash of the day
-// before, the first half hour of the next. Only hours that can be clean
-// are marked.
+// late event at t changes only visits an event at t could join or start,
+// all closing at t or later (however long ago they began), the later
+// visits of its visitor (returning, merged), the visits carried past each
+// midnight after t, and the bots of its hour: every ready unit from t's
+// hour on. Only hours that can be clean are marked.
 func (b *Backend) markLate(ctx context.Context, spans map[string]lateSpan, clicks *lateSpan) error {
 	version := uint64(time.Now().UnixNano())
 	if clicks != nil {
@@ -369,12 +388,11 @@ func (b *Backend) markLate(ctx context.Context, spans map[string]lateSpan, click
 	}
 	limit := b.readyBefore() + 1
 	for site, s := range spans {
-		h0 := hourOf(s.first) - 24
-		h1 := min(floorDiv(s.last, 24*msPerHour)*24+25, limit)
-		if err := b.c.insertUnits(ctx, site, h0, h1, version, 0); err != nil {
+		h0 := hourOf(s.first)
+		if err := b.c.insertUnits(ctx, site, h0, limit, version, 0); err != nil {
 			return err
 		}
-		b.c.m.unitsDirtied.Add(int(max(h1-h0, 0)))
+		b.c.m.unitsDirtied.Add(int(max(limit-h0, 0)))
 	}
 	return nil
 }

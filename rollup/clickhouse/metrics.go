@@ -35,6 +35,7 @@ type clientMetrics struct {
 	materializeFailed *metrics.Counter
 	siteFast          *metrics.Counter
 	siteRaw           *metrics.Counter
+	visitsCarried     *metrics.Counter // visits written open at a midnight (carried.go)
 	// Link rows: hours written; link series and breakdowns answered
 	// with rows (the open part from raw events) and from raw events only.
 	linkHoursMaterialized *metrics.Counter
@@ -71,6 +72,7 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		materializeFailed: s.GetOrCreateCounter(p + "materialize_failed_total"),
 		siteFast:          s.GetOrCreateCounter(p + `site_questions_total{path="rows"}`),
 		siteRaw:           s.GetOrCreateCounter(p + `site_questions_total{path="raw"}`),
+		visitsCarried:     s.GetOrCreateCounter(p + "site_visits_carried_total"),
 
 		linkHoursMaterialized: s.GetOrCreateCounter(p + "link_hours_materialized_total"),
 		linkFast:              s.GetOrCreateCounter(p + `link_questions_total{path="rows"}`),

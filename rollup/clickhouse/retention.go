@@ -34,7 +34,7 @@ func (b *Backend) applyRetention(ctx context.Context) ([]uint32, error) {
 	cut := b.cfg.Now().Add(-b.cfg.Retention).UTC()
 	cutDay := uint32(cut.Year()*10000 + int(cut.Month())*100 + cut.Day())
 	var dropped []uint32
-	for _, table := range []string{"events", "drop_tallies", "site_rows", "site_units", "link_rows", "link_units"} {
+	for _, table := range []string{"events", "drop_tallies", "site_rows", "site_units", "site_open_visits", "link_rows", "link_units"} {
 		days, err := b.partitions(ctx, table)
 		if err != nil {
 			return dropped, err

@@ -116,6 +116,7 @@ ORDER BY (code, day)`,
 	}},
 	migration4,
 	migration5,
+	migration6,
 	migration7,
 }
 

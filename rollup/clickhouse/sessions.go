@@ -44,6 +44,8 @@ type siteData struct {
 	evs    []storedEvent // by time, then id
 	of     []int32       // each event's visit, -1 for an engagement without one
 	visits []visit
+	cur    map[uint64]int32  // a hash's latest visit
+	alias  map[uint64]uint64 // a later day's hash -> visit id
 }
 
 // sessionize cuts evs (ordered by time, then id) into visits: an event
@@ -52,10 +54,25 @@ type siteData struct {
 // the visit of its previous day's hash (PrevVisitorHash), and its hash then
 // stays an alias of that visit. Engagement events keep a visit alive but
 // never start one (without one they are dropped).
-func sessionize(evs []storedEvent) *siteData {
-	d := &siteData{evs: evs, of: make([]int32, len(evs))}
-	cur := make(map[uint64]int32)    // a visit id's latest visit
-	alias := make(map[uint64]uint64) // a later day's hash -> visit id
+func sessionize(evs []storedEvent) *siteData { return sessionizeFrom(nil, evs) }
+
+// sessionizeFrom is sessionize of evs after the visits of seed, carried
+// from a midnight before every event of evs (carried.go).
+func sessionizeFrom(seed []carriedVisit, evs []storedEvent) *siteData {
+	all, carried := seeded(seed, evs)
+	evs = all
+	d := &siteData{evs: evs, of: make([]int32, len(evs)), cur: make(map[uint64]int32), alias: make(map[uint64]uint64)}
+	cur, alias := d.cur, d.alias
+	for vi := range seed {
+		v := seed[vi].v
+		v.first = -1
+		d.visits = append(d.visits, v)
+		cur[v.id] = int32(vi)
+		for _, k := range seed[vi].keys {
+			alias[k] = v.id
+			cur[k] = int32(vi)
+		}
+	}
 	find := func(h uint64, t int64) int32 {
 		if a, ok := alias[h]; ok {
 			h = a
@@ -66,6 +83,14 @@ func sessionize(evs []storedEvent) *siteData {
 		return -1
 	}
 	for i := range evs {
+		if carried != nil && carried[i] >= 0 {
+			vi := carried[i]
+			d.of[i] = vi
+			if d.visits[vi].first < 0 {
+				d.visits[vi].first = int32(i)
+			}
+			continue
+		}
 		ev := &evs[i]
 		vi := find(ev.VisitorHash, ev.Time)
 		if vi < 0 && ev.PrevVisitorHash != 0 && ev.PrevVisitorHash != ev.VisitorHash {
@@ -236,8 +261,9 @@ func (d *siteData) rowsBy(lo, hi int64, dim string) map[string]*row {
 	return d.rowsFrom(lo, hi, dim, math.MinInt64)
 }
 
-// rowsFrom is rowsBy over the visits that start at or after from only
-// (the open part of a question answered from site rows).
+// rowsFrom is rowsBy over the visits that an event at or after from
+// could still join only (the open part of a question answered from site
+// rows: those closing at or after its horizon).
 func (d *siteData) rowsFrom(lo, hi int64, dim string, from int64) map[string]*row {
 	out := make(map[string]*row)
 	get := func(k string) *row {
@@ -256,7 +282,7 @@ func (d *siteData) rowsFrom(lo, hi int64, dim string, from int64) map[string]*ro
 	seen := make(map[engKey]bool)     // visits with a page or event value in range
 	for vi := range d.visits {
 		v := &d.visits[vi]
-		if !v.overlaps(lo, hi) || v.start < from {
+		if !v.overlaps(lo, hi) || v.closesBy(from) {
 			continue
 		}
 		key, ok := "", true
@@ -287,7 +313,7 @@ func (d *siteData) rowsFrom(lo, hi int64, dim string, from int64) map[string]*ro
 			continue
 		}
 		ev, v := &d.evs[k], &d.visits[vi]
-		if v.start < from {
+		if v.closesBy(from) {
 			continue
 		}
 		key, ok := "", true

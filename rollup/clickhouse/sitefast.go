@@ -14,16 +14,21 @@ import (
 
 // Site questions from site rows (siterows.go; DESIGN.md, "Site rows"):
 // every metric of [lo, hi) is a sum over visits (visitors a union), so
-// it is split by where a visit started. Visits that started in a clean
-// unit before the horizon H come from the rows; visits that started at H
-// or later from the raw events after H (the window widened back as any
-// question's is, so a visit going on across H is not cut there).
+// it is split by where a visit closed (the hour an event could last join
+// it). Visits that closed in a clean unit before the horizon H come from
+// the rows; visits closing at H or later from the raw events of H's day
+// and the visits carried into that day (carried.go), so a visit going on
+// across H is neither cut there nor read back to its start.
 
 // sitePlan is a question's horizon and the clean units before it.
 type sitePlan struct {
-	h     int64  // ms: visits starting at or after it come from raw events
+	h     int64  // ms: visits closing at or after it come from raw events
 	low   int64  // the first unit (hour) read
 	units string // SQL: a row of a clean unit before h, of its version
+	// The open part is read from the midnight before h, day (an hour),
+	// with the visits carried into it under seedVersion (0: none).
+	day         int64
+	seedVersion uint64
 }
 
 // plan finds the horizon of a question over [lo, hi) (whole hours): the
@@ -36,7 +41,9 @@ func (b *Backend) plan(ctx context.Context, site string, lo, hi int64) (*sitePla
 		return nil, nil
 	}
 	low := hourOf(lo - 7*24*msPerHour - visitGapMS)
-	units, hours, err := b.c.siteUnits(ctx, site, hi)
+	// Every marker, not only those before hi: a visit overlapping the
+	// range may close in any later unit.
+	units, hours, err := b.c.siteUnits(ctx, site, max(hi, b.cfg.Now().UnixMilli()+msPerHour))
 	if err != nil || len(hours) == 0 {
 		return nil, err
 	}
@@ -52,7 +59,7 @@ func (b *Backend) plan(ctx context.Context, site string, lo, hi int64) (*sitePla
 	// older run whose keys vanished, never do).
 	start := h
 	var vs strings.Builder
-	end := hourOf(hi - 1)
+	end := hours[len(hours)-1]
 	for ; h <= end; h++ {
 		st, ok := units[h]
 		if !ok || !st.clean {
@@ -66,7 +73,15 @@ func (b *Backend) plan(ctx context.Context, site string, lo, hi int64) (*sitePla
 	if h*msPerHour <= lo || h == start {
 		return nil, nil
 	}
-	return &sitePlan{h: h * msPerHour, low: low, units: fmt.Sprintf(
+	day := floorDiv(h, 24) * 24
+	var seedVersion uint64
+	if st := units[day-1]; day > hours[0] {
+		if !st.clean {
+			return nil, nil // not reached: every unit from start to h is clean
+		}
+		seedVersion = st.version
+	}
+	return &sitePlan{h: h * msPerHour, low: low, day: day, seedVersion: seedVersion, units: fmt.Sprintf(
 		"unit >= toDateTime(%d) AND unit < toDateTime(%d) AND version = arrayElement([%s], intDiv(toUInt32(unit) - %d, 3600) + 1)",
 		start*3600, h*3600, vs.String(), start*3600)}, nil
 }
@@ -252,7 +267,7 @@ func (b *Backend) fastBuckets(ctx context.Context, p *sitePlan, site string, sta
 	}
 	open := map[string]map[uint64]struct{}{}
 	if p.h < end {
-		d, err := b.siteWindow(ctx, site, max(lo, p.h), end, dimCols[dim])
+		d, err := b.openPart(ctx, p, site, end, dimCols[dim])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -337,7 +352,7 @@ func (b *Backend) fastBreakdownOpen(ctx context.Context, p *sitePlan, site strin
 	}
 	open := map[string]map[uint64]struct{}{}
 	if p.h < hi {
-		d, err := b.siteWindow(ctx, site, max(lo, p.h), hi, dimCols[dim])
+		d, err := b.openPart(ctx, p, site, hi, dimCols[dim])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -432,3 +447,15 @@ func (b *Backend) fastGoals(ctx context.Context, p *sitePlan, site string, lo, h
 
 // noFloor is botEvents' floor for every event.
 const noFloor = math.MinInt64
+
+// openPart reads the events a plan's open part over [.., hi) needs: from
+// the midnight before its horizon, after the visits carried into it,
+// widened forward while a visit may go on.
+func (b *Backend) openPart(ctx context.Context, p *sitePlan, site string, hi int64, cols colSet) (*siteData, error) {
+	seed, err := b.c.loadCarried(ctx, site, p.day, p.seedVersion)
+	if err != nil {
+		return nil, err
+	}
+	from := p.day * msPerHour
+	return b.window(ctx, site, seed, from, max(hi, from)+msPerHour, from, hi, from, cols)
+}

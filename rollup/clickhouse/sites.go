@@ -29,8 +29,13 @@ import (
 func (b *Backend) siteWindow(ctx context.Context, site string, lo, hi int64, cols colSet) (*siteData, error) {
 	dayStart := floorDiv(lo, 24*msPerHour) * 24 * msPerHour
 	from := min(lo-msPerHour, dayStart-visitGapMS)
-	to := hi + msPerHour
-	limitBack := lo - 7*24*msPerHour - visitGapMS
+	return b.window(ctx, site, nil, from, hi+msPerHour, lo, hi, lo-7*24*msPerHour-visitGapMS, cols)
+}
+
+// window reads the site's events [from, to) after the visits of seed and
+// cuts them into visits, widening back (not past limitBack) and forward
+// while a visit that reaches [lo, hi) touches an edge.
+func (b *Backend) window(ctx context.Context, site string, seed []carriedVisit, from, to, lo, hi, limitBack int64, cols colSet) (*siteData, error) {
 	limitFwd := b.cfg.Now().UnixMilli() + visitGapMS
 	load := func(from, to int64) ([]storedEvent, error) {
 		evs, err := b.c.loadSiteEvents(ctx, site, from, to, b.cfg.MaxEvents, cols)
@@ -45,7 +50,7 @@ func (b *Backend) siteWindow(ctx context.Context, site string, lo, hi int64, col
 	}
 	margin := msPerHour
 	for {
-		d := sessionize(evs)
+		d := sessionizeFrom(seed, evs)
 		back, fwd := false, false
 		for i := range d.visits {
 			v := &d.visits[i]
