@@ -103,7 +103,7 @@ func (b *Backend) StoreSegment(ctx context.Context, raw []byte) (StoreResult, er
 	// are materialized (an aggregator's clock may be behind this one's):
 	// their units are marked dirty before the identity is recorded.
 	before := b.cfg.Now().Add(-b.cfg.Lateness / 2).UnixMilli()
-	return b.c.storeSegmentMarking(ctx, raw, &lateMarker{before: before, mark: b.markLateAtOnce})
+	return b.c.storeSegmentMarking(ctx, raw, &lateMarker{before: before, mark: b.markLate})
 }
 
 // StoreSegments stores a shipped batch's segments (storebatch.go): one
@@ -120,7 +120,7 @@ func (b *Backend) StoreSegments(ctx context.Context, raws [][]byte) ([]StoreResu
 	}
 	defer b.leave()
 	before := b.cfg.Now().Add(-b.cfg.Lateness / 2).UnixMilli()
-	return b.c.storeBatch(ctx, raws, &lateMarker{before: before, mark: b.markLateAtOnce})
+	return b.c.storeBatch(ctx, raws, &lateMarker{before: before, mark: b.markLate})
 }
 
 // Close makes every later call fail with query.ErrClosed; it does not

@@ -8,17 +8,20 @@ import (
 	"time"
 )
 
-// markLateAtOnce marks dirty the units markLate marks (materialize.go
-// says which and why), all sites' in one INSERT of site_units and the
-// clicks' hours in one of link_units, under one version. markLate spends
-// an INSERT on each site: in bench/README's issue 14 run (30 days of
-// events, every one late) that was 20 of the 23 requests of each shipped
-// batch and more than half of ClickHouse's CPU. The rows, the version
-// rule and the moment (after the events, before the identities) are
-// markLate's, so a crash before the identities still leaves the retry to
-// mark again (TestLateMarksOfABatchInOneInsert checks both mark the same
-// units).
-func (b *Backend) markLateAtOnce(ctx context.Context, spans map[string]lateSpan, clicks *lateSpan) error {
+// markLate marks dirty every unit a segment's late events may change: a
+// late event at t changes only visits an event at t could join or start,
+// all closing at t or later (however long ago they began), the later
+// visits of its visitor (returning, merged), the visits carried past each
+// midnight after t, and the bots of its hour: every ready unit from t's
+// hour on. A click counts in its own hour only. Only hours that can be
+// clean are marked. All sites' units go in one INSERT of site_units and
+// the clicks' hours in one of link_units, under one version: an INSERT
+// per site was 20 of the 23 requests of each shipped batch in
+// bench/README's issue 14 run (30 days of events, every one late) and
+// more than half of ClickHouse's CPU. It runs after the events and
+// before the identities, so a crash between leaves the retry to mark
+// again.
+func (b *Backend) markLate(ctx context.Context, spans map[string]lateSpan, clicks *lateSpan) error {
 	version := uint64(time.Now().UnixNano())
 	if clicks != nil {
 		h1 := min(hourOf(clicks.last)+1, hourOf(b.cfg.Now().Add(-b.cfg.Lateness).UnixMilli())+1)
@@ -36,8 +39,7 @@ func (b *Backend) markLateAtOnce(ctx context.Context, spans map[string]lateSpan,
 	units := 0
 	for _, site := range sites {
 		s := spans[site]
-		h0, h1 := hourOf(s.first)-24, min(floorDiv(s.last, 24*msPerHour)*24+25, limit)
-		for h := h0; h < h1; h++ {
+		for h := hourOf(s.first); h < limit; h++ {
 			if units == 0 {
 				sb.WriteString("INSERT INTO site_units (site, unit, version, state) VALUES ")
 			} else {

@@ -370,29 +370,3 @@ func (c *Client) insertUnits(ctx context.Context, site string, h0, h1 int64, ver
 // lateSpan is the oldest and newest late event of one site in a segment
 // (ms).
 type lateSpan struct{ first, last int64 }
-
-// markLate marks dirty every unit a segment's late events may change: a
-// late event at t changes only visits an event at t could join or start,
-// all closing at t or later (however long ago they began), the later
-// visits of its visitor (returning, merged), the visits carried past each
-// midnight after t, and the bots of its hour: every ready unit from t's
-// hour on. Only hours that can be clean are marked.
-func (b *Backend) markLate(ctx context.Context, spans map[string]lateSpan, clicks *lateSpan) error {
-	version := uint64(time.Now().UnixNano())
-	if clicks != nil {
-		// A click counts in its own hour only.
-		h1 := min(hourOf(clicks.last)+1, hourOf(b.cfg.Now().Add(-b.cfg.Lateness).UnixMilli())+1)
-		if err := b.c.insertLinkUnits(ctx, hourOf(clicks.first), h1, version, 0); err != nil {
-			return err
-		}
-	}
-	limit := b.readyBefore() + 1
-	for site, s := range spans {
-		h0 := hourOf(s.first)
-		if err := b.c.insertUnits(ctx, site, h0, limit, version, 0); err != nil {
-			return err
-		}
-		b.c.m.unitsDirtied.Add(int(max(limit-h0, 0)))
-	}
-	return nil
-}
