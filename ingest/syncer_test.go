@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,21 +24,8 @@ func TestSlowFsyncDoesNotStallWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
 	var syncs atomic.Int32
-	p.seg.syncer.syncFile = func(f *os.File) error {
-		syncs.Add(1)
-		<-release
-		return f.Sync()
-	}
-	p.start()
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			close(release)
-		}
-		_ = p.Close(context.Background())
-	})
+	release := startWithHeldFsyncs(t, p, func() bool { syncs.Add(1); return true })
 
 	ctx := clickCtx("http://wm.example/c", "203.0.113.7", nil)
 	p.CaptureClick(ctx, []byte("c"))
@@ -55,8 +43,7 @@ func TestSlowFsyncDoesNotStallWriter(t *testing.T) {
 		t.Fatalf("got %d sealed segments before any fsync finished; want 0", len(sealed))
 	}
 
-	close(release)
-	released = true
+	release()
 	events := closeAndRead(t, p)
 	if len(events) != more+1 {
 		t.Fatalf("got %d events; want %d", len(events), more+1)
@@ -108,21 +95,7 @@ func TestOldestPendingDuringSeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var hold atomic.Bool
-	release := make(chan struct{})
-	p.seg.syncer.syncFile = func(f *os.File) error {
-		if hold.Load() {
-			<-release
-		}
-		return f.Sync()
-	}
-	p.start()
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			close(release)
-		}
-		_ = p.Close(context.Background())
-	})
+	release := startWithHeldFsyncs(t, p, hold.Load)
 
 	p.CaptureClick(clickCtx("http://wm.example/c", "203.0.113.7", nil), []byte("c"))
 	waitFor(t, "the event to be written", func() bool { return p.m.written.Get() == 1 })
@@ -135,11 +108,31 @@ func TestOldestPendingDuringSeal(t *testing.T) {
 	if age := p.OldestPendingAge(); age != time.Minute {
 		t.Errorf("during the seal's fsync: oldest pending age %v; want 1m", age)
 	}
-	close(release)
-	released = true
+	release()
 	waitFor(t, "the segment to be sealed", func() bool { return len(sealedFiles(t, p.cfg.Dir)) == 1 })
 	clock.Advance(time.Second)
 	if age := p.OldestPendingAge(); age != time.Minute+time.Second {
 		t.Errorf("after the seal: oldest pending age %v; want 1m1s", age)
 	}
+}
+
+// startWithHeldFsyncs starts p with each fsync for which held() says so
+// waiting until release is called (by the test, or at cleanup, before p
+// closes).
+func startWithHeldFsyncs(t *testing.T, p *Pipeline, held func() bool) (release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	p.seg.syncer.syncFile = func(f *os.File) error {
+		if held() {
+			<-ch
+		}
+		return f.Sync()
+	}
+	p.start()
+	t.Cleanup(func() {
+		release()
+		_ = p.Close(context.Background())
+	})
+	return release
 }
