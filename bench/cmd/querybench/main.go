@@ -71,6 +71,7 @@ type config struct {
 	WithClickHouse   bool
 	Backends         []string
 	LoadTimeout      time.Duration
+	CountTimeout     time.Duration
 	QueryTimeout     time.Duration
 	RepsBudget       time.Duration
 	Profile          string
@@ -104,6 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.WithClickHouse, "with-clickhouse", true, "also load and time ClickHouse's own SQL over a raw events table (false: the nodes alone)")
 	fs.StringVar(&backends, "backends", backendPebble, "analytics stores of the nodes under test, in order: pebble (embedded), clickhouse (--analytics-store clickhouse against the run's ClickHouse), or both")
 	fs.DurationVar(&cfg.LoadTimeout, "load-timeout", 45*time.Minute, "bound on loading every server (the run fails past it; progress lines every 10 %)")
+	fs.DurationVar(&cfg.CountTimeout, "count-timeout", 5*time.Minute, "how long, after the last acknowledgement, the ClickHouse-backed node's database may take to show every event (a count FINAL over 30M rows took over a minute while its materializer ran on a busy machine)")
 	fs.DurationVar(&cfg.QueryTimeout, "query-timeout", 30*time.Second, "longest a server may take to answer one query; a server that takes longer is not asked that query again, and the report says so (below the ClickHouse-backed node's own 60 s limit)")
 	fs.DurationVar(&cfg.RepsBudget, "reps-budget", 0, "stop the timed repetitions at the first one that ends past this (0: all -reps); the report gives how many ran, and a p99 of fewer than 50 is their largest")
 	fs.StringVar(&cfg.Profile, "profile", "", "write the node's CPU profile over the timed repetitions to this file")
@@ -137,8 +139,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-pin needs different -server-cpu and -load-cpu, got %q and %q", c.ServerCPU, c.LoadCPU)
 	case c.Profile != "" && c.ProfileSeconds <= 0:
 		return fmt.Errorf("-profile-seconds must be positive")
-	case c.StartTimeout <= 0 || c.IdleTimeout <= 0 || c.LoadTimeout <= 0 || c.QueryTimeout <= 0:
-		return fmt.Errorf("-start-timeout, -idle-timeout, -load-timeout and -query-timeout must be positive")
+	case c.StartTimeout <= 0 || c.IdleTimeout <= 0 || c.LoadTimeout <= 0 || c.CountTimeout <= 0 || c.QueryTimeout <= 0:
+		return fmt.Errorf("-start-timeout, -idle-timeout, -load-timeout, -count-timeout and -query-timeout must be positive")
 	case c.RepsBudget < 0:
 		return fmt.Errorf("-reps-budget must not be negative")
 	case len(slices.Compact(slices.Sorted(slices.Values(c.Backends)))) != len(c.Backends):

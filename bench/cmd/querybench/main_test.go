@@ -20,7 +20,7 @@ func TestParseFlagsRejects(t *testing.T) {
 	for _, args := range [][]string{
 		{"-scale", "0"}, {"-days", "0"}, {"-reps", "49"}, {"-pages", "0"}, {"-ch-batch", "0"},
 		{"-server-cpu", "1", "-load-cpu", "1"}, {"stray"},
-		{"-backends", "pebble,pebble"}, {"-backends", "duckdb"}, {"-backends", ""}, {"-load-timeout", "0"},
+		{"-backends", "pebble,pebble"}, {"-backends", "duckdb"}, {"-backends", ""}, {"-load-timeout", "0"}, {"-count-timeout", "0"},
 		{"-query-timeout", "0"}, {"-reps-budget", "-1s"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {

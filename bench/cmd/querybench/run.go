@@ -251,7 +251,7 @@ func load(ctx context.Context, cfg config, servers []*server, ch *harness.ClickH
 		}
 		if s.backend == backendClickHouse {
 			acked := time.Now()
-			seen, _, err := harness.WaitClickHouseEvents(ctx, ch, harness.ClickHouseDatabase, uint64(total), time.Minute)
+			seen, _, err := harness.WaitClickHouseEvents(ctx, ch, harness.ClickHouseDatabase, uint64(total), cfg.CountTimeout)
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
