@@ -188,7 +188,7 @@ func (b *Backend) LinkBreakdown(code, dimension string, r query.Range, limit int
 	var res *Result
 	if p != nil {
 		b.c.m.linkFast.Inc()
-		if out.Results, err = b.linkBreakdownFromRows(ctx, p, code, dimension, col, hi); err != nil {
+		if out.Results, err = b.linkBreakdownFromRows(ctx, p, code, dimension, col, lo, hi); err != nil {
 			return nil, err
 		}
 		for _, x := range out.Results {
