@@ -89,9 +89,7 @@ func (s *linkSet) add(o *linkSet) error {
 		if err := s.toRegs(); err != nil {
 			return err
 		}
-		for i, v := range o.regs {
-			s.regs[i] = max(s.regs[i], v)
-		}
+		maxRegisters(s.regs, o.regs)
 		return nil
 	}
 	if o.sk == nil {
@@ -112,6 +110,24 @@ func (s *linkSet) add(o *linkSet) error {
 	}
 	return nil
 }
+
+// maxRegisters sets dst to the register-wise maximum of dst and src
+// (equal lengths, a multiple of 8), eight registers at a time: every
+// register is below 128 (at most 64 - precision + 1; decodeDense checks
+// it), so (a | 0x80) - b borrows from no other byte and its high bit says
+// a >= b.
+func maxRegisters(dst, src []uint8) {
+	const hi, lo = 0x8080808080808080, 0x0101010101010101
+	for i := 0; i+8 <= len(dst) && i+8 <= len(src); i += 8 {
+		a := binary.LittleEndian.Uint64(dst[i:])
+		b := binary.LittleEndian.Uint64(src[i:])
+		ge := (((a | hi) - b) >> 7 & lo) * 0xff
+		binary.LittleEndian.PutUint64(dst[i:], a&ge|b&^ge)
+	}
+}
+
+// maxRegister is the largest register value at linkPrecision.
+const maxRegister = 64 - linkPrecision + 1
 
 // toRegs turns s's sketch, if any, into dense registers (none: zeros),
 // the form 'D' rows merge into.
@@ -247,6 +263,9 @@ func decodeDense(b []byte) ([]uint8, error) {
 			return nil, fmt.Errorf("%w: dense escape", errBadLinkSet)
 		}
 		i += d
+		if b[k] > maxRegister {
+			return nil, fmt.Errorf("%w: register %d", errBadLinkSet, b[k])
+		}
 		regs[i] = b[k]
 		b = b[k+1:]
 	}

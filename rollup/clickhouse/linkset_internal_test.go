@@ -90,6 +90,23 @@ func TestDenseLinkSetsMergeAsSketches(t *testing.T) {
 	if got, want := viaRegs.estimate(), viaSketch.Estimate(); got != want {
 		t.Errorf("merged by register: %d; the sketches' merge: %d", got, want)
 	}
+	// Eight at a time is the plain maximum, for every pair of values.
+	var a, b []uint8
+	for x := range maxRegister + 1 {
+		for y := range maxRegister + 1 {
+			a, b = append(a, uint8(x)), append(b, uint8(y))
+		}
+	}
+	for len(a)%8 != 0 {
+		a, b = append(a, 0), append(b, maxRegister)
+	}
+	m := slices.Clone(a)
+	maxRegisters(m, b)
+	for i := range m {
+		if m[i] != max(a[i], b[i]) {
+			t.Fatalf("maxRegisters(%d, %d) = %d", a[i], b[i], m[i])
+		}
+	}
 	// Registers of 15 and more (up to 51 at precision 14) round-trip.
 	regs := make([]uint8, linkRegisters)
 	for i := range regs {
