@@ -19,16 +19,19 @@ const DefaultLinkRowCacheBytes = 64 << 20
 
 type linkRowKey struct {
 	code, dim string
-	hour      int64
+	hour      int64 // the day's first hour for a day's rows
 	version   uint64
+	day       bool // a day's rows (linkdays.go) under its marker's version
 }
 
-// linkRow is one value's row of an hour: non-bot and bot clicks and the
-// non-bot visitors (read-only once cached).
+// linkRow is one value's row of an hour or a day: non-bot and bot clicks
+// and the non-bot visitors (read-only once cached); a day row also
+// carries its set's estimate, computed when it was written.
 type linkRow struct {
 	value        string
 	clicks, bots int64
 	visitors     *linkSet
+	estimate     uint64
 }
 
 type linkCacheEntry struct {

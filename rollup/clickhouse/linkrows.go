@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -40,10 +41,34 @@ func linkDimTuples() string {
 const maxLinkRowHours = 24 * 100
 
 // linkUnits reads the markers of the link hours before hi (ms), the
-// highest version of each.
+// highest version of each (RowBinary: a question reads every held hour's).
 func (c *Client) linkUnits(ctx context.Context, hi int64) (map[int64]unitState, []int64, error) {
-	return c.unitMarkers(ctx, "SELECT toUInt32(hour), version, state FROM link_units WHERE hour < toDateTime("+
-		Uint(uint64(max(hi, 0)/1000))+") ORDER BY hour", "the link hours")
+	body, err := c.QueryRowBinary(ctx, "SELECT toUInt32(hour), version, state FROM link_units WHERE hour < toDateTime("+
+		Uint(uint64(max(hi, 0)/1000))+") ORDER BY hour")
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read the link hours: %w", err)
+	}
+	m := make(map[int64]unitState, len(body)/13)
+	hours := make([]int64, 0, len(body)/13)
+	r := &rbReader{b: body}
+	for len(r.b) > 0 && r.err == nil {
+		h, v, st := int64(r.u32())/3600, r.u64(), r.u8()
+		if r.err != nil {
+			break
+		}
+		if old, ok := m[h]; ok {
+			if old.version >= v {
+				continue
+			}
+		} else {
+			hours = append(hours, h)
+		}
+		m[h] = unitState{v, st == 1}
+	}
+	if r.err != nil {
+		return nil, nil, fmt.Errorf("cannot read the link hours: %w", r.err)
+	}
+	return m, hours, nil
 }
 
 // insertLinkUnits writes the markers of the link hours [h0, h1).
@@ -118,28 +143,45 @@ func (b *Backend) materializeLinks(ctx context.Context, from, to int64, force bo
 		if err := b.c.insertLinkUnits(ctx, h0, h1, version, 1); err != nil {
 			return done, err
 		}
+		for h := h0; h < h1; h++ {
+			units[h] = unitState{version, true}
+		}
 		b.c.m.linkHoursMaterialized.Add(n)
 		done += n
 		todo = todo[n:]
 	}
+	if _, err := b.materializeLinkDays(ctx, units, first, ready); err != nil {
+		return done, err
+	}
 	return done, nil
 }
 
-// linkPlan is a link question's horizon and the clean hours before it.
+// linkPlan is a link question's horizon, the clean hours before it and
+// the whole days among them whose day rows merged exactly those hours.
 type linkPlan struct {
-	h        int64    // ms: clicks at or after it come from raw events
-	start    int64    // the first clean hour (hours since the epoch)
-	versions []uint64 // of the hours start, start+1, ... before h
+	h        int64            // ms: clicks at or after it come from raw events
+	start    int64            // the first clean hour (hours since the epoch)
+	versions []uint64         // of the hours start, start+1, ... before h
+	days     map[int64]uint64 // day (since the epoch) -> its rows' version
 }
 
 // linkPlan finds the first hour from lo (ms, a whole hour) that is not
 // clean; hours before the first marker have no clicks when it is clean.
-// nil: no row helps.
+// The hour markers and the day markers are read at once. nil: no row
+// helps.
 func (b *Backend) linkPlan(ctx context.Context, lo, hi int64) (*linkPlan, error) {
 	if b.cfg.NoRows || hi-lo > maxLinkRowHours*msPerHour {
 		return nil, nil
 	}
+	var markers map[int64][]linkDayMarker
+	var merr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		markers, merr = b.c.linkDayMarkers(ctx, floorDiv(hourOf(lo), hoursPerDay), floorDiv(hourOf(hi-1), hoursPerDay)+1)
+	}()
 	units, hours, err := b.c.linkUnits(ctx, hi)
+	<-done
 	if err != nil || len(hours) == 0 {
 		return nil, err
 	}
@@ -162,5 +204,22 @@ func (b *Backend) linkPlan(ctx context.Context, lo, hi int64) (*linkPlan, error)
 	if h == start {
 		return nil, nil
 	}
-	return &linkPlan{h: h * msPerHour, start: start, versions: vs}, nil
+	p := &linkPlan{h: h * msPerHour, start: start, versions: vs}
+	if merr != nil {
+		// Without the day markers the hour rows answer alone.
+		b.c.m.linkDayMarkersFailed.Inc()
+		slog.Warn("cannot read the link day markers; answering from hour rows", "err", merr)
+		return p, nil
+	}
+	for d := floorDiv(hourOf(lo)+hoursPerDay-1, hoursPerDay); (d+1)*hoursPerDay <= h; d++ {
+		if dvs, ok := dayHourVersions(units, hours[0], d); ok {
+			if v, ok := matchingDayMarker(markers[d], dvs); ok {
+				if p.days == nil {
+					p.days = map[int64]uint64{}
+				}
+				p.days[d] = v
+			}
+		}
+	}
+	return p, nil
 }

@@ -99,6 +99,7 @@ func (b *Backend) LinkStats(code string, r query.Range, g query.Granularity) (*q
 	cols := "countIf(" + notBot + "), countIf(" + isBot + "), uniqCombinedIf(visitor, " + notBot + ")"
 	sql := "SELECT " + bucketExpr(starts) + " AS bk, " + cols + " FROM events FINAL WHERE " +
 		linkWhere(code) + " AND " + timeIn(starts[0], end) + " GROUP BY bk WITH TOTALS"
+	dropped := b.droppedAtOnce(ctx, code, r)
 	p, err := b.linkPlan(ctx, starts[0], end)
 	if err != nil {
 		return nil, err
@@ -108,7 +109,7 @@ func (b *Backend) LinkStats(code string, r query.Range, g query.Granularity) (*q
 		if err := b.linkStatsFromRows(ctx, p, code, starts, end, out); err != nil {
 			return nil, err
 		}
-		if out.DroppedEvents, err = b.dropped(ctx, ingest.ScopeLink, code, r); err != nil {
+		if out.DroppedEvents, err = dropped(); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -144,10 +145,26 @@ func (b *Backend) LinkStats(code string, r query.Range, g query.Granularity) (*q
 			return nil, fmt.Errorf("cannot read link totals: %w", err)
 		}
 	}
-	if out.DroppedEvents, err = b.dropped(ctx, ingest.ScopeLink, code, r); err != nil {
+	if out.DroppedEvents, err = dropped(); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// droppedAtOnce starts reading a link's dropped events over r beside
+// the question's other reads; the function returned waits for it.
+func (b *Backend) droppedAtOnce(ctx context.Context, code string, r query.Range) func() (int64, error) {
+	var n int64
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n, err = b.dropped(ctx, ingest.ScopeLink, code, r)
+	}()
+	return func() (int64, error) {
+		<-done
+		return n, err
+	}
 }
 
 func firstErr(errs []error) error {
@@ -181,6 +198,7 @@ func (b *Backend) LinkBreakdown(code, dimension string, r query.Range, limit int
 	lo, hi := hourBounds(r)
 	sql := "SELECT " + col + ", count(), uniqCombined(visitor) FROM events FINAL WHERE " +
 		linkWhere(code) + " AND " + notBot + " AND " + timeIn(lo, hi) + " GROUP BY " + col
+	dropped := b.droppedAtOnce(ctx, code, r)
 	p, err := b.linkPlan(ctx, lo, hi)
 	if err != nil {
 		return nil, err
@@ -188,7 +206,7 @@ func (b *Backend) LinkBreakdown(code, dimension string, r query.Range, limit int
 	var res *Result
 	if p != nil {
 		b.c.m.linkFast.Inc()
-		if out.Results, err = b.linkBreakdownFromRows(ctx, p, code, dimension, col, hi); err != nil {
+		if out.Results, err = b.linkBreakdownFromRows(ctx, p, code, dimension, col, lo, hi); err != nil {
 			return nil, err
 		}
 		for _, x := range out.Results {
@@ -227,7 +245,7 @@ func (b *Backend) LinkBreakdown(code, dimension string, r query.Range, limit int
 	for i := range out.Results {
 		out.Results[i].Share = round4(ratio(out.Results[i].Clicks, out.Total))
 	}
-	if out.DroppedEvents, err = b.dropped(ctx, ingest.ScopeLink, code, r); err != nil {
+	if out.DroppedEvents, err = dropped(); err != nil {
 		return nil, err
 	}
 	return out, nil

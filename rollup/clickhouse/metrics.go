@@ -42,6 +42,12 @@ type clientMetrics struct {
 	linkFast              *metrics.Counter
 	linkRaw               *metrics.Counter
 	linkCache             linkCacheMetrics // linkcache.go
+	// Link day rows (linkdays.go): days written, days questions took
+	// from day rows, and plans that could not read the day markers (then
+	// answered from hour rows).
+	linkDaysMaterialized *metrics.Counter
+	linkDaysRead         *metrics.Counter
+	linkDayMarkersFailed *metrics.Counter
 }
 
 func newClientMetrics(s *metrics.Set) *clientMetrics {
@@ -78,6 +84,9 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		linkFast:              s.GetOrCreateCounter(p + `link_questions_total{path="rows"}`),
 		linkRaw:               s.GetOrCreateCounter(p + `link_questions_total{path="raw"}`),
 		linkCache:             newLinkCacheMetrics(s, p),
+		linkDaysMaterialized:  s.GetOrCreateCounter(p + "link_days_materialized_total"),
+		linkDaysRead:          s.GetOrCreateCounter(p + "link_days_read_total"),
+		linkDayMarkersFailed:  s.GetOrCreateCounter(p + "link_day_markers_failed_total"),
 	}
 	s.GetOrCreateGauge(p+"site_units_pending", func() float64 { return float64(m.unitsPending.Load()) })
 	return m

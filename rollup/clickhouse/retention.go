@@ -34,14 +34,14 @@ func (b *Backend) applyRetention(ctx context.Context) ([]uint32, error) {
 	cut := b.cfg.Now().Add(-b.cfg.Retention).UTC()
 	cutDay := uint32(cut.Year()*10000 + int(cut.Month())*100 + cut.Day())
 	var dropped []uint32
-	for _, table := range []string{"events", "drop_tallies", "site_rows", "site_units", "site_open_visits", "link_rows", "link_units"} {
+	for _, table := range []string{"events", "drop_tallies", "site_rows", "site_units", "site_open_visits", "link_rows", "link_units", "link_day_rows", "link_days"} {
 		days, err := b.partitions(ctx, table)
 		if err != nil {
 			return dropped, err
 		}
 		for _, d := range days {
-			if d >= cutDay || (table == "site_rows" || table == "link_rows") && d >= cutDay/100 {
-				continue // the rows: by month, dropped once all of it is past
+			if d >= cutDay || (table == "site_rows" || table == "link_rows" || table == "link_day_rows" || table == "link_days") && d >= cutDay/100 {
+				continue // the rows (and link day markers): by month, dropped once all of it is past
 			}
 			if table == "events" {
 				ins := fmt.Sprintf("INSERT INTO retired_clicks (code, day, clicks) SELECT code, %d, count() FROM events FINAL WHERE toYYYYMMDD(time) = %d AND %s AND %s GROUP BY code",
