@@ -24,15 +24,29 @@ type query struct {
 // exact; unique visitors are estimates on both sides, so their largest
 // relative error is reported, not judged.
 type Check struct {
-	Matched         int     `json:"matched"` // days or rows whose count is exact
-	Of              int     `json:"of"`
-	MaxVisitorError float64 `json:"max_visitor_error"` // series only: |estimate - exact| / exact, worst day
+	Matched         int      `json:"matched"` // days or rows whose count is exact
+	Of              int      `json:"of"`
+	MaxVisitorError float64  `json:"max_visitor_error"` // series only: |estimate - exact| / exact, worst day
+	Misses          []string `json:"misses,omitempty"`  // the first few counts that are not exact, as "where: got N, want M"
+}
+
+// maxMisses is how many inexact counts a check keeps to show.
+const maxMisses = 3
+
+// miss records an inexact count (the first maxMisses of them).
+func (c *Check) miss(where string, got, want int64) {
+	if len(c.Misses) < maxMisses {
+		c.Misses = append(c.Misses, fmt.Sprintf("%s: got %d, want %d", where, got, want))
+	}
 }
 
 func (c Check) String() string {
 	s := fmt.Sprintf("%d/%d exact", c.Matched, c.Of)
 	if c.MaxVisitorError > 0 {
 		s += fmt.Sprintf(", visitors within %.1f%%", 100*c.MaxVisitorError)
+	}
+	if len(c.Misses) > 0 {
+		s += " (" + strings.Join(c.Misses, "; ") + ")"
 	}
 	return s
 }
@@ -115,10 +129,12 @@ func checkNodeLinkSeries(b []byte, t *truth) (Check, error) {
 		if d < 0 || d >= t.days {
 			continue
 		}
-		if p.Clicks == t.clicks[d] {
-			c.Matched++
-			c.MaxVisitorError = max(c.MaxVisitorError, relErr(float64(p.UniqueVisitors), t.linkVisitors[d]))
+		if p.Clicks != t.clicks[d] {
+			c.miss(p.T.Format(time.DateOnly), p.Clicks, t.clicks[d])
+			continue
 		}
+		c.Matched++
+		c.MaxVisitorError = max(c.MaxVisitorError, relErr(float64(p.UniqueVisitors), t.linkVisitors[d]))
 	}
 	return c, nil
 }
@@ -140,10 +156,12 @@ func checkNodeSiteSeries(b []byte, t *truth) (Check, error) {
 		if d < 0 || d >= t.days {
 			continue
 		}
-		if p.Pageviews == t.pageviews[d] {
-			c.Matched++
-			c.MaxVisitorError = max(c.MaxVisitorError, relErr(float64(p.Visitors), t.siteVisitors[d]))
+		if p.Pageviews != t.pageviews[d] {
+			c.miss(p.T.Format(time.DateOnly), p.Pageviews, t.pageviews[d])
+			continue
 		}
+		c.Matched++
+		c.MaxVisitorError = max(c.MaxVisitorError, relErr(float64(p.Visitors), t.siteVisitors[d]))
 	}
 	return c, nil
 }
@@ -162,6 +180,8 @@ func checkNodeLinkBreakdown(b []byte, t *truth) (Check, error) {
 	for _, r := range ans.Results {
 		if r.Clicks == t.countries[r.Value] && r.Clicks > 0 {
 			c.Matched++
+		} else {
+			c.miss(strconv.Quote(r.Value), r.Clicks, t.countries[r.Value])
 		}
 	}
 	return c, nil
@@ -181,6 +201,8 @@ func checkNodeSiteBreakdown(b []byte, t *truth) (Check, error) {
 	for _, r := range ans.Results {
 		if r.Pageviews == t.pages[r.Value] && r.Pageviews > 0 {
 			c.Matched++
+		} else {
+			c.miss(strconv.Quote(r.Value), r.Pageviews, t.pages[r.Value])
 		}
 	}
 	return c, nil
@@ -210,10 +232,15 @@ func checkCHSeries(body string, t *truth, counts []int64, visitors []int) (Check
 			return c, fmt.Errorf("cannot read series row %q", row)
 		}
 		d := dayIndex(t, day)
-		if d >= 0 && d < t.days && n == counts[d] {
-			c.Matched++
-			c.MaxVisitorError = max(c.MaxVisitorError, relErr(u, visitors[d]))
+		if d < 0 || d >= t.days {
+			continue
 		}
+		if n != counts[d] {
+			c.miss(row[0], n, counts[d])
+			continue
+		}
+		c.Matched++
+		c.MaxVisitorError = max(c.MaxVisitorError, relErr(u, visitors[d]))
 	}
 	return c, nil
 }
@@ -230,6 +257,8 @@ func checkCHBreakdown(body string, truth map[string]int64) (Check, error) {
 		}
 		if n == truth[row[0]] && n > 0 {
 			c.Matched++
+		} else {
+			c.miss(strconv.Quote(row[0]), n, truth[row[0]])
 		}
 	}
 	return c, nil
