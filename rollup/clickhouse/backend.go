@@ -53,6 +53,11 @@ type Backend struct {
 
 	links *linkRowCache
 
+	// versionMargin is versionMargin but in tests; afterRun, if set, is
+	// called after each site run (a test's way into a pass).
+	versionMargin time.Duration
+	afterRun      func(site string, u0, u1 int64)
+
 	mu     sync.RWMutex
 	closed bool
 }
@@ -83,7 +88,7 @@ func NewBackend(c *Client, cfg BackendConfig) *Backend {
 	if cfg.LinkRowCacheBytes <= 0 {
 		cfg.LinkRowCacheBytes = DefaultLinkRowCacheBytes
 	}
-	return &Backend{c: c, cfg: cfg, links: newLinkRowCache(cfg.LinkRowCacheBytes, c.m.linkCache)}
+	return &Backend{c: c, cfg: cfg, links: newLinkRowCache(cfg.LinkRowCacheBytes, c.m.linkCache), versionMargin: versionMargin}
 }
 
 // Client is the backend's ClickHouse client.
