@@ -45,15 +45,6 @@ type unitState struct {
 	clean   bool
 }
 
-// siteUnits reads the markers of a site's units before hi (ms), by hour.
-func (c *Client) siteUnits(ctx context.Context, site string, hi int64) (map[int64]unitState, []int64, error) {
-	// Only markers of state unitClean count as clean: a 1 is a unit of
-	// the rows before migration 6 (a visit in the unit where it started),
-	// which are counted otherwise and are written again.
-	return c.unitMarkers(ctx, "SELECT toUInt32(unit), version, toUInt8(state = "+Uint(unitClean)+") FROM site_units WHERE site = "+String(site)+
-		" AND unit < toDateTime("+Uint(uint64(max(hi, 0)/1000))+") ORDER BY unit", fmt.Sprintf("the site units of %q", site))
-}
-
 // unitMarkers runs a query of (hour start in seconds, version, state)
 // rows in hour order and keeps the highest version of each hour: read
 // without FINAL (one thread on 18.16), so the versions are picked here.
