@@ -7,93 +7,130 @@ import (
 	"slices"
 )
 
-// Dirty from a unit on (migration 8; DESIGN.md, "Dirty from a unit
+// Dirty marks as ranges (migration 8; DESIGN.md, "Dirty from a unit
 // on"). A late event at t may change every unit of its site from t's
 // hour on (markLate), so a batch's late events of a site are one
-// site_dirty row (site, from, version), not a site_units row per unit:
-// in aggbench's 30-day load, where every event is late, that was up to
-// 720 rows a site in every batch, written again for the same units.
+// site_dirty row (site, from, no end, version), not a site_units row per
+// unit: in aggbench's 30-day load, where every event is late, that was up
+// to 720 rows a site in every batch, written again for the same units. A
+// batch's late clicks are one row of the links' key '' over their hours,
+// in the same INSERT, in place of one of link_units.
 
-// siteMarkers is the SQL of siteUnits: a site's unit markers (kind 0)
-// and its dirty-from marks (kind 1) before the second sec, in one
+// linksKey is the site_dirty key of the link hours' marks: no site has an
+// empty id (clicks are the events without one).
+const linksKey = ""
+
+// dirtyMark dirties the hours [from, until) under version; until 0: no
+// end.
+type dirtyMark struct {
+	from, until int64
+	version     uint64
+}
+
+// markersSQL is the SQL of a marker read: markers (hour start in seconds,
+// version, 1 if clean, 0, 0) of a query, then key's dirty marks before the
+// second sec (from in seconds, version, 0, 1, until in seconds), in one
 // request. Read without FINAL (one thread on 18.16): the highest version
 // of each key is picked in Go.
-func siteMarkers(site string, sec uint64) string {
-	s, before := String(site), "toDateTime("+Uint(sec)+")"
-	return "SELECT toUInt32(unit), version, toUInt8(state = " + Uint(unitClean) + "), toUInt8(0) FROM site_units WHERE site = " + s + " AND unit < " + before +
-		" UNION ALL SELECT toUInt32(from_unit), version, toUInt8(0), toUInt8(1) FROM site_dirty WHERE site = " + s + " AND from_unit < " + before
+func markersSQL(markers, key string, sec uint64) string {
+	return markers + " UNION ALL SELECT toUInt32(from_unit), version, toUInt8(0), toUInt8(1), toUInt32(until_unit) FROM site_dirty WHERE site = " +
+		String(key) + " AND from_unit < toDateTime(" + Uint(sec) + ")"
 }
 
 // siteUnits reads the markers of a site's units before hi (ms), by hour,
-// with its dirty-from marks applied (applyDirtyFrom), and the hours in
-// order. Only markers of state unitClean count as clean: a 1 is a unit of
-// the rows before migration 6 (a visit in the unit where it started),
-// which are counted otherwise and are written again; a 0 is a unit
-// dirtied one by one (markLate before migration 8, or an old binary),
-// read as before.
+// with its dirty marks applied (applyDirty), and the hours in order. Only
+// markers of state unitClean count as clean: a 1 is a unit of the rows
+// before migration 6 (a visit in the unit where it started), which are
+// counted otherwise and are written again; a 0 is a unit dirtied one by
+// one (markLate before migration 8, or an old binary), read as before.
 func (c *Client) siteUnits(ctx context.Context, site string, hi int64) (map[int64]unitState, []int64, error) {
 	sec := uint64(max(hi, 0) / 1000)
-	what := fmt.Sprintf("the site units of %q", site)
-	res, err := c.Query(ctx, siteMarkers(site, sec))
+	return c.markers(ctx, markersSQL("SELECT toUInt32(unit), version, toUInt8(state = "+Uint(unitClean)+"), toUInt8(0), toUInt32(0) FROM site_units WHERE site = "+
+		String(site)+" AND unit < toDateTime("+Uint(sec)+")", site, sec), sec, fmt.Sprintf("the site units of %q", site))
+}
+
+// linkUnits reads the markers of the link hours before hi (ms), the
+// highest version of each, with the links' dirty marks applied.
+func (c *Client) linkUnits(ctx context.Context, hi int64) (map[int64]unitState, []int64, error) {
+	sec := uint64(max(hi, 0) / 1000)
+	return c.markers(ctx, markersSQL("SELECT toUInt32(hour), version, state, toUInt8(0), toUInt32(0) FROM link_units WHERE hour < toDateTime("+
+		Uint(sec)+")", linksKey, sec), sec, "the link hours")
+}
+
+// markers runs a markersSQL read and applies its dirty marks to its
+// markers for the hours before the second sec.
+func (c *Client) markers(ctx context.Context, sql string, sec uint64, what string) (map[int64]unitState, []int64, error) {
+	res, err := c.Query(ctx, sql)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read %s: %w", what, err)
 	}
 	units := make(map[int64]unitState, len(res.Data))
-	froms := make(map[int64]uint64)
+	var marks []dirtyMark
 	for _, raw := range res.Data {
 		row := rawRow(raw)
 		s, err1 := row[0].int()
 		v, err2 := row[1].uint()
 		st, err3 := row[2].int()
 		kind, err4 := row[3].int()
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
+		until, err5 := row[4].int()
+		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			return nil, nil, fmt.Errorf("cannot read %s: %w", what, err)
 		}
 		h := s / 3600
 		if kind == 1 {
-			froms[h] = max(froms[h], v)
+			marks = append(marks, dirtyMark{h, until / 3600, v})
 		} else if old, ok := units[h]; !ok || v > old.version {
 			units[h] = unitState{v, st == 1}
 		}
 	}
-	hours := applyDirtyFrom(units, froms, (int64(sec)+3599)/3600)
-	return units, hours, nil
+	return units, applyDirty(units, marks, (int64(sec)+3599)/3600), nil
 }
 
-// applyDirtyFrom applies a site's dirty-from marks (from hour -> highest
-// version) to its unit markers, for the hours before end: a unit h is
-// dirty under D(h) = max(version : from <= h), and stays clean only if
-// its marker is clean with a version above D(h); a dirty unit's version
-// is then the higher of its marker's and D(h), so the run that writes it
-// again beats both (materializeSite's floor). Every hour from the first
-// mark on gets a marker. It returns the hours with a marker, in order.
-func applyDirtyFrom(units map[int64]unitState, froms map[int64]uint64, end int64) []int64 {
+// applyDirty applies dirty marks to unit markers, for the hours before
+// end: a unit h is dirty under D(h), the highest version of the marks
+// covering it, and stays clean only if its marker is clean with a version
+// above D(h); a dirty unit's version is then the higher of its marker's
+// and D(h), so the run that writes it again beats both (the
+// materializers' floor). Every hour a mark covers gets a marker. It
+// returns the hours with a marker, in order.
+func applyDirty(units map[int64]unitState, marks []dirtyMark, end int64) []int64 {
 	hours := make([]int64, 0, len(units))
 	for h := range units {
 		hours = append(hours, h)
 	}
-	if len(froms) == 0 {
-		slices.Sort(hours)
-		return hours
-	}
-	starts := make([]int64, 0, len(froms))
-	for h := range froms {
-		starts = append(starts, h)
-	}
-	slices.Sort(starts)
-	var d uint64
-	next := 0
-	for h := starts[0]; h < end; h++ {
-		for next < len(starts) && starts[next] <= h {
-			d = max(d, froms[starts[next]])
-			next++
+	if len(marks) > 0 {
+		first := marks[0].from
+		for _, m := range marks {
+			first = min(first, m.from)
 		}
-		st, ok := units[h]
-		if !ok {
-			hours = append(hours, h)
-		}
-		if !ok || !st.clean || st.version <= d {
-			units[h] = unitState{max(st.version, d), false}
+		if n := end - first; n > 0 {
+			d := make([]uint64, n)    // D(h) of the ranges
+			open := make([]uint64, n) // the open marks' versions by from
+			for _, m := range marks {
+				if m.until == 0 {
+					open[m.from-first] = max(open[m.from-first], m.version)
+					continue
+				}
+				for h := m.from; h < min(m.until, end); h++ {
+					d[h-first] = max(d[h-first], m.version)
+				}
+			}
+			var o uint64 // the open marks from at or before h
+			for i := range d {
+				o = max(o, open[i])
+				dv := max(o, d[i])
+				if dv == 0 {
+					continue
+				}
+				h := first + int64(i)
+				st, ok := units[h]
+				if !ok {
+					hours = append(hours, h)
+				}
+				if !ok || !st.clean || st.version <= dv {
+					units[h] = unitState{max(st.version, dv), false}
+				}
+			}
 		}
 	}
 	slices.Sort(hours)

@@ -38,7 +38,7 @@ func TestRetentionKeepsADirtyMarksEffect(t *testing.T) {
 	before := maxDirtyVersion(t, c)
 	mustStore(t, b, segment("e1", 2, []ingest.Event{pageview("s1", "/", at(0, 11, 0, 0, 0), 3, 0), pageview("s1", "/", at(1, 11, 0, 0, 0), 4, 0)}), Stored)
 	late := maxDirtyVersion(t, c)
-	if got, want := dirtyMarks(t, c, before), fmt.Sprintf("s1 %d 1", at(0, 11, 0, 0, 0)/1000); len(got) != 1 || got[0] != want {
+	if got, want := dirtyMarks(t, c, before), fmt.Sprintf("s1 %d 0 1", at(0, 11, 0, 0, 0)/1000); len(got) != 1 || got[0] != want {
 		t.Fatalf("the late segment's marks: %q; want %q", got, want)
 	}
 	for range 2 { // a second run changes nothing

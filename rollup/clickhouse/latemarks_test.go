@@ -35,7 +35,7 @@ func TestLateMarksOfABatchInOneInsert(t *testing.T) {
 	for k := range 5 {
 		base = append(base, pageview("s1", "/", at(1, 10, 25*k, 0, 0), 1, 0))
 	}
-	base = append(base, pageview("s2", "/", at(0, 12, 0, 0, 0), 5, 0))
+	base = append(base, pageview("s2", "/", at(0, 12, 0, 0, 0), 5, 0), click("k1", at(1, 9, 30, 0, 0), 8, false))
 	mustStore(t, b, segment("e1", 1, base), Stored)
 	mustMaterialize(t, b)
 	days := query.Range{From: dec1, To: dec1.AddDate(0, 0, 2).Add(23 * time.Hour), Loc: time.UTC} // every ready unit
@@ -48,7 +48,7 @@ func TestLateMarksOfABatchInOneInsert(t *testing.T) {
 
 	before := maxDirtyVersion(t, c)
 	seg1 := segment("e1", 2, []ingest.Event{pageview("s1", "/late", at(1, 10, 5, 0, 0), 1, 0), pageview("s2", "/", at(1, 6, 15, 0, 0), 2, 0)})
-	seg2 := segment("e1", 3, []ingest.Event{pageview("s1", "/b", at(1, 11, 30, 0, 0), 3, 0)})
+	seg2 := segment("e1", 3, []ingest.Event{pageview("s1", "/b", at(1, 11, 30, 0, 0), 3, 0), click("k1", at(1, 9, 10, 0, 0), 7, false), click("k1", at(1, 13, 0, 0, 0), 7, false)})
 	reqs := c.m.requests.Get()
 	out, errs := b.StoreSegments(ctx, [][]byte{seg1, seg2})
 	for i := range out {
@@ -60,11 +60,12 @@ func TestLateMarksOfABatchInOneInsert(t *testing.T) {
 		t.Errorf("a batch with late events of two sites took %d requests; want 4 (lookup, events, marks, identities)", got)
 	}
 	want := []string{
-		fmt.Sprintf("s1 %d 1", at(1, 10, 0, 0, 0)/1000),
-		fmt.Sprintf("s2 %d 1", at(1, 6, 0, 0, 0)/1000),
+		fmt.Sprintf(" %d %d 1", at(1, 9, 0, 0, 0)/1000, at(1, 14, 0, 0, 0)/1000),
+		fmt.Sprintf("s1 %d 0 1", at(1, 10, 0, 0, 0)/1000),
+		fmt.Sprintf("s2 %d 0 1", at(1, 6, 0, 0, 0)/1000),
 	}
 	if got := dirtyMarks(t, c, before); strings.Join(got, "; ") != strings.Join(want, "; ") {
-		t.Errorf("the batch's dirty marks (site from rows): %q; want %q", got, want)
+		t.Errorf("the batch's dirty marks (site from until rows): %q; want %q", got, want)
 	}
 	if r, err := c.Query(ctx, "SELECT count() FROM site_units WHERE state = 0"); err != nil {
 		t.Fatal(err)
@@ -92,10 +93,23 @@ func TestLateMarksOfABatchInOneInsert(t *testing.T) {
 	}
 	check("before materializing again")
 
-	done := c.m.unitsMaterialized.Get()
+	if ls, err := b.LinkStats("k1", days, query.Day); err != nil || ls.Totals.Clicks != 3 {
+		t.Errorf("k1 before materializing again: %+v, %v; want 3 clicks", ls.Totals, err)
+	}
+	done, linkDone := c.m.unitsMaterialized.Get(), c.m.linkHoursMaterialized.Get()
 	mustMaterialize(t, b)
 	if got := c.m.unitsMaterialized.Get() - done; got != 37+41 {
 		t.Errorf("%d units materialized again; want 37 + 41", got)
+	}
+	if got := c.m.linkHoursMaterialized.Get() - linkDone; got != 5 {
+		t.Errorf("%d link hours materialized again; want 5 (09:00 to 13:00)", got)
+	}
+	lo, hi := hourBounds(days)
+	if p, err := b.linkPlan(ctx, lo, hi); err != nil || p == nil || p.h < hi {
+		t.Errorf("link plan after materializing again: %+v, %v; want rows up to the range's end", p, err)
+	}
+	if ls, err := b.LinkStats("k1", days, query.Day); err != nil || ls.Totals.Clicks != 3 || ls.Totals.UniqueVisitors != 2 {
+		t.Errorf("k1 materialized again: %+v, %v; want 3 clicks of 2 visitors", ls.Totals, err)
 	}
 	wantFromRows(t, b, "s1", days)
 	wantFromRows(t, b, "s2", days)
@@ -124,10 +138,10 @@ func maxDirtyVersion(t *testing.T, c *Client) uint64 {
 }
 
 // dirtyMarks lists the site_dirty rows above a version as "site from
-// count", without FINAL: each row written counts.
+// until count" (seconds), without FINAL: each row written counts.
 func dirtyMarks(t *testing.T, c *Client, above uint64) []string {
 	t.Helper()
-	r, err := c.Query(testCtx(t), fmt.Sprintf("SELECT site, toUInt32(from_unit), count() FROM site_dirty WHERE version > %d GROUP BY site, from_unit ORDER BY site, from_unit", above))
+	r, err := c.Query(testCtx(t), fmt.Sprintf("SELECT site, toUInt32(from_unit), toUInt32(until_unit), count() FROM site_dirty WHERE version > %d GROUP BY site, from_unit, until_unit ORDER BY site, from_unit", above))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +150,9 @@ func dirtyMarks(t *testing.T, c *Client, above uint64) []string {
 		row := rawRow(raw)
 		site, _ := row[0].str()
 		from, _ := row[1].uint()
-		n, _ := row[2].uint()
-		out = append(out, fmt.Sprintf("%s %d %d", site, from, n))
+		until, _ := row[2].uint()
+		n, _ := row[3].uint()
+		out = append(out, fmt.Sprintf("%s %d %d %d", site, from, until, n))
 	}
 	return out
 }

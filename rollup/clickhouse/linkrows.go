@@ -39,13 +39,6 @@ func linkDimTuples() string {
 // buckets are mapped hour by hour in SQL).
 const maxLinkRowHours = 24 * 100
 
-// linkUnits reads the markers of the link hours before hi (ms), the
-// highest version of each.
-func (c *Client) linkUnits(ctx context.Context, hi int64) (map[int64]unitState, []int64, error) {
-	return c.unitMarkers(ctx, "SELECT toUInt32(hour), version, state FROM link_units WHERE hour < toDateTime("+
-		Uint(uint64(max(hi, 0)/1000))+") ORDER BY hour", "the link hours")
-}
-
 // insertLinkUnits writes the markers of the link hours [h0, h1).
 func (c *Client) insertLinkUnits(ctx context.Context, h0, h1 int64, version uint64, state uint8) error {
 	if h1 <= h0 {

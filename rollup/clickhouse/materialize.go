@@ -45,38 +45,6 @@ type unitState struct {
 	clean   bool
 }
 
-// unitMarkers runs a query of (hour start in seconds, version, state)
-// rows in hour order and keeps the highest version of each hour: read
-// without FINAL (one thread on 18.16), so the versions are picked here.
-// It returns the markers by hour and the hours in order.
-func (c *Client) unitMarkers(ctx context.Context, sql, what string) (map[int64]unitState, []int64, error) {
-	res, err := c.Query(ctx, sql)
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot read %s: %w", what, err)
-	}
-	m := make(map[int64]unitState, len(res.Data))
-	hours := make([]int64, 0, len(res.Data))
-	for _, raw := range res.Data {
-		row := rawRow(raw)
-		sec, err1 := row[0].int()
-		v, err2 := row[1].uint()
-		st, err3 := row[2].int()
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, nil, fmt.Errorf("cannot read %s: %w", what, err)
-		}
-		h := sec / 3600
-		if old, ok := m[h]; ok {
-			if old.version >= v {
-				continue
-			}
-		} else {
-			hours = append(hours, h)
-		}
-		m[h] = unitState{v, st == 1}
-	}
-	return m, hours, nil
-}
-
 // siteStarts lists every site with site events and the hour of its
 // oldest.
 func (c *Client) siteStarts(ctx context.Context) (map[string]int64, error) {

@@ -69,20 +69,24 @@ func (b *Backend) applyRetention(ctx context.Context) ([]uint32, error) {
 	return dropped, nil
 }
 
-// foldDirty replaces each site's dirty-from marks before the hour cut
-// (the first hour kept) by one mark at cut with their highest version,
-// then deletes them. A mark dirties every unit from its hour on, so on
-// the units held (cut and later) the folded mark has the same effect:
-// a unit clean under a version below a dropped mark stays dirty, and the
-// materializer's floor still beats it. The fold is written before the
-// delete, which ClickHouse applies in the background (a mutation; ALTER
-// TABLE ... DELETE is in 18.16 and current releases): a run cut short, or
-// one that finds the delete not done yet, folds again onto the same key,
-// the higher version winning. Nothing is written when no mark is older
-// than the cut, so an hourly loop issues one delete a day.
+// foldDirty replaces the dirty marks before the hour cut (the first
+// hour kept) by one mark per key at cut, then deletes them. A site's mark
+// dirties every unit from its hour on, so on the units held (cut and
+// later) one open mark at cut with the highest version of the site's has
+// the same effect: a unit clean under a version below a dropped mark stays
+// dirty, and the materializer's floor still beats it. The links' marks
+// that end after cut fold into one from cut to the latest end (it may
+// cover hours that no one of them did: they are only written again); the
+// others have no hour left. The fold is written before the delete, which
+// ClickHouse applies in the background (a mutation; ALTER TABLE ...
+// DELETE is in 18.16 and current releases): a run cut short, or one that
+// finds the delete not done yet, folds again onto the same key, the higher
+// version winning. Nothing is written when no mark is older than the cut,
+// so an hourly loop issues one delete a day.
 func (b *Backend) foldDirty(ctx context.Context, cut int64) error {
 	before := "toDateTime(" + strconv.FormatInt(cut*3600, 10) + ")"
-	res, err := b.c.Query(ctx, "SELECT site, max(version) FROM site_dirty WHERE from_unit < "+before+" GROUP BY site ORDER BY site")
+	res, err := b.c.Query(ctx, "SELECT site, open, maxIf(version, keep), maxIf(until, keep), max(keep) FROM (SELECT site, toUInt8(until_unit = toDateTime(0)) AS open, version, toUInt32(until_unit) AS until, "+
+		"toUInt8(open OR until_unit > "+before+") AS keep FROM site_dirty WHERE from_unit < "+before+") GROUP BY site, open ORDER BY site, open")
 	if err != nil {
 		return fmt.Errorf("cannot read the dirty marks before the retention cut: %w", err)
 	}
@@ -90,26 +94,36 @@ func (b *Backend) foldDirty(ctx context.Context, cut int64) error {
 		return nil
 	}
 	var sb strings.Builder
-	sb.WriteString("INSERT INTO site_dirty (site, from_unit, version) VALUES ")
-	for i, raw := range res.Data {
+	folded := 0
+	for _, raw := range res.Data {
 		row := rawRow(raw)
-		site, err1 := row[0].str()
-		v, err2 := row[1].uint()
-		if err := errors.Join(err1, err2); err != nil {
+		key, err1 := row[0].str()
+		v, err2 := row[2].uint()
+		until, err3 := row[3].int()
+		keep, err4 := row[4].int()
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			return fmt.Errorf("cannot read the dirty marks before the retention cut: %w", err)
 		}
-		if i > 0 {
+		if keep == 0 {
+			continue
+		}
+		if folded == 0 {
+			sb.WriteString("INSERT INTO site_dirty (site, from_unit, until_unit, version) VALUES ")
+		} else {
 			sb.WriteString(", ")
 		}
-		fmt.Fprintf(&sb, "(%s, %s, %d)", String(site), before, v)
+		fmt.Fprintf(&sb, "(%s, %s, toDateTime(%d), %d)", String(key), before, until, v)
+		folded++
 	}
-	if err := b.c.Exec(ctx, sb.String()); err != nil {
-		return fmt.Errorf("cannot fold the dirty marks of %d sites at the retention cut: %w", len(res.Data), err)
+	if folded > 0 {
+		if err := b.c.Exec(ctx, sb.String()); err != nil {
+			return fmt.Errorf("cannot fold %d dirty marks at the retention cut: %w", folded, err)
+		}
 	}
 	if err := b.c.Exec(ctx, "ALTER TABLE site_dirty DELETE WHERE from_unit < "+before); err != nil {
 		return fmt.Errorf("cannot delete the dirty marks before the retention cut: %w", err)
 	}
-	b.c.m.dirtyFolded.Add(len(res.Data))
+	b.c.m.dirtyFolded.Add(folded)
 	return nil
 }
 
