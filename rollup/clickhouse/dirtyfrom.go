@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -43,23 +44,43 @@ func markersSQL(markers, key string, sec uint64) string {
 // before migration 6 (a visit in the unit where it started), which are
 // counted otherwise and are written again; a 0 is a unit dirtied one by
 // one (markLate before migration 8, or an old binary), read as before.
+//
+// A question's plan reads up to its end or later (a visit overlapping it
+// may close in any later unit), so past the last marker and the last
+// mark's start no hour is filled in: none is clean there anyway, and a
+// question far in the future would fill every hour up to it. The
+// materializer reads up to the ready hour with every hour filled in
+// (siteUnitsToReady): a unit with no marker needs D(h) for its run's
+// version.
 func (c *Client) siteUnits(ctx context.Context, site string, hi int64) (map[int64]unitState, []int64, error) {
+	return c.siteMarkers(ctx, site, hi, false)
+}
+
+// siteUnitsToReady is siteUnits with every hour before ready (ms) that a
+// mark covers filled in.
+func (c *Client) siteUnitsToReady(ctx context.Context, site string, ready int64) (map[int64]unitState, []int64, error) {
+	return c.siteMarkers(ctx, site, ready, true)
+}
+
+func (c *Client) siteMarkers(ctx context.Context, site string, hi int64, fill bool) (map[int64]unitState, []int64, error) {
 	sec := uint64(max(hi, 0) / 1000)
-	return c.markers(ctx, markersSQL("SELECT toUInt32(unit), version, toUInt8(state = "+Uint(unitClean)+"), toUInt8(0), toUInt32(0) FROM site_units WHERE site = "+
+	return c.markers(ctx, fill, markersSQL("SELECT toUInt32(unit), version, toUInt8(state = "+Uint(unitClean)+"), toUInt8(0), toUInt32(0) FROM site_units WHERE site = "+
 		String(site)+" AND unit < toDateTime("+Uint(sec)+")", site, sec), sec, fmt.Sprintf("the site units of %q", site))
 }
 
 // linkUnits reads the markers of the link hours before hi (ms), the
-// highest version of each, with the links' dirty marks applied.
+// highest version of each, with the links' dirty marks applied (every
+// hour they cover: they end by the ready hour when written).
 func (c *Client) linkUnits(ctx context.Context, hi int64) (map[int64]unitState, []int64, error) {
 	sec := uint64(max(hi, 0) / 1000)
-	return c.markers(ctx, markersSQL("SELECT toUInt32(hour), version, state, toUInt8(0), toUInt32(0) FROM link_units WHERE hour < toDateTime("+
+	return c.markers(ctx, true, markersSQL("SELECT toUInt32(hour), version, state, toUInt8(0), toUInt32(0) FROM link_units WHERE hour < toDateTime("+
 		Uint(sec)+")", linksKey, sec), sec, "the link hours")
 }
 
 // markers runs a markersSQL read and applies its dirty marks to its
-// markers for the hours before the second sec.
-func (c *Client) markers(ctx context.Context, sql string, sec uint64, what string) (map[int64]unitState, []int64, error) {
+// markers for the hours before the second sec (without fill, only up to
+// the last marker or mark boundary).
+func (c *Client) markers(ctx context.Context, fill bool, sql string, sec uint64, what string) (map[int64]unitState, []int64, error) {
 	res, err := c.Query(ctx, sql)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read %s: %w", what, err)
@@ -83,7 +104,18 @@ func (c *Client) markers(ctx context.Context, sql string, sec uint64, what strin
 			units[h] = unitState{v, st == 1}
 		}
 	}
-	return units, applyDirty(units, marks, (int64(sec)+3599)/3600), nil
+	end := (int64(sec) + 3599) / 3600
+	if !fill {
+		stop := int64(math.MinInt64)
+		for h := range units {
+			stop = max(stop, h+1)
+		}
+		for _, m := range marks {
+			stop = max(stop, m.from+1, m.until)
+		}
+		end = min(end, stop)
+	}
+	return units, applyDirty(units, marks, end), nil
 }
 
 // applyDirty applies dirty marks to unit markers, for the hours before

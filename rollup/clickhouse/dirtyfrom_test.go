@@ -94,3 +94,17 @@ func TestRetentionKeepsADirtyMarksEffect(t *testing.T) {
 	}
 	wantMetrics(t, "day 1 materialized again", m, two)
 }
+
+// applyDirty by hand: markers at hours 10 (clean, v5), 11 (clean, v9),
+// 12 (dirty, v3), 14 (clean, v20); an open mark from 11 at v7 and one
+// from 13 at v4, a range [9, 11) at v6. D: 9 6, 10 6, 11 7, 12 7, 13 7,
+// 14 7, 15 7. So 9 dirty (6), 10 dirty (6 > 5), 11 clean (9 > 7), 12
+// dirty (7), 13 dirty (7), 14 clean, 15 dirty (7), up to the end 16.
+func TestApplyDirtyByHand(t *testing.T) {
+	units := map[int64]unitState{10: {5, true}, 11: {9, true}, 12: {3, false}, 14: {20, true}}
+	hours := applyDirty(units, []dirtyMark{{13, 0, 4}, {11, 0, 7}, {9, 11, 6}}, 16)
+	want := map[int64]unitState{9: {6, false}, 10: {6, false}, 11: {9, true}, 12: {7, false}, 13: {7, false}, 14: {20, true}, 15: {7, false}}
+	if fmt.Sprint(units) != fmt.Sprint(want) || fmt.Sprint(hours) != "[9 10 11 12 13 14 15]" {
+		t.Errorf("applyDirty: %v, hours %v; want %v, hours 9 to 15", units, hours, want)
+	}
+}

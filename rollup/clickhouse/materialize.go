@@ -155,7 +155,7 @@ func (b *Backend) materialize(ctx context.Context, from, to int64, force bool) (
 // are not clean (with force, every one in [from, to)), in runs of
 // consecutive hours.
 func (b *Backend) materializeSite(ctx context.Context, site string, first, ready, from, to int64, force bool) (done, due int, err error) {
-	units, hours, err := b.c.siteUnits(ctx, site, ready*msPerHour)
+	units, hours, err := b.c.siteUnitsToReady(ctx, site, ready*msPerHour)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -3,7 +3,7 @@ package clickhouse
 // migration8 holds the dirty marks of late events as ranges (DESIGN.md,
 // "Dirty from a unit on"): a batch's late events of a site write one row
 // (site, from_unit, until_unit = 0, version), dirty from that unit on,
-// instead of a site_units row per unit; its late clicks one row (site ”,
+// instead of a site_units row per unit; its late clicks one row (the key "",
 // which no site is: clicks have no site, from_unit, until_unit, version)
 // for the hours [from, until) instead of a link_units row per hour; all
 // in one INSERT. A unit h is dirty under the highest version of the marks
