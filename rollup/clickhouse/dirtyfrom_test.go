@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,9 +37,11 @@ func TestRetentionKeepsADirtyMarksEffect(t *testing.T) {
 	wantMetrics(t, "day 1 before the late segment", m, query.SiteMetrics{Visitors: 1, Visits: 1, Pageviews: 1, Events: 1, ViewsPerVisit: 1, BounceRate: 100})
 
 	before := maxDirtyVersion(t, c)
-	mustStore(t, b, segment("e1", 2, []ingest.Event{pageview("s1", "/", at(0, 11, 0, 0, 0), 3, 0), pageview("s1", "/", at(1, 11, 0, 0, 0), 4, 0)}), Stored)
+	mustStore(t, b, segment("e1", 2, []ingest.Event{pageview("s1", "/", at(0, 11, 0, 0, 0), 3, 0), pageview("s1", "/", at(1, 11, 0, 0, 0), 4, 0),
+		click("k1", at(0, 23, 30, 0, 0), 5, false), click("k1", at(1, 0, 30, 0, 0), 5, false)}), Stored)
 	late := maxDirtyVersion(t, c)
-	if got, want := dirtyMarks(t, c, before), fmt.Sprintf("s1 %d 0 1", at(0, 11, 0, 0, 0)/1000); len(got) != 1 || got[0] != want {
+	want := []string{fmt.Sprintf(" %d %d 1", at(0, 23, 0, 0, 0)/1000, at(1, 1, 0, 0, 0)/1000), fmt.Sprintf("s1 %d 0 1", at(0, 11, 0, 0, 0)/1000)}
+	if got := dirtyMarks(t, c, before); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("the late segment's marks: %q; want %q", got, want)
 	}
 	for range 2 { // a second run changes nothing
@@ -61,19 +64,22 @@ func TestRetentionKeepsADirtyMarksEffect(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	r, err := c.Query(ctx, "SELECT toUInt32(from_unit), version FROM site_dirty FINAL WHERE site = 's1'")
+	// The links' range [day 0 23:00, day 1 01:00) is cut to day 1.
+	r, err := c.Query(ctx, "SELECT site, toUInt32(from_unit), toUInt32(until_unit), version FROM site_dirty FINAL ORDER BY site")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, raw := range r.Data {
 		row := rawRow(raw)
-		from, _ := row[0].int()
-		v, _ := row[1].uint()
-		got = append(got, fmt.Sprintf("%d %d", from, v))
+		key, _ := row[0].str()
+		from, _ := row[1].int()
+		until, _ := row[2].int()
+		v, _ := row[3].uint()
+		got = append(got, fmt.Sprintf("%s %d %d %d", key, from, until, v))
 	}
-	if want := fmt.Sprintf("%s %d", cut, late); len(got) != 1 || got[0] != want {
-		t.Errorf("s1's marks after retention (from version): %q; want %q (day 1 00:00, the late mark's)", got, want)
+	if want := fmt.Sprintf(" %s %d %d; s1 %s 0 %d", cut, at(1, 1, 0, 0, 0)/1000, late, cut, late); strings.Join(got, "; ") != want {
+		t.Errorf("the marks after retention (key from until version): %q; want %q (from day 1 00:00, the late marks' version)", got, want)
 	}
 
 	lo, hi := hourBounds(day1)
@@ -93,6 +99,9 @@ func TestRetentionKeepsADirtyMarksEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantMetrics(t, "day 1 materialized again", m, two)
+	if ls, err := b.LinkStats("k1", day1, query.Day); err != nil || ls.Totals.Clicks != 1 {
+		t.Errorf("k1 on day 1: %+v, %v; want the click at 00:30", ls.Totals, err)
+	}
 }
 
 // applyDirty by hand: markers at hours 10 (clean, v5), 11 (clean, v9),
