@@ -21,7 +21,7 @@ import (
 // All go in one INSERT: an INSERT per site was 20 of the 23 requests of
 // each shipped batch in bench/README's issue 14 run (30 days of events,
 // every one late), a site_units row per unit up to 720 rows a site in
-// every batch, and a second INSERT for the link hours most of what the
+// every batch, and the link hours' own INSERT was then most of what the
 // marks still cost ClickHouse (DESIGN.md, "Dirty from a unit on"). It
 // runs after the events and before the identities, so a crash between
 // leaves the retry to mark again.
