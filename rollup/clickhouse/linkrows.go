@@ -40,37 +40,6 @@ func linkDimTuples() string {
 // buckets are mapped hour by hour in SQL).
 const maxLinkRowHours = 24 * 100
 
-// linkUnits reads the markers of the link hours before hi (ms), the
-// highest version of each (RowBinary: a question reads every held hour's).
-func (c *Client) linkUnits(ctx context.Context, hi int64) (map[int64]unitState, []int64, error) {
-	body, err := c.QueryRowBinary(ctx, "SELECT toUInt32(hour), version, state FROM link_units WHERE hour < toDateTime("+
-		Uint(uint64(max(hi, 0)/1000))+") ORDER BY hour")
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot read the link hours: %w", err)
-	}
-	m := make(map[int64]unitState, len(body)/13)
-	hours := make([]int64, 0, len(body)/13)
-	r := &rbReader{b: body}
-	for len(r.b) > 0 && r.err == nil {
-		h, v, st := int64(r.u32())/3600, r.u64(), r.u8()
-		if r.err != nil {
-			break
-		}
-		if old, ok := m[h]; ok {
-			if old.version >= v {
-				continue
-			}
-		} else {
-			hours = append(hours, h)
-		}
-		m[h] = unitState{v, st == 1}
-	}
-	if r.err != nil {
-		return nil, nil, fmt.Errorf("cannot read the link hours: %w", r.err)
-	}
-	return m, hours, nil
-}
-
 // insertLinkUnits writes the markers of the link hours [h0, h1).
 func (c *Client) insertLinkUnits(ctx context.Context, h0, h1 int64, version uint64, state uint8) error {
 	if h1 <= h0 {

@@ -46,47 +46,6 @@ type unitState struct {
 	clean   bool
 }
 
-// siteUnits reads the markers of a site's units before hi (ms), by hour.
-func (c *Client) siteUnits(ctx context.Context, site string, hi int64) (map[int64]unitState, []int64, error) {
-	// Only markers of state unitClean count as clean: a 1 is a unit of
-	// the rows before migration 6 (a visit in the unit where it started),
-	// which are counted otherwise and are written again.
-	return c.unitMarkers(ctx, "SELECT toUInt32(unit), version, toUInt8(state = "+Uint(unitClean)+") FROM site_units WHERE site = "+String(site)+
-		" AND unit < toDateTime("+Uint(uint64(max(hi, 0)/1000))+") ORDER BY unit", fmt.Sprintf("the site units of %q", site))
-}
-
-// unitMarkers runs a query of (hour start in seconds, version, state)
-// rows in hour order and keeps the highest version of each hour: read
-// without FINAL (one thread on 18.16), so the versions are picked here.
-// It returns the markers by hour and the hours in order.
-func (c *Client) unitMarkers(ctx context.Context, sql, what string) (map[int64]unitState, []int64, error) {
-	res, err := c.Query(ctx, sql)
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot read %s: %w", what, err)
-	}
-	m := make(map[int64]unitState, len(res.Data))
-	hours := make([]int64, 0, len(res.Data))
-	for _, raw := range res.Data {
-		row := rawRow(raw)
-		sec, err1 := row[0].int()
-		v, err2 := row[1].uint()
-		st, err3 := row[2].int()
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, nil, fmt.Errorf("cannot read %s: %w", what, err)
-		}
-		h := sec / 3600
-		if old, ok := m[h]; ok {
-			if old.version >= v {
-				continue
-			}
-		} else {
-			hours = append(hours, h)
-		}
-		m[h] = unitState{v, st == 1}
-	}
-	return m, hours, nil
-}
-
 // siteStarts lists every site with site events and the hour of its
 // oldest.
 func (c *Client) siteStarts(ctx context.Context) (map[string]int64, error) {
@@ -209,7 +168,7 @@ func (b *Backend) materializeSite(ctx context.Context, site string, first, ready
 	// querybench site at -scale 0.5 lost 10,186 pageviews of its first
 	// day). TestLateEventDuringAPassIsNotLost.
 	read := time.Now()
-	units, hours, err := b.c.siteUnits(ctx, site, ready*msPerHour)
+	units, hours, err := b.c.siteUnitsToReady(ctx, site, ready*msPerHour)
 	if err != nil {
 		return 0, 0, err
 	}

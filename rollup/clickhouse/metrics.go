@@ -31,7 +31,9 @@ type clientMetrics struct {
 	unitsMaterialized *metrics.Counter
 	unitsPending      atomic.Int64     // ready site units the last pass left
 	passes            *metrics.Counter // materializer passes (not rebuilds)
-	unitsDirtied      *metrics.Counter
+	unitsDirtied      *metrics.Counter // ready units a late batch's marks covered
+	dirtyMarks        *metrics.Counter // site_dirty rows written (one per site of a late batch)
+	dirtyFolded       *metrics.Counter // sites whose marks retention folded into one at the cut
 	materializeFailed *metrics.Counter
 	siteFast          *metrics.Counter
 	siteRaw           *metrics.Counter
@@ -75,6 +77,8 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		unitsMaterialized: s.GetOrCreateCounter(p + "site_units_materialized_total"),
 		passes:            s.GetOrCreateCounter(p + "materialize_passes_total"),
 		unitsDirtied:      s.GetOrCreateCounter(p + "site_units_dirtied_total"),
+		dirtyMarks:        s.GetOrCreateCounter(p + "site_dirty_marks_total"),
+		dirtyFolded:       s.GetOrCreateCounter(p + "site_dirty_folded_total"),
 		materializeFailed: s.GetOrCreateCounter(p + "materialize_failed_total"),
 		siteFast:          s.GetOrCreateCounter(p + `site_questions_total{path="rows"}`),
 		siteRaw:           s.GetOrCreateCounter(p + `site_questions_total{path="raw"}`),

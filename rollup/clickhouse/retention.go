@@ -2,9 +2,11 @@ package clickhouse
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -33,6 +35,12 @@ func (b *Backend) applyRetention(ctx context.Context) ([]uint32, error) {
 	// The oldest day kept is the one holding now - Retention.
 	cut := b.cfg.Now().Add(-b.cfg.Retention).UTC()
 	cutDay := uint32(cut.Year()*10000 + int(cut.Month())*100 + cut.Day())
+	// A dirty-from mark before the cut still dirties the units after it:
+	// folded into one at the cut before any unit goes.
+	midnight := time.Date(cut.Year(), cut.Month(), cut.Day(), 0, 0, 0, 0, time.UTC)
+	if err := b.foldDirty(ctx, midnight.Unix()/3600); err != nil {
+		return nil, err
+	}
 	var dropped []uint32
 	for _, table := range []string{"events", "drop_tallies", "site_rows", "site_units", "site_open_visits", "link_rows", "link_units", "link_day_rows", "link_days"} {
 		days, err := b.partitions(ctx, table)
@@ -59,6 +67,64 @@ func (b *Backend) applyRetention(ctx context.Context) ([]uint32, error) {
 		}
 	}
 	return dropped, nil
+}
+
+// foldDirty replaces the dirty marks before the hour cut (the first
+// hour kept) by one mark per key at cut, then deletes them. A site's mark
+// dirties every unit from its hour on, so on the units held (cut and
+// later) one open mark at cut with the highest version of the site's has
+// the same effect: a unit clean under a version below a dropped mark stays
+// dirty, and the materializer's floor still beats it. The links' marks
+// that end after cut fold into one from cut to the latest end (it may
+// cover hours that no one of them did: they are only written again); the
+// others have no hour left. The fold is written before the delete, which
+// ClickHouse applies in the background (a mutation; ALTER TABLE ...
+// DELETE is in 18.16 and current releases): a run cut short, or one that
+// finds the delete not done yet, folds again onto the same key, the higher
+// version winning. Nothing is written when no mark is older than the cut,
+// so an hourly loop issues one delete a day.
+func (b *Backend) foldDirty(ctx context.Context, cut int64) error {
+	before := "toDateTime(" + strconv.FormatInt(cut*3600, 10) + ")"
+	res, err := b.c.Query(ctx, "SELECT site, open, maxIf(version, keep), maxIf(until, keep), max(keep) FROM (SELECT site, toUInt8(until_unit = toDateTime(0)) AS open, version, toUInt32(until_unit) AS until, "+
+		"toUInt8(open OR until_unit > "+before+") AS keep FROM site_dirty WHERE from_unit < "+before+") GROUP BY site, open ORDER BY site, open")
+	if err != nil {
+		return fmt.Errorf("cannot read the dirty marks before the retention cut: %w", err)
+	}
+	if len(res.Data) == 0 {
+		return nil
+	}
+	var sb strings.Builder
+	folded := 0
+	for _, raw := range res.Data {
+		row := rawRow(raw)
+		key, err1 := row[0].str()
+		v, err2 := row[2].uint()
+		until, err3 := row[3].int()
+		keep, err4 := row[4].int()
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			return fmt.Errorf("cannot read the dirty marks before the retention cut: %w", err)
+		}
+		if keep == 0 {
+			continue
+		}
+		if folded == 0 {
+			sb.WriteString("INSERT INTO site_dirty (site, from_unit, until_unit, version) VALUES ")
+		} else {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "(%s, %s, toDateTime(%d), %d)", String(key), before, until, v)
+		folded++
+	}
+	if folded > 0 {
+		if err := b.c.Exec(ctx, sb.String()); err != nil {
+			return fmt.Errorf("cannot fold %d dirty marks at the retention cut: %w", folded, err)
+		}
+	}
+	if err := b.c.Exec(ctx, "ALTER TABLE site_dirty DELETE WHERE from_unit < "+before); err != nil {
+		return fmt.Errorf("cannot delete the dirty marks before the retention cut: %w", err)
+	}
+	b.c.m.dirtyFolded.Add(folded)
+	return nil
 }
 
 // linkWhereAny selects every click.
