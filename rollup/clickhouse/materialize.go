@@ -302,7 +302,9 @@ func (b *Backend) materializeRun(ctx context.Context, site string, u0, u1 int64,
 	var body []byte
 	for i, u := range rows {
 		for k, r := range u {
-			body = appendSiteRow(body, site, u0+int64(i), version, k, r)
+			if body, err = appendSiteRow(body, site, u0+int64(i), version, k, r); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	if len(body) > 0 {

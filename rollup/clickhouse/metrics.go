@@ -42,6 +42,7 @@ type clientMetrics struct {
 	linkFast              *metrics.Counter
 	linkRaw               *metrics.Counter
 	linkCache             linkCacheMetrics // linkcache.go
+	siteCache             siteCacheMetrics // sitecache.go
 }
 
 func newClientMetrics(s *metrics.Set) *clientMetrics {
@@ -78,6 +79,7 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		linkFast:              s.GetOrCreateCounter(p + `link_questions_total{path="rows"}`),
 		linkRaw:               s.GetOrCreateCounter(p + `link_questions_total{path="raw"}`),
 		linkCache:             newLinkCacheMetrics(s, p),
+		siteCache:             newSiteCacheMetrics(s, p),
 	}
 	s.GetOrCreateGauge(p+"site_units_pending", func() float64 { return float64(m.unitsPending.Load()) })
 	return m

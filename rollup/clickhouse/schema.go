@@ -118,6 +118,7 @@ ORDER BY (code, day)`,
 	migration5,
 	migration6,
 	migration7,
+	migration10,
 }
 
 // migrationsTable records every applied migration (version once; a
