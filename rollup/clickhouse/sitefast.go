@@ -203,6 +203,7 @@ func (b *Backend) visitorCounts(ctx context.Context, p *sitePlan, site, dim stri
 	}
 	return out, nil
 }
+
 // fastBuckets answers a site's metrics for each bucket [starts[i],
 // starts[i+1]) (the last ending at end) of the visits matching dim's
 // filter, and the bot events of each, from site rows and the open part.
