@@ -165,6 +165,9 @@ func (b *Backend) materialize(ctx context.Context, from, to int64, force bool) (
 	var errs []error
 	for _, site := range sites {
 		n, todo, err := b.materializeSite(ctx, site, starts[site], ready, from, to, force)
+		if err == nil {
+			_, err = b.writeSiteDays(ctx, site) // sitedays.go
+		}
 		done += n
 		due += todo - n
 		if err != nil {

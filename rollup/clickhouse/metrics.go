@@ -36,6 +36,7 @@ type clientMetrics struct {
 	siteFast          *metrics.Counter
 	siteRaw           *metrics.Counter
 	visitsCarried     *metrics.Counter // visits written open at a midnight (carried.go)
+	siteDaysWritten   *metrics.Counter // whole clean days written as day rows (sitedays.go)
 	// Link rows: hours written; link series and breakdowns answered
 	// with rows (the open part from raw events) and from raw events only.
 	linkHoursMaterialized *metrics.Counter
@@ -74,6 +75,7 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		siteFast:          s.GetOrCreateCounter(p + `site_questions_total{path="rows"}`),
 		siteRaw:           s.GetOrCreateCounter(p + `site_questions_total{path="raw"}`),
 		visitsCarried:     s.GetOrCreateCounter(p + "site_visits_carried_total"),
+		siteDaysWritten:   s.GetOrCreateCounter(p + "site_days_written_total"),
 
 		linkHoursMaterialized: s.GetOrCreateCounter(p + "link_hours_materialized_total"),
 		linkFast:              s.GetOrCreateCounter(p + `link_questions_total{path="rows"}`),

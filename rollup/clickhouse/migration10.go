@@ -9,7 +9,34 @@ package clickhouse
 // dirty under a version above its own, so rows written before it (ids, no
 // set) are never read, and the materializer writes those units again,
 // each day from the carried visits the day before's new run wrote.
-var migration10 = migration{10, "site rows: visitor sets", []string{
+//
+// site_days: a whole clean day's rows of every dimension merged
+// (sitedays.go), under a hash of the day's 24 unit versions, and a mark
+// row (dim "\x00day") written in the same INSERT. By month, as site_rows.
+var migration10 = migration{10, "site rows: visitor sets and day rows", []string{
 	`ALTER TABLE site_rows ADD COLUMN visitor_set String`,
+	`CREATE TABLE IF NOT EXISTS site_days (
+    site String,
+    dim String,
+    value String,
+    day DateTime,
+    f UInt32,
+    l UInt32,
+    version UInt64,
+    visits Int64,
+    sessions Int64,
+    bounces Int64,
+    visit_pv Int64,
+    duration_s Int64,
+    pageviews Int64,
+    events Int64,
+    engaged_ms Int64,
+    eng_visits Int64,
+    scroll_sum Int64,
+    bots Int64,
+    visitor_set String
+) ENGINE = ReplacingMergeTree()
+PARTITION BY toYYYYMM(day)
+ORDER BY (site, dim, day, version, value, f, l)`,
 	`INSERT INTO site_units (site, unit, version, state) SELECT site, unit, max(version) + 1, toUInt8(0) FROM site_units GROUP BY site, unit`,
 }}

@@ -108,4 +108,23 @@ func TestDayRowsAnswerAndNeverGoStale(t *testing.T) {
 	}
 	series("late, materialized again", after)
 	breakdown("late, by page", lateRows)
+
+	// The materializer wrote both days' day rows in ClickHouse, then again
+	// under their new versions (the late event dirtied every unit from
+	// 11:00 on): four marks. With the hour rows gone, a new Backend (no
+	// cache) can answer only from them, and only from the new versions:
+	// day 0's old rows (3 visitors) are still there.
+	res, err := c.Query(testCtx(t), "SELECT count() FROM site_days WHERE site = 'dr' AND dim = "+String(siteDayMark))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rawValue(res.Data[0][0]).int(); n != 4 {
+		t.Errorf("%d day marks; want 4 (days 0 and 1, twice)", n)
+	}
+	if err := c.Exec(testCtx(t), "TRUNCATE TABLE site_rows"); err != nil {
+		t.Fatal(err)
+	}
+	b = newTestBackend(t, c, dec1.AddDate(0, 0, 3))
+	series("from stored day rows alone", after)
+	breakdown("from stored day rows alone, by page", lateRows)
 }

@@ -3,7 +3,7 @@ package clickhouse
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -68,11 +68,6 @@ func (b *Backend) planRows(ctx context.Context, p *sitePlan, site, dim string, l
 				out = append(out, rows)
 			} else {
 				days = append(days, dayAt{u, k})
-				for h := u; h < u+24; h++ {
-					if _, ok := b.sites.get(p.unitKey(site, dim, h)); !ok {
-						miss = append(miss, h)
-					}
-				}
 			}
 			u += 24
 			continue
@@ -83,6 +78,34 @@ func (b *Backend) planRows(ctx context.Context, p *sitePlan, site, dim string, l
 			miss = append(miss, u)
 		}
 		u++
+	}
+	if len(days) > 0 {
+		// The day rows the materializer wrote (sitedays.go); a day without
+		// them is merged here from its units' rows.
+		d0s, vs := make([]int64, len(days)), make([]uint64, len(days))
+		for i, d := range days {
+			d0s[i], vs[i] = d.d0, d.key.version
+		}
+		stored, err := b.readSiteDays(ctx, site, dim, d0s, vs)
+		if err != nil {
+			return nil, err
+		}
+		left := days[:0]
+		for _, d := range days {
+			if rows, ok := stored[d.d0]; ok {
+				b.sites.put(d.key, rows)
+				out = append(out, rows)
+				continue
+			}
+			left = append(left, d)
+			for h := d.d0; h < d.d0+24; h++ {
+				if _, ok := b.sites.get(p.unitKey(site, dim, h)); !ok {
+					miss = append(miss, h)
+				}
+			}
+		}
+		days = left
+		slices.Sort(miss)
 	}
 	got := map[int64][]siteRow{}
 	if len(miss) > 0 {
@@ -128,19 +151,11 @@ func (p *sitePlan) unitKey(site, dim string, u int64) siteRowKey {
 	return siteRowKey{site: site, dim: dim, unit: u, version: p.versions[u-p.start]}
 }
 
-// dayVersion is a hash of the versions of the day's 24 units from d0: a
-// day's rows count only under the versions they were merged from.
+// dayVersion is the version of the day from hour d0: a hash of its 24
+// units' versions, so its rows count only under the versions they were
+// merged from.
 func (p *sitePlan) dayVersion(d0 int64) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	for u := d0; u < d0+24; u++ {
-		v := p.versions[u-p.start]
-		for i := range b {
-			b[i] = byte(v >> (8 * i))
-		}
-		h.Write(b[:])
-	}
-	return h.Sum64()
+	return hashVersions(p.versions[d0-p.start : d0-p.start+24])
 }
 
 // mergeDay merges the rows of a day's 24 units (from hour d0) by value
@@ -216,7 +231,7 @@ func (b *Backend) readSiteRows(ctx context.Context, p *sitePlan, site, dim strin
 		}
 		vs.WriteString(Uint(p.versions[u-p.start]))
 	}
-	body, err := b.c.QueryRowBinary(ctx, fmt.Sprintf("SELECT value, toUInt32(unit), f, l, %s, visitor_set FROM site_rows WHERE site = %s AND dim = %s"+
+	body, err := b.c.QueryRowBinary(ctx, fmt.Sprintf("SELECT toUInt32(unit), value, f, l, %s, visitor_set FROM site_rows WHERE site = %s AND dim = %s"+
 		" AND unit >= toDateTime(%d) AND unit < toDateTime(%d) AND version = arrayElement([%s], intDiv(toUInt32(unit) - %d, 3600) + 1)",
 		counterCols, String(site), String(dim), first*3600, (last+1)*3600, vs.String(), first*3600))
 	if err != nil {
@@ -225,22 +240,10 @@ func (b *Backend) readSiteRows(ctx context.Context, p *sitePlan, site, dim strin
 	got := map[int64][]siteRow{}
 	rd := &rbReader{b: body}
 	for len(rd.b) > 0 && rd.err == nil {
-		var r siteRow
-		r.value = rd.str()
 		u := int64(rd.u32()) / 3600
-		r.f, r.l = int64(rd.u32()), int64(rd.u32())
-		for i := range r.c {
-			r.c[i] = int64(rd.u64())
-		}
-		n := rd.uvarint()
-		raw := rd.need(int(min(n, uint64(len(rd.b)))))
-		if rd.err != nil {
-			break
-		}
-		if len(raw) > 0 {
-			if r.set, err = decodeLinkSet(raw); err != nil {
-				return nil, fmt.Errorf("cannot read the site rows of %q: %w", site, err)
-			}
+		r, err := readSiteRow(rd)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the site rows of %q: %w", site, err)
 		}
 		got[u] = append(got[u], r)
 	}
