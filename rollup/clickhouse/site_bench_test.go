@@ -24,7 +24,9 @@ import (
 // BenchmarkSiteQueries asks one busy site's 30-day daily series and
 // page breakdown (issue 14's questions) of ClickHouse from site rows
 // (cold: a new Backend per question, so nothing cached in process; warm:
-// the same Backend again) and from raw events (NoRows), in one run. The
+// the same Backend again, its first question cold; materializer: the
+// Backend that materialized, which cached the day rows it wrote) and
+// from raw events (NoRows), in one run. The
 // site has WAYMARK_SITEBENCH_PV pageviews a day (default 50,000, a tenth
 // of querybench's 500k) in visits of 1 to ~10 pageviews 20 s to 3 min
 // apart (2 a visit on average, an engagement after most, a custom event
@@ -87,6 +89,9 @@ func BenchmarkSiteQueries(b *testing.B) {
 	}{
 		{"rows-cold", func() query.Backend { return clickhouse.NewBackend(c, cfg) }},
 		{"rows-warm", func() query.Backend { return warm }},
+		// The Backend that materialized: it cached the day rows it wrote,
+		// as a node's does (the API and the loop share one).
+		{"rows-materializer", func() query.Backend { return ch }},
 		{"raw", func() query.Backend { return raw }},
 	} {
 		for _, q := range []struct {

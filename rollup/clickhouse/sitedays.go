@@ -131,13 +131,15 @@ func (b *Backend) writeSiteDay(ctx context.Context, site string, d0 int64, versi
 		return fmt.Errorf("cannot read the rows of site %q for its day rows: %w", site, rd.err)
 	}
 	var out []byte
+	merged := map[string][]siteRow{}
 	for dim, rows := range byDim {
-		merged, err := mergeDay(d0, [][]siteRow{rows})
+		m, err := mergeDay(d0, [][]siteRow{rows})
 		if err != nil {
 			return err
 		}
-		for i := range merged {
-			if out, err = appendDayRow(out, site, dim, d0, version, &merged[i]); err != nil {
+		merged[dim] = m
+		for i := range m {
+			if out, err = appendDayRow(out, site, dim, d0, version, &m[i]); err != nil {
 				return err
 			}
 		}
@@ -147,6 +149,16 @@ func (b *Backend) writeSiteDay(ctx context.Context, site string, d0 int64, versi
 	}
 	if err := b.c.Insert(ctx, "INSERT INTO site_days FORMAT RowBinary", bytes.NewReader(out), nil); err != nil {
 		return fmt.Errorf("cannot store the day rows of site %q: %w", site, err)
+	}
+	// The questions this Backend serves read them next: cached now, so
+	// the first answer after a pass needs no read (a dimension without
+	// rows that day is cached empty).
+	for _, dim := range rowDims {
+		rows := merged[dim]
+		if rows == nil {
+			rows = []siteRow{}
+		}
+		b.sites.put(siteRowKey{site: site, dim: dim, unit: d0, version: version, day: true}, rows)
 	}
 	return nil
 }
