@@ -13,6 +13,9 @@ package clickhouse
 // site_days: a whole clean day's rows of every dimension merged
 // (sitedays.go), under a hash of the day's 24 unit versions, and a mark
 // row (dim "\x00day") written in the same INSERT. By month, as site_rows.
+// Granules of 1,024 rows, not 8,192: a question reads one dimension, and
+// a granule shared with a busy dimension's sets (pages) costs the whole
+// granule's visitor_set column.
 var migration10 = migration{10, "site rows: visitor sets and day rows", []string{
 	`ALTER TABLE site_rows ADD COLUMN visitor_set String`,
 	`CREATE TABLE IF NOT EXISTS site_days (
@@ -37,6 +40,7 @@ var migration10 = migration{10, "site rows: visitor sets and day rows", []string
     visitor_set String
 ) ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(day)
-ORDER BY (site, dim, day, version, value, f, l)`,
+ORDER BY (site, dim, day, version, value, f, l)
+SETTINGS index_granularity = 1024`,
 	`INSERT INTO site_units (site, unit, version, state) SELECT site, unit, max(version) + 1, toUInt8(0) FROM site_units GROUP BY site, unit`,
 }}

@@ -208,21 +208,8 @@ func readSiteRow(rd *rbReader) (siteRow, error) {
 // hours d0s (ascending) under versions: the rows of each day whose mark
 // is there, one of each key (two writers write equal rows).
 func (b *Backend) readSiteDays(ctx context.Context, site, dim string, d0s []int64, versions []uint64) (map[int64][]siteRow, error) {
-	var vs strings.Builder
-	first, last := d0s[0], d0s[len(d0s)-1]
-	at := map[int64]uint64{}
-	for i, d := range d0s {
-		at[d] = versions[i]
-	}
-	for d := first; d <= last; d += 24 {
-		if vs.Len() > 0 {
-			vs.WriteString(", ")
-		}
-		vs.WriteString(Uint(at[d])) // 0 for a day not asked: no row has it
-	}
-	body, err := b.c.QueryRowBinary(ctx, fmt.Sprintf("SELECT toUInt32(day), version, dim, value, f, l, %s, visitor_set FROM site_days WHERE site = %s AND dim IN (%s, %s)"+
-		" AND day >= toDateTime(%d) AND day <= toDateTime(%d) AND version = arrayElement([%s], intDiv(toUInt32(day) - %d, 86400) + 1)",
-		counterCols, String(site), String(dim), String(siteDayMark), first*3600, last*3600, vs.String(), first*3600))
+	body, err := b.c.QueryRowBinary(ctx, fmt.Sprintf("SELECT toUInt32(day), version, dim, value, f, l, %s, visitor_set FROM site_days WHERE site = %s AND dim IN (%s, %s) AND %s",
+		counterCols, String(site), String(dim), String(siteDayMark), b.dayVersionCond(d0s, versions)))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the day rows of site %q: %w", site, err)
 	}
@@ -266,6 +253,121 @@ func (b *Backend) readSiteDays(ctx context.Context, site, dim string, d0s []int6
 		if out[d] == nil {
 			out[d] = []siteRow{}
 		}
+	}
+	return out, nil
+}
+
+// siteDayMarks is readSiteDays' check alone: the days of d0s (under
+// versions) whose mark is in site_days, each with no rows.
+func (b *Backend) siteDayMarks(ctx context.Context, site string, d0s []int64, versions []uint64) (map[int64][]siteRow, error) {
+	cond := b.dayVersionCond(d0s, versions)
+	res, err := b.c.Query(ctx, "SELECT DISTINCT toUInt32(day) FROM site_days WHERE site = "+String(site)+" AND dim = "+String(siteDayMark)+" AND "+cond)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the day marks of site %q: %w", site, err)
+	}
+	out := map[int64][]siteRow{}
+	for _, raw := range res.Data {
+		sec, err := rawRow(raw)[0].int()
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the day marks of site %q: %w", site, err)
+		}
+		out[sec/3600] = nil
+	}
+	return out, nil
+}
+
+// dayVersionCond selects the rows of the days from hours d0s (ascending)
+// of their versions.
+func (b *Backend) dayVersionCond(d0s []int64, versions []uint64) string {
+	var vs strings.Builder
+	first, last := d0s[0], d0s[len(d0s)-1]
+	at := map[int64]uint64{}
+	for i, d := range d0s {
+		at[d] = versions[i]
+	}
+	for d := first; d <= last; d += 24 {
+		if vs.Len() > 0 {
+			vs.WriteString(", ")
+		}
+		vs.WriteString(Uint(at[d])) // 0 for a day not asked: no row has it
+	}
+	return fmt.Sprintf("day >= toDateTime(%d) AND day <= toDateTime(%d) AND version = arrayElement([%s], intDiv(toUInt32(day) - %d, 86400) + 1)",
+		first*3600, last*3600, vs.String(), first*3600)
+}
+
+// storedSums is a breakdown's part from stored day rows, summed in
+// ClickHouse: the first question after a start reads a few hundred sums,
+// not every value's rows and sets.
+type storedSums struct {
+	where string // the rows of the days that count
+}
+
+// sums are the counters of the stored days' rows per value. Each row is
+// read once (DISTINCT: two writers' copies are equal rows).
+func (b *Backend) storedCounters(ctx context.Context, s *storedSums) (map[string]*[nCounters]int64, error) {
+	var sel strings.Builder
+	for _, c := range strings.Split(counterCols, ", ") {
+		sel.WriteString(", sum(" + c + ")")
+	}
+	body, err := b.c.QueryRowBinary(ctx, "SELECT value"+sel.String()+" FROM (SELECT DISTINCT day, version, value, f, l, "+counterCols+
+		" FROM site_days WHERE "+s.where+") GROUP BY value")
+	if err != nil {
+		return nil, fmt.Errorf("cannot sum the day rows: %w", err)
+	}
+	out := map[string]*[nCounters]int64{}
+	rd := &rbReader{b: body}
+	for len(rd.b) > 0 && rd.err == nil {
+		v := rd.str()
+		var c [nCounters]int64
+		for i := range c {
+			c[i] = int64(rd.u64())
+		}
+		out[v] = &c
+	}
+	if rd.err != nil {
+		return nil, fmt.Errorf("cannot sum the day rows: %w", rd.err)
+	}
+	return out, nil
+}
+
+// storedSets is the visitor sets of the stored days' f = l rows of
+// values, by value (one of each row).
+func (b *Backend) storedSets(ctx context.Context, s *storedSums, values []string) (map[string][]*linkSet, error) {
+	if len(values) == 0 {
+		return map[string][]*linkSet{}, nil
+	}
+	var in strings.Builder
+	for i, v := range values {
+		if i > 0 {
+			in.WriteString(", ")
+		}
+		in.WriteString(String(v))
+	}
+	body, err := b.c.QueryRowBinary(ctx, "SELECT DISTINCT day, version, value, f, visitor_set FROM site_days WHERE "+s.where+
+		" AND f = l AND visitor_set != '' AND value IN ("+in.String()+")")
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the visitors of the day rows: %w", err)
+	}
+	out := map[string][]*linkSet{}
+	rd := &rbReader{b: body}
+	for len(rd.b) > 0 && rd.err == nil {
+		rd.u32()
+		rd.u64()
+		v := rd.str()
+		rd.u32()
+		n := rd.uvarint()
+		raw := rd.need(int(min(n, uint64(len(rd.b)))))
+		if rd.err != nil {
+			break
+		}
+		set, err := decodeLinkSet(raw)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the visitors of the day rows: %w", err)
+		}
+		out[v] = append(out[v], set)
+	}
+	if rd.err != nil {
+		return nil, fmt.Errorf("cannot read the visitors of the day rows: %w", rd.err)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -120,50 +121,72 @@ func (r *counterRow) visitors() (int64, error) {
 // the buckets of f and l (else 0, 0 and le).
 func (b *Backend) counters(ctx context.Context, p *sitePlan, site string, dims []string, lo, hi int64, starts []int64) ([]counterRow, error) {
 	c := questionCuts(p, lo, hi, starts)
-	hs := make([]int64, len(starts))
-	for i, s := range starts {
-		hs[i] = floorDiv(s, msPerHour)
-	}
-	loH, hiH := floorDiv(lo, msPerHour), floorDiv(hi, msPerHour)
-	type key struct {
-		dim, value string
-		bf, bl     int64
-		le         bool
-	}
-	idx := map[key]int{}
-	var out []counterRow
+	acc := newCounterAcc(p, lo, hi, starts)
 	for _, dim := range dims {
-		sets, err := b.planRows(ctx, p, site, dim, lo, c)
+		sets, err := b.planRows(ctx, p, site, dim, lo, c, nil)
 		if err != nil {
 			return nil, err
 		}
-		for _, rows := range sets {
-			for i := range rows {
-				r := &rows[i]
-				if !p.counts(r, loH, hiH) {
-					continue
-				}
-				k := key{dim: dim, value: r.value, le: true}
-				if starts != nil {
-					k.bf, k.bl, k.le = bucketOf(r.f, hs), bucketOf(r.l, hs), r.f <= r.l
-				}
-				j, ok := idx[k]
-				if !ok {
-					j = len(out)
-					idx[k] = j
-					out = append(out, counterRow{dim: k.dim, value: k.value, bf: k.bf, bl: k.bl, le: k.le})
-				}
-				o := &out[j]
-				for n := range o.c {
-					o.c[n] += r.c[n]
-				}
-				if r.set != nil && r.f == r.l {
-					o.sets = append(o.sets, r.set)
-				}
+		acc.add(dim, sets)
+	}
+	return acc.out, nil
+}
+
+// counterAcc groups rows into counterRows.
+type counterAcc struct {
+	p          *sitePlan
+	loH, hiH   int64
+	hs         []int64 // bucket starts (hours); nil: no buckets
+	idx        map[counterKey]int
+	out        []counterRow
+	withStarts bool
+}
+
+type counterKey struct {
+	dim, value string
+	bf, bl     int64
+	le         bool
+}
+
+func newCounterAcc(p *sitePlan, lo, hi int64, starts []int64) *counterAcc {
+	a := &counterAcc{p: p, loH: floorDiv(lo, msPerHour), hiH: floorDiv(hi, msPerHour), idx: map[counterKey]int{}, withStarts: starts != nil}
+	for _, s := range starts {
+		a.hs = append(a.hs, floorDiv(s, msPerHour))
+	}
+	return a
+}
+
+// add sums the rows of dim that count.
+func (a *counterAcc) add(dim string, sets unitRowSets) {
+	for _, rows := range sets {
+		for i := range rows {
+			r := &rows[i]
+			if !a.p.counts(r, a.loH, a.hiH) {
+				continue
+			}
+			k := counterKey{dim: dim, value: r.value, le: true}
+			if a.withStarts {
+				k.bf, k.bl, k.le = bucketOf(r.f, a.hs), bucketOf(r.l, a.hs), r.f <= r.l
+			}
+			o := a.row(k)
+			for n := range o.c {
+				o.c[n] += r.c[n]
+			}
+			if r.set != nil && r.f == r.l {
+				o.sets = append(o.sets, r.set)
 			}
 		}
 	}
-	return out, nil
+}
+
+func (a *counterAcc) row(k counterKey) *counterRow {
+	j, ok := a.idx[k]
+	if !ok {
+		j = len(a.out)
+		a.idx[k] = j
+		a.out = append(a.out, counterRow{dim: k.dim, value: k.value, bf: k.bf, bl: k.bl, le: k.le})
+	}
+	return &a.out[j]
 }
 
 // visitorCounts counts distinct visitors per group: the visitors of the
@@ -171,7 +194,7 @@ func (b *Backend) counters(ctx context.Context, p *sitePlan, site string, dims [
 // grouped by group, only of values (all when nil), with the open part's
 // ids of each group added.
 func (b *Backend) visitorCounts(ctx context.Context, p *sitePlan, site, dim string, lo, hi int64, starts []int64, group func(*siteRow) string, values []string, open map[string]map[uint64]struct{}) (map[string]int64, error) {
-	sets, err := b.planRows(ctx, p, site, dim, lo, questionCuts(p, lo, hi, starts))
+	sets, err := b.planRows(ctx, p, site, dim, lo, questionCuts(p, lo, hi, starts), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -318,10 +341,35 @@ func (b *Backend) fastBreakdown(ctx context.Context, p *sitePlan, site string, l
 // fastBreakdownOpen is fastBreakdown, and the open part's visitor ids of
 // each value.
 func (b *Backend) fastBreakdownOpen(ctx context.Context, p *sitePlan, site string, lo, hi int64, dim string, top int, match func(string) bool) (map[string]*row, map[string]map[uint64]struct{}, error) {
-	cr, err := b.counters(ctx, p, site, []string{dim}, lo, hi, nil)
+	// Days neither cached nor merged here but stored in site_days are
+	// summed in ClickHouse, their sets read for the values shown only.
+	var stored []int64
+	rs, err := b.planRows(ctx, p, site, dim, lo, questionCuts(p, lo, hi, nil), &stored)
 	if err != nil {
 		return nil, nil, err
 	}
+	acc := newCounterAcc(p, lo, hi, nil)
+	acc.add(dim, rs)
+	var ss *storedSums
+	if len(stored) > 0 {
+		vs := make([]uint64, len(stored))
+		for i, d := range stored {
+			vs[i] = p.dayVersion(d)
+		}
+		ss = &storedSums{where: fmt.Sprintf("site = %s AND dim = %s AND %s AND f >= %d AND f < %d AND l >= %d",
+			String(site), String(dim), b.dayVersionCond(stored, vs), p.low, acc.hiH, acc.loH)}
+		sums, err := b.storedCounters(ctx, ss)
+		if err != nil {
+			return nil, nil, err
+		}
+		for v, c := range sums {
+			o := acc.row(counterKey{dim: dim, value: v, le: true})
+			for n := range o.c {
+				o.c[n] += c[n]
+			}
+		}
+	}
+	cr := acc.out
 	out := make(map[string]*row, len(cr))
 	get := func(v string) *row {
 		r := out[v]
@@ -364,6 +412,15 @@ func (b *Backend) fastBreakdownOpen(ctx context.Context, p *sitePlan, site strin
 			return strings.Compare(x, y)
 		})
 		values = values[:max(0, min(top, len(values)))]
+	}
+	if ss != nil && top >= 0 {
+		more, err := b.storedSets(ctx, ss, values)
+		if err != nil {
+			return nil, nil, err
+		}
+		for v, s := range more {
+			sets[v] = append(sets[v], s...)
+		}
 	}
 	for _, v := range values {
 		var u linkSet

@@ -52,7 +52,11 @@ type unitRowSets [][]siteRow
 // unitsFrom(lo) to its horizon: a whole day inside them that no cut falls
 // inside as its day rows (cached, else merged from its units' rows), the
 // other units as they are (cached, else read in one statement).
-func (b *Backend) planRows(ctx context.Context, p *sitePlan, site, dim string, lo int64, c cuts) (unitRowSets, error) {
+//
+// With stored non-nil, the days not cached whose day rows are in
+// site_days are not read but listed there (their first hours), for the
+// caller to sum in ClickHouse (storedSums).
+func (b *Backend) planRows(ctx context.Context, p *sitePlan, site, dim string, lo int64, c cuts, stored *[]int64) (unitRowSets, error) {
 	from, to := p.unitsFrom(lo), p.h/msPerHour
 	var out unitRowSets
 	type dayAt struct {
@@ -86,13 +90,23 @@ func (b *Backend) planRows(ctx context.Context, p *sitePlan, site, dim string, l
 		for i, d := range days {
 			d0s[i], vs[i] = d.d0, d.key.version
 		}
-		stored, err := b.readSiteDays(ctx, site, dim, d0s, vs)
+		var have map[int64][]siteRow
+		var err error
+		if stored != nil {
+			have, err = b.siteDayMarks(ctx, site, d0s, vs)
+		} else {
+			have, err = b.readSiteDays(ctx, site, dim, d0s, vs)
+		}
 		if err != nil {
 			return nil, err
 		}
 		left := days[:0]
 		for _, d := range days {
-			if rows, ok := stored[d.d0]; ok {
+			if rows, ok := have[d.d0]; ok {
+				if stored != nil {
+					*stored = append(*stored, d.d0)
+					continue
+				}
 				b.sites.put(d.key, rows)
 				out = append(out, rows)
 				continue
