@@ -56,6 +56,9 @@ type Backend struct {
 
 	links *linkRowCache
 	sites *siteRowCache
+	// filling holds the (site, dim) whose stored day rows a background
+	// read is putting into the cache (fillDays): one at a time each.
+	filling sync.Map
 
 	mu     sync.RWMutex
 	closed bool

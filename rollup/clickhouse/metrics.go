@@ -37,6 +37,8 @@ type clientMetrics struct {
 	siteRaw           *metrics.Counter
 	visitsCarried     *metrics.Counter // visits written open at a midnight (carried.go)
 	siteDaysWritten   *metrics.Counter // whole clean days written as day rows (sitedays.go)
+	siteDayFills      *metrics.Counter // background reads of stored day rows into the cache
+	siteDayFillFailed *metrics.Counter
 	// Link rows: hours written; link series and breakdowns answered
 	// with rows (the open part from raw events) and from raw events only.
 	linkHoursMaterialized *metrics.Counter
@@ -76,6 +78,8 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		siteRaw:           s.GetOrCreateCounter(p + `site_questions_total{path="raw"}`),
 		visitsCarried:     s.GetOrCreateCounter(p + "site_visits_carried_total"),
 		siteDaysWritten:   s.GetOrCreateCounter(p + "site_days_written_total"),
+		siteDayFills:      s.GetOrCreateCounter(p + "site_day_fills_total"),
+		siteDayFillFailed: s.GetOrCreateCounter(p + "site_day_fills_failed_total"),
 
 		linkHoursMaterialized: s.GetOrCreateCounter(p + "link_hours_materialized_total"),
 		linkFast:              s.GetOrCreateCounter(p + `link_questions_total{path="rows"}`),

@@ -127,4 +127,30 @@ func TestDayRowsAnswerAndNeverGoStale(t *testing.T) {
 	b = newTestBackend(t, c, dec1.AddDate(0, 0, 3))
 	series("from stored day rows alone", after)
 	breakdown("from stored day rows alone, by page", lateRows)
+
+	// That breakdown summed the page rows in ClickHouse and left a
+	// background read caching them: polled for, then asked from the cache.
+	p, err = b.plan(testCtx(t), "dr", lo, hi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d0 := hourOf(at(0, 0, 0, 0, 0))
+	k := siteRowKey{site: "dr", dim: "page", unit: d0, version: p.dayVersion(d0), day: true}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		b.sites.mu.Lock()
+		_, ok := b.sites.entries[k]
+		b.sites.mu.Unlock()
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stored page rows of day 0 were never cached")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	misses = c.m.siteCache.misses.Get()
+	breakdown("from the cache filled in the background, by page", lateRows)
+	if got := c.m.siteCache.misses.Get(); got != misses {
+		t.Errorf("after the fill: %d cache misses; want none", got-misses)
+	}
 }

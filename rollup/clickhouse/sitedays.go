@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"strings"
 )
 
@@ -370,4 +371,39 @@ func (b *Backend) storedSets(ctx context.Context, s *storedSums, values []string
 		return nil, fmt.Errorf("cannot read the visitors of the day rows: %w", rd.err)
 	}
 	return out, nil
+}
+
+// fillDays reads the stored day rows of site under dim of the days from
+// hours d0s (under versions) into the cache, in the background: a
+// breakdown that summed them in ClickHouse (storedCounters) leaves them
+// uncached, and the next one should find them. One read at a time per
+// (site, dim); Close waits for it.
+func (b *Backend) fillDays(site, dim string, d0s []int64, versions []uint64) {
+	key := site + "\x00" + dim
+	if _, busy := b.filling.LoadOrStore(key, true); busy {
+		return
+	}
+	go func() {
+		defer b.filling.Delete(key)
+		// Entered here, not by the caller: it is inside a question, and a
+		// second read lock behind a waiting Close would never be granted.
+		if b.enter() != nil {
+			return
+		}
+		defer b.leave()
+		ctx, cancel := b.ctx()
+		defer cancel()
+		b.c.m.siteDayFills.Inc()
+		got, err := b.readSiteDays(ctx, site, dim, d0s, versions)
+		if err != nil {
+			b.c.m.siteDayFillFailed.Inc()
+			slog.Warn("cannot cache the day rows of a site", "site", site, "dim", dim, "err", err)
+			return
+		}
+		for i, d := range d0s {
+			if rows, ok := got[d]; ok {
+				b.sites.put(siteRowKey{site: site, dim: dim, unit: d, version: versions[i], day: true}, rows)
+			}
+		}
+	}()
 }

@@ -362,6 +362,7 @@ func (b *Backend) fastBreakdownOpen(ctx context.Context, p *sitePlan, site strin
 		if err != nil {
 			return nil, nil, err
 		}
+		b.fillDays(site, dim, stored, vs)
 		for v, c := range sums {
 			o := acc.row(counterKey{dim: dim, value: v, le: true})
 			for n := range o.c {
