@@ -43,6 +43,9 @@ type BackendConfig struct {
 	// LinkRowCacheBytes bounds the cache of decoded link rows of clean
 	// hours (linkcache.go). Zero means DefaultLinkRowCacheBytes.
 	LinkRowCacheBytes int
+	// SiteRowCacheBytes bounds the cache of decoded site rows of clean
+	// units and days (sitecache.go). Zero means DefaultSiteRowCacheBytes.
+	SiteRowCacheBytes int
 }
 
 // Backend answers every question of query.Backend from ClickHouse, and
@@ -52,6 +55,10 @@ type Backend struct {
 	cfg BackendConfig
 
 	links *linkRowCache
+	sites *siteRowCache
+	// filling holds the (site, dim) whose stored day rows a background
+	// read is putting into the cache (fillDays): one at a time each.
+	filling sync.Map
 
 	// versionMargin is versionMargin but in tests; afterRun, if set, is
 	// called after each site run (a test's way into a pass).
@@ -88,7 +95,11 @@ func NewBackend(c *Client, cfg BackendConfig) *Backend {
 	if cfg.LinkRowCacheBytes <= 0 {
 		cfg.LinkRowCacheBytes = DefaultLinkRowCacheBytes
 	}
-	return &Backend{c: c, cfg: cfg, links: newLinkRowCache(cfg.LinkRowCacheBytes, c.m.linkCache), versionMargin: versionMargin}
+	if cfg.SiteRowCacheBytes <= 0 {
+		cfg.SiteRowCacheBytes = DefaultSiteRowCacheBytes
+	}
+	return &Backend{c: c, cfg: cfg, links: newLinkRowCache(cfg.LinkRowCacheBytes, c.m.linkCache),
+		sites: newSiteRowCache(cfg.SiteRowCacheBytes, c.m.siteCache), versionMargin: versionMargin}
 }
 
 // Client is the backend's ClickHouse client.

@@ -125,6 +125,9 @@ func (b *Backend) materialize(ctx context.Context, from, to int64, force bool) (
 	var errs []error
 	for _, site := range sites {
 		n, todo, err := b.materializeSite(ctx, site, starts[site], ready, from, to, force)
+		if err == nil {
+			_, err = b.writeSiteDays(ctx, site) // sitedays.go
+		}
 		done += n
 		due += todo - n
 		if err != nil {
@@ -277,7 +280,9 @@ func (b *Backend) materializeRun(ctx context.Context, site string, u0, u1 int64,
 	var body []byte
 	for i, u := range rows {
 		for k, r := range u {
-			body = appendSiteRow(body, site, u0+int64(i), version, k, r)
+			if body, err = appendSiteRow(body, site, u0+int64(i), version, k, r); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	if len(body) > 0 {

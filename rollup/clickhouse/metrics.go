@@ -38,6 +38,9 @@ type clientMetrics struct {
 	siteFast          *metrics.Counter
 	siteRaw           *metrics.Counter
 	visitsCarried     *metrics.Counter // visits written open at a midnight (carried.go)
+	siteDaysWritten   *metrics.Counter // whole clean days written as day rows (sitedays.go)
+	siteDayFills      *metrics.Counter // background reads of stored day rows into the cache
+	siteDayFillFailed *metrics.Counter
 	// Link rows: hours written; link series and breakdowns answered
 	// with rows (the open part from raw events) and from raw events only.
 	linkHoursMaterialized *metrics.Counter
@@ -50,6 +53,7 @@ type clientMetrics struct {
 	linkDaysMaterialized *metrics.Counter
 	linkDaysRead         *metrics.Counter
 	linkDayMarkersFailed *metrics.Counter
+	siteCache            siteCacheMetrics // sitecache.go
 }
 
 func newClientMetrics(s *metrics.Set) *clientMetrics {
@@ -83,6 +87,9 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		siteFast:          s.GetOrCreateCounter(p + `site_questions_total{path="rows"}`),
 		siteRaw:           s.GetOrCreateCounter(p + `site_questions_total{path="raw"}`),
 		visitsCarried:     s.GetOrCreateCounter(p + "site_visits_carried_total"),
+		siteDaysWritten:   s.GetOrCreateCounter(p + "site_days_written_total"),
+		siteDayFills:      s.GetOrCreateCounter(p + "site_day_fills_total"),
+		siteDayFillFailed: s.GetOrCreateCounter(p + "site_day_fills_failed_total"),
 
 		linkHoursMaterialized: s.GetOrCreateCounter(p + "link_hours_materialized_total"),
 		linkFast:              s.GetOrCreateCounter(p + `link_questions_total{path="rows"}`),
@@ -91,6 +98,7 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		linkDaysMaterialized:  s.GetOrCreateCounter(p + "link_days_materialized_total"),
 		linkDaysRead:          s.GetOrCreateCounter(p + "link_days_read_total"),
 		linkDayMarkersFailed:  s.GetOrCreateCounter(p + "link_day_markers_failed_total"),
+		siteCache:             newSiteCacheMetrics(s, p),
 	}
 	s.GetOrCreateGauge(p+"site_units_pending", func() float64 { return float64(m.unitsPending.Load()) })
 	return m

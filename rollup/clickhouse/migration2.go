@@ -26,5 +26,5 @@ var migration2 = migration{2, "segment part in the identity", []string{
 // version, means the statement had been applied before (a migration cut
 // short after it, or run by two aggregators at once).
 func alreadyApplied(version uint32, err error) bool {
-	return (version == 2 || version == 7) && ErrorCode(err) == 44 && strings.Contains(err.Error(), "already exists")
+	return (version == 2 || version == 7 || version == 10) && ErrorCode(err) == 44 && strings.Contains(err.Error(), "already exists")
 }

@@ -31,6 +31,9 @@ func (b *Backend) ApplyRetention(ctx context.Context) ([]uint32, error) {
 	return days, err
 }
 
+// byMonth are the tables partitioned by month (toYYYYMM), not by day.
+var byMonth = map[string]bool{"site_rows": true, "site_days": true, "link_rows": true, "link_day_rows": true, "link_days": true}
+
 func (b *Backend) applyRetention(ctx context.Context) ([]uint32, error) {
 	// The oldest day kept is the one holding now - Retention.
 	cut := b.cfg.Now().Add(-b.cfg.Retention).UTC()
@@ -42,14 +45,14 @@ func (b *Backend) applyRetention(ctx context.Context) ([]uint32, error) {
 		return nil, err
 	}
 	var dropped []uint32
-	for _, table := range []string{"events", "drop_tallies", "site_rows", "site_units", "site_open_visits", "link_rows", "link_units", "link_day_rows", "link_days"} {
+	for _, table := range []string{"events", "drop_tallies", "site_rows", "site_units", "site_open_visits", "site_days", "link_rows", "link_units", "link_day_rows", "link_days"} {
 		days, err := b.partitions(ctx, table)
 		if err != nil {
 			return dropped, err
 		}
 		for _, d := range days {
-			if d >= cutDay || (table == "site_rows" || table == "link_rows" || table == "link_day_rows" || table == "link_days") && d >= cutDay/100 {
-				continue // the rows (and link day markers): by month, dropped once all of it is past
+			if d >= cutDay || byMonth[table] && d >= cutDay/100 {
+				continue // the rows (and day markers): by month, dropped once all of it is past
 			}
 			if table == "events" {
 				ins := fmt.Sprintf("INSERT INTO retired_clicks (code, day, clicks) SELECT code, %d, count() FROM events FINAL WHERE toYYYYMMDD(time) = %d AND %s AND %s GROUP BY code",

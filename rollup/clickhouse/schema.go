@@ -120,6 +120,7 @@ ORDER BY (code, day)`,
 	migration7,
 	migration8,
 	migration9,
+	migration10,
 }
 
 // migrationsTable records every applied migration (version once; a

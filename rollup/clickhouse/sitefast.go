@@ -1,6 +1,7 @@
 package clickhouse
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -20,11 +21,24 @@ import (
 // and the visits carried into that day (carried.go), so a visit going on
 // across H is neither cut there nor read back to its start.
 
+// siteEstimated and siteGoalsEstimated are the Estimated lists of
+// answers from site rows: their visitors are visitor sets merged
+// (exact up to 128 a set, within 2.43 % past it: DESIGN.md, "Visitor
+// sets and the row cache"), as the embedded store's are.
+var (
+	siteEstimated      = []string{"visitors"}
+	siteGoalsEstimated = []string{"total_visitors", "visitors", "conversion_rate"}
+)
+
 // sitePlan is a question's horizon and the clean units before it.
 type sitePlan struct {
-	h     int64  // ms: visits closing at or after it come from raw events
-	low   int64  // the first unit (hour) read
-	units string // SQL: a row of a clean unit before h, of its version
+	h   int64 // ms: visits closing at or after it come from raw events
+	low int64 // hours: a term counts only from here (a raw window's reach back)
+	// The clean units [start, h) and their versions: a row counts only
+	// under its unit's version (rows of a run cut short, or of an older
+	// run whose keys vanished, never do).
+	start    int64
+	versions []uint64
 	// The open part is read from the midnight before h, day (an hour),
 	// with the visits carried into it under seedVersion (0: none).
 	day         int64
@@ -58,17 +72,14 @@ func (b *Backend) plan(ctx context.Context, site string, lo, hi int64) (*sitePla
 	// when its version is its unit's (rows of a run cut short, or of an
 	// older run whose keys vanished, never do).
 	start := h
-	var vs strings.Builder
+	var versions []uint64
 	end := hours[len(hours)-1]
 	for ; h <= end; h++ {
 		st, ok := units[h]
 		if !ok || !st.clean {
 			break
 		}
-		if vs.Len() > 0 {
-			vs.WriteString(", ")
-		}
-		vs.WriteString(Uint(st.version))
+		versions = append(versions, st.version)
 	}
 	if h*msPerHour <= lo || h == start {
 		return nil, nil
@@ -81,147 +92,137 @@ func (b *Backend) plan(ctx context.Context, site string, lo, hi int64) (*sitePla
 		}
 		seedVersion = st.version
 	}
-	return &sitePlan{h: h * msPerHour, low: low, day: day, seedVersion: seedVersion, units: fmt.Sprintf(
-		"unit >= toDateTime(%d) AND unit < toDateTime(%d) AND version = arrayElement([%s], intDiv(toUInt32(unit) - %d, 3600) + 1)",
-		start*3600, h*3600, vs.String(), start*3600)}, nil
+	return &sitePlan{h: h * msPerHour, low: low, day: day, seedVersion: seedVersion, start: start, versions: versions}, nil
 }
 
-// where selects the plan's rows of site under dim that count in [lo, hi).
-func (p *sitePlan) where(site, dimCond string, lo, hi int64) string {
-	return "site = " + String(site) + " AND " + dimCond +
-		" AND f >= " + strconv.FormatInt(p.low, 10) + " AND f < " + strconv.FormatInt(hi/msPerHour, 10) +
-		" AND l >= " + strconv.FormatInt(lo/msPerHour, 10) + " AND " + p.units
-}
-
-// hourBucketExpr is the bucket of an hour column among starts (ms): how
-// many start at or before it (0: before the first).
-func hourBucketExpr(col string, starts []int64) string {
-	var sb strings.Builder
-	sb.WriteString("arrayCount(s -> s <= " + col + ", [")
-	for i, s := range starts {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString(strconv.FormatInt(s/msPerHour, 10))
-	}
-	sb.WriteString("])")
-	return sb.String()
-}
-
-// counterRow is one row of a counters answer.
+// counterRow is one group of a counters answer.
 type counterRow struct {
 	dim, value string
 	bf, bl     int64 // buckets of f and l (series)
 	le         bool  // f <= l
 	c          [nCounters]int64
-	uniq       int64 // distinct visitors of its f = l rows
+	sets       []*linkSet // visitors of its f = l rows (cached: read only)
 }
 
-// siteUniq counts distinct visitors of site rows: exactly, as the raw
-// path does (distinct visit ids), so site answers stay exact; its cost
-// grows with the visits of the range (DESIGN.md, "Speed").
-const siteUniq = "uniqExact"
+// visitors is the group's distinct visitors: its sets merged (exact up to
+// linkListMax, an estimate within the sets' bound past it).
+func (r *counterRow) visitors() (int64, error) {
+	var u linkSet
+	for _, s := range r.sets {
+		if err := unionInto(&u, s); err != nil {
+			return 0, err
+		}
+	}
+	return int64(u.estimate()), nil
+}
 
 // counters sums the plan's rows of site under the dimensions dims that
 // count in [lo, hi), grouped by dimension and value and, with starts, by
-// the buckets of f and l.
+// the buckets of f and l (else 0, 0 and le).
 func (b *Backend) counters(ctx context.Context, p *sitePlan, site string, dims []string, lo, hi int64, starts []int64) ([]counterRow, error) {
-	var dc []string
-	for _, d := range dims {
-		dc = append(dc, String(d))
-	}
-	sel, group := "dim, value", "dim, value"
-	if starts != nil {
-		sel += ", toUInt32(" + hourBucketExpr("f", starts) + ") AS bf, toUInt32(" + hourBucketExpr("l", starts) + ") AS bl, toUInt8(f <= l) AS le"
-		group += ", bf, bl, le"
-	} else {
-		sel += ", toUInt32(0), toUInt32(0), toUInt8(1)"
-	}
-	for _, c := range strings.Split(counterCols, ", ") {
-		sel += ", sum(" + c + ")"
-	}
-	sel += ", " + siteUniq + "Array(visitors)"
-	body, err := b.c.QueryRowBinary(ctx, "SELECT "+sel+" FROM site_rows WHERE "+p.where(site, "dim IN ("+strings.Join(dc, ", ")+")", lo, hi)+" GROUP BY "+group)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the site rows of %q: %w", site, err)
-	}
-	var out []counterRow
-	rd := rbReader{b: body}
-	for len(rd.b) > 0 && rd.err == nil {
-		var r counterRow
-		r.dim, r.value = rd.str(), rd.str()
-		r.bf, r.bl = int64(rd.u32()), int64(rd.u32())
-		r.le = rd.u8() == 1
-		for i := range r.c {
-			r.c[i] = int64(rd.u64())
+	c := questionCuts(p, lo, hi, starts)
+	acc := newCounterAcc(p, lo, hi, starts)
+	for _, dim := range dims {
+		sets, err := b.planRows(ctx, p, site, dim, lo, c, nil)
+		if err != nil {
+			return nil, err
 		}
-		r.uniq = int64(rd.u64())
-		out = append(out, r)
+		acc.add(dim, sets)
 	}
-	if rd.err != nil {
-		return nil, fmt.Errorf("cannot read the site rows of %q: %w", site, rd.err)
-	}
-	return out, nil
+	return acc.out, nil
 }
 
-// visitorCounts counts distinct visitors per group: the ids of the plan's
-// rows of site under dim with an event in [lo, hi) (f = l), grouped by
-// the SQL expression group (a String), only of values (all when nil),
-// with the open part's ids of each group added.
-func (b *Backend) visitorCounts(ctx context.Context, p *sitePlan, site, dim string, lo, hi int64, group string, values []string, open map[string]map[uint64]struct{}) (map[string]int64, error) {
-	nOpen := 0
-	for _, ids := range open {
-		nOpen += len(ids)
+// counterAcc groups rows into counterRows.
+type counterAcc struct {
+	p          *sitePlan
+	loH, hiH   int64
+	hs         []int64 // bucket starts (hours); nil: no buckets
+	idx        map[counterKey]int
+	out        []counterRow
+	withStarts bool
+}
+
+type counterKey struct {
+	dim, value string
+	bf, bl     int64
+	le         bool
+}
+
+func newCounterAcc(p *sitePlan, lo, hi int64, starts []int64) *counterAcc {
+	a := &counterAcc{p: p, loH: floorDiv(lo, msPerHour), hiH: floorDiv(hi, msPerHour), idx: map[counterKey]int{}, withStarts: starts != nil}
+	for _, s := range starts {
+		a.hs = append(a.hs, floorDiv(s, msPerHour))
 	}
-	if values != nil && len(values) == 0 && nOpen == 0 {
-		return map[string]int64{}, nil
-	}
-	var sb strings.Builder
-	sb.WriteString("SELECT g, " + siteUniq + "(id) FROM (SELECT " + group + " AS g, arrayJoin(visitors) AS id FROM site_rows WHERE " +
-		p.where(site, "dim = "+String(dim), lo, hi) + " AND f = l")
-	if values != nil {
-		sb.WriteString(" AND value IN (")
-		if len(values) == 0 {
-			sb.WriteString("''")
-		}
-		for i, v := range values {
-			if i > 0 {
-				sb.WriteString(", ")
+	return a
+}
+
+// add sums the rows of dim that count.
+func (a *counterAcc) add(dim string, sets unitRowSets) {
+	for _, rows := range sets {
+		for i := range rows {
+			r := &rows[i]
+			if !a.p.counts(r, a.loH, a.hiH) {
+				continue
 			}
-			sb.WriteString(String(v))
-		}
-		sb.WriteString(")")
-		if len(values) == 0 {
-			sb.WriteString(" AND 0")
-		}
-	}
-	if nOpen > 0 {
-		sb.WriteString(" UNION ALL SELECT tupleElement(t, 1) AS g, tupleElement(t, 2) AS id FROM (SELECT arrayJoin([")
-		first := true
-		for g, ids := range open {
-			for id := range ids {
-				if !first {
-					sb.WriteString(", ")
-				}
-				first = false
-				sb.WriteString("(" + String(g) + ", toUInt64(" + Uint(id) + "))")
+			k := counterKey{dim: dim, value: r.value, le: true}
+			if a.withStarts {
+				k.bf, k.bl, k.le = bucketOf(r.f, a.hs), bucketOf(r.l, a.hs), r.f <= r.l
+			}
+			o := a.row(k)
+			for n := range o.c {
+				o.c[n] += r.c[n]
+			}
+			if r.set != nil && r.f == r.l {
+				o.sets = append(o.sets, r.set)
 			}
 		}
-		sb.WriteString("]) AS t)")
 	}
-	sb.WriteString(") GROUP BY g")
-	body, err := b.c.QueryRowBinary(ctx, sb.String())
+}
+
+func (a *counterAcc) row(k counterKey) *counterRow {
+	j, ok := a.idx[k]
+	if !ok {
+		j = len(a.out)
+		a.idx[k] = j
+		a.out = append(a.out, counterRow{dim: k.dim, value: k.value, bf: k.bf, bl: k.bl, le: k.le})
+	}
+	return &a.out[j]
+}
+
+// visitorCounts counts distinct visitors per group: the visitors of the
+// plan's rows of site under dim with an event in [lo, hi) (f = l),
+// grouped by group, only of values (all when nil), with the open part's
+// ids of each group added.
+func (b *Backend) visitorCounts(ctx context.Context, p *sitePlan, site, dim string, lo, hi int64, starts []int64, group func(*siteRow) string, values []string, open map[string]map[uint64]struct{}) (map[string]int64, error) {
+	sets, err := b.planRows(ctx, p, site, dim, lo, questionCuts(p, lo, hi, starts), nil)
 	if err != nil {
-		return nil, fmt.Errorf("cannot count the visitors of site %q: %w", site, err)
+		return nil, err
 	}
-	out := make(map[string]int64)
-	rd := rbReader{b: body}
-	for len(rd.b) > 0 && rd.err == nil {
-		g := rd.str()
-		out[g] = int64(rd.u64())
+	var keep func(*siteRow) bool
+	if values != nil {
+		in := make(map[string]bool, len(values))
+		for _, v := range values {
+			in[v] = true
+		}
+		keep = func(r *siteRow) bool { return in[r.value] }
 	}
-	if rd.err != nil {
-		return nil, fmt.Errorf("cannot count the visitors of site %q: %w", site, rd.err)
+	by, err := p.groupSets(sets, lo, hi, keep, group)
+	if err != nil {
+		return nil, err
+	}
+	for g, ids := range open {
+		s := by[g]
+		if s == nil {
+			s = &linkSet{}
+			by[g] = s
+		}
+		for id := range ids {
+			s.hashes = append(s.hashes, id)
+		}
+	}
+	out := make(map[string]int64, len(by))
+	for g, s := range by {
+		out[g] = int64(s.estimate())
 	}
 	return out, nil
 }
@@ -305,13 +306,17 @@ func (b *Backend) fastBuckets(ctx context.Context, p *sitePlan, site string, sta
 		}
 		for i := range cr {
 			r := &cr[i]
-			if r.dim == dim && matched[r.value] && r.le && r.bf == r.bl && r.bf >= 1 && r.bf <= int64(n) {
-				*rows[r.bf-1].uniq += r.uniq
+			if r.dim == dim && matched[r.value] && r.le && r.bf == r.bl && r.bf >= 1 && r.bf <= int64(n) && len(r.sets) > 0 {
+				v, err := r.visitors()
+				if err != nil {
+					return nil, nil, err
+				}
+				*rows[r.bf-1].uniq += v
 			}
 		}
 		return rows, bots, nil
 	}
-	vc, err := b.visitorCounts(ctx, p, site, dim, lo, end, "toString("+hourBucketExpr("f", starts)+")", values, open)
+	vc, err := b.visitorCounts(ctx, p, site, dim, lo, end, starts, bucketGroup(starts), values, open)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -323,19 +328,49 @@ func (b *Backend) fastBuckets(ctx context.Context, p *sitePlan, site string, sta
 }
 
 // fastBreakdown is rowsBy over [lo, hi) by dim from site rows and the
-// open part, visitors counted per value.
-func (b *Backend) fastBreakdown(ctx context.Context, p *sitePlan, site string, lo, hi int64, dim string) (map[string]*row, error) {
-	rows, _, err := b.fastBreakdownOpen(ctx, p, site, lo, hi, dim)
+// open part, visitors counted for the top values only (top < 0: none;
+// 0: every value): the first top by the breakdown's order (primary count
+// descending, then value) among those match keeps (nil: all). Merging
+// visitor sets is most of a breakdown's cost, and the values past its
+// limit show no visitors.
+func (b *Backend) fastBreakdown(ctx context.Context, p *sitePlan, site string, lo, hi int64, dim string, top int, match func(string) bool) (map[string]*row, error) {
+	rows, _, err := b.fastBreakdownOpen(ctx, p, site, lo, hi, dim, top, match)
 	return rows, err
 }
 
 // fastBreakdownOpen is fastBreakdown, and the open part's visitor ids of
 // each value.
-func (b *Backend) fastBreakdownOpen(ctx context.Context, p *sitePlan, site string, lo, hi int64, dim string) (map[string]*row, map[string]map[uint64]struct{}, error) {
-	cr, err := b.counters(ctx, p, site, []string{dim}, lo, hi, nil)
+func (b *Backend) fastBreakdownOpen(ctx context.Context, p *sitePlan, site string, lo, hi int64, dim string, top int, match func(string) bool) (map[string]*row, map[string]map[uint64]struct{}, error) {
+	// Days neither cached nor merged here but stored in site_days are
+	// summed in ClickHouse, their sets read for the values shown only.
+	var stored []int64
+	rs, err := b.planRows(ctx, p, site, dim, lo, questionCuts(p, lo, hi, nil), &stored)
 	if err != nil {
 		return nil, nil, err
 	}
+	acc := newCounterAcc(p, lo, hi, nil)
+	acc.add(dim, rs)
+	var ss *storedSums
+	if len(stored) > 0 {
+		vs := make([]uint64, len(stored))
+		for i, d := range stored {
+			vs[i] = p.dayVersion(d)
+		}
+		ss = &storedSums{where: fmt.Sprintf("site = %s AND dim = %s AND %s AND f >= %d AND f < %d AND l >= %d",
+			String(site), String(dim), b.dayVersionCond(stored, vs), p.low, acc.hiH, acc.loH)}
+		sums, err := b.storedCounters(ctx, ss)
+		if err != nil {
+			return nil, nil, err
+		}
+		b.fillDays(site, dim, stored, vs)
+		for v, c := range sums {
+			o := acc.row(counterKey{dim: dim, value: v, le: true})
+			for n := range o.c {
+				o.c[n] += c[n]
+			}
+		}
+	}
+	cr := acc.out
 	out := make(map[string]*row, len(cr))
 	get := func(v string) *row {
 		r := out[v]
@@ -345,10 +380,10 @@ func (b *Backend) fastBreakdownOpen(ctx context.Context, p *sitePlan, site strin
 		}
 		return r
 	}
-	uniq := make(map[string]int64, len(cr))
+	sets := make(map[string][]*linkSet, len(cr))
 	for i := range cr {
 		get(cr[i].value).addCounters(&cr[i].c)
-		uniq[cr[i].value] = cr[i].uniq
+		sets[cr[i].value] = append(sets[cr[i].value], cr[i].sets...)
 	}
 	open := map[string]map[uint64]struct{}{}
 	if p.h < hi {
@@ -363,25 +398,49 @@ func (b *Backend) fastBreakdownOpen(ctx context.Context, p *sitePlan, site strin
 			}
 		}
 	}
-	if len(open) > 0 {
-		// The values with open visitors: theirs and the rows' ids as one
-		// set.
-		values := make([]string, 0, len(open))
-		for v := range open {
+	values := make([]string, 0, len(out))
+	for v := range out {
+		if match == nil || match(v) {
 			values = append(values, v)
 		}
-		slices.Sort(values)
-		vc, err := b.visitorCounts(ctx, p, site, dim, lo, hi, "value", values, open)
+	}
+	if top != 0 {
+		slices.SortFunc(values, func(x, y string) int {
+			mx, my := metricsOf(dim, out[x]), metricsOf(dim, out[y])
+			if c := cmp.Compare(primary(dim, &my), primary(dim, &mx)); c != 0 {
+				return c
+			}
+			return strings.Compare(x, y)
+		})
+		values = values[:max(0, min(top, len(values)))]
+	}
+	if ss != nil && top >= 0 {
+		more, err := b.storedSets(ctx, ss, values)
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, v := range values {
-			uniq[v] = vc[v]
+		for v, s := range more {
+			sets[v] = append(sets[v], s...)
 		}
 	}
-	for v, r := range out {
-		u := uniq[v]
-		r.uniq = &u
+	for _, v := range values {
+		var u linkSet
+		for _, s := range sets[v] {
+			if err := unionInto(&u, s); err != nil {
+				return nil, nil, err
+			}
+		}
+		for id := range open[v] {
+			u.hashes = append(u.hashes, id)
+		}
+		n := int64(u.estimate())
+		out[v].uniq = &n
+	}
+	for _, r := range out {
+		if r.uniq == nil {
+			var n int64
+			r.uniq = &n
+		}
 	}
 	return out, open, nil
 }
@@ -395,11 +454,11 @@ func (b *Backend) fastGoals(ctx context.Context, p *sitePlan, site string, lo, h
 		return 0, nil, err
 	}
 	total := tot[0].visitorCount()
-	pages, pagesOpen, err := b.fastBreakdownOpen(ctx, p, site, lo, hi, "page")
+	pages, pagesOpen, err := b.fastBreakdownOpen(ctx, p, site, lo, hi, "page", -1, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	names, err := b.fastBreakdown(ctx, p, site, lo, hi, "event")
+	names, err := b.fastBreakdown(ctx, p, site, lo, hi, "event", 0, nil)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -425,7 +484,7 @@ func (b *Backend) fastGoals(ctx context.Context, p *sitePlan, site string, lo, h
 			}
 			slices.Sort(values)
 			if len(values) > 0 {
-				vc, err := b.visitorCounts(ctx, p, site, "page", lo, hi, "'g'", values, open)
+				vc, err := b.visitorCounts(ctx, p, site, "page", lo, hi, nil, func(*siteRow) string { return "g" }, values, open)
 				if err != nil {
 					return 0, nil, err
 				}

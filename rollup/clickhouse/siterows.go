@@ -2,7 +2,7 @@ package clickhouse
 
 import (
 	"encoding/binary"
-	"slices"
+	"fmt"
 
 	"github.com/waymark/waymark/ingest"
 	"github.com/waymark/waymark/rollup/query"
@@ -200,8 +200,9 @@ func mobius(hs []hourMax, capL int64, emit func(f, l, g int64)) {
 	}
 }
 
-// appendSiteRow appends one site_rows row in RowBinary.
-func appendSiteRow(b []byte, site string, unit int64, version uint64, k rowKey, r *rowSum) []byte {
+// appendSiteRow appends one site_rows row in RowBinary (every column, in
+// the table's order: migration 10's visitor_set last).
+func appendSiteRow(b []byte, site string, unit int64, version uint64, k rowKey, r *rowSum) ([]byte, error) {
 	b = appendString(b, site)
 	b = appendString(b, k.dim)
 	b = appendString(b, k.value)
@@ -212,14 +213,20 @@ func appendSiteRow(b []byte, site string, unit int64, version uint64, k rowKey, 
 	for _, c := range r.c {
 		b = binary.LittleEndian.AppendUint64(b, uint64(c))
 	}
-	ids := make([]uint64, 0, len(r.ids))
-	for id := range r.ids {
-		ids = append(ids, id)
+	// The id array stays empty since migration 10: the visitors go as a
+	// visitor set (list or sketch, linkset.go) in visitor_set.
+	b = binary.AppendUvarint(b, 0)
+	var set []byte
+	if len(r.ids) > 0 {
+		ids := make([]uint64, 0, len(r.ids))
+		for id := range r.ids {
+			ids = append(ids, id)
+		}
+		var err error
+		if set, err = linkSetOf(ids).appendTo(nil); err != nil {
+			return nil, fmt.Errorf("cannot encode the visitors of a site row: %w", err)
+		}
 	}
-	slices.Sort(ids)
-	b = binary.AppendUvarint(b, uint64(len(ids)))
-	for _, id := range ids {
-		b = binary.LittleEndian.AppendUint64(b, id)
-	}
-	return b
+	b = binary.AppendUvarint(b, uint64(len(set)))
+	return append(b, set...), nil
 }

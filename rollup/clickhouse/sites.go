@@ -392,9 +392,10 @@ func (b *Backend) SiteBreakdown(site, dimension string, r query.Range, limit int
 		var rows map[string]*row
 		if p != nil {
 			b.c.m.siteFast.Inc()
-			if rows, err = b.fastBreakdown(ctx, p, site, lo, hi, dimension); err != nil {
+			if rows, err = b.fastBreakdown(ctx, p, site, lo, hi, dimension, limit, match); err != nil {
 				return nil, err
 			}
+			out.Estimated = siteEstimated
 		} else {
 			b.c.m.siteRaw.Inc()
 			d, err := b.siteWindow(ctx, site, lo, hi, dimCols[dimension]|dimCols[fdim])
@@ -575,6 +576,7 @@ func (b *Backend) SiteGoalStats(site string, goals []store.Goal, r query.Range) 
 		if out.TotalVisitors, out.Goals, err = b.fastGoals(ctx, p, site, lo, hi, goals); err != nil {
 			return nil, err
 		}
+		out.Estimated = siteGoalsEstimated
 		sortGoals(out)
 		return out, nil
 	}
