@@ -82,7 +82,7 @@ func (n *Node) openClickHouse() error {
 		return err
 	}
 	ch := &chAggregator{n: n, client: client,
-		backend: clickhouse.NewBackend(client, clickhouse.BackendConfig{Retention: n.cfg.Retention, Lateness: n.cfg.ClickHouseLateness}),
+		backend: clickhouse.NewBackend(client, clickhouse.BackendConfig{Retention: n.cfg.Retention, Lateness: n.cfg.ClickHouseLateness, MarkSettle: n.cfg.ClickHouseMarkSettle}),
 		limits:  newCHLimits(n.metrics), done: make(chan struct{}),
 		m: chMetrics{clicksTakenBack: n.metrics.GetOrCreateCounter("waymark_clickhouse_webhook_clicks_taken_back_total")}}
 	ch.handler = rollup.StoreHandler(rollup.StoreHandlerConfig{

@@ -117,7 +117,10 @@ type Config struct {
 	ClickHouseDatabase string
 	// ClickHouseLateness: how long past an hour's end (and the visit
 	// gap) its rows wait for late segments before they are written.
-	ClickHouseLateness     time.Duration
+	ClickHouseLateness time.Duration
+	// ClickHouseMarkSettle: how long after a site's newest late mark its
+	// rows wait before they are written again (0: no wait).
+	ClickHouseMarkSettle   time.Duration
 	ClickHouseUser         string
 	ClickHousePasswordFile string
 
@@ -207,6 +210,7 @@ func ParseFlagsOutput(args []string, out io.Writer) (Config, bool, error) {
 	fs.StringVar(&c.AnalyticsStore, "analytics-store", "pebble", "aggregator: where analytics live: pebble (embedded, one aggregator) or clickhouse (any number of aggregators against one ClickHouse; needs --clickhouse-url)")
 	fs.StringVar(&c.ClickHouseURL, "clickhouse-url", "", "aggregator with --analytics-store clickhouse: ClickHouse's HTTP interface, http://HOST:8123")
 	fs.StringVar(&c.ClickHouseDatabase, "clickhouse-database", "waymark", "aggregator with --analytics-store clickhouse: the database (created and migrated at start)")
+	fs.DurationVar(&c.ClickHouseMarkSettle, "clickhouse-mark-settle", clickhouse.DefaultMarkSettle, "aggregator with --analytics-store clickhouse: a site whose late segments are still arriving (its newest dirty mark younger than this) has its rows written again only once they pause, or after 6 times this at most (0: at every pass)")
 	fs.DurationVar(&c.ClickHouseLateness, "clickhouse-lateness", clickhouse.DefaultLateness, "aggregator with --analytics-store clickhouse: how long past an hour's end and the 30-minute visit gap its pre-aggregated rows wait for late segments (later ones rewrite them)")
 	fs.StringVar(&c.ClickHouseUser, "clickhouse-user", "", "aggregator with --analytics-store clickhouse: the ClickHouse user (default: the server's default user)")
 	fs.StringVar(&c.ClickHousePasswordFile, "clickhouse-password-file", "", "aggregator with --analytics-store clickhouse: file holding the ClickHouse user's password")

@@ -40,6 +40,9 @@ func (c *Config) validateAnalytics() error {
 		if c.ClickHouseLateness <= 0 {
 			return fmt.Errorf("%w: --clickhouse-lateness %v: want a positive duration such as 5m", ErrBadConfig, c.ClickHouseLateness)
 		}
+		if c.ClickHouseMarkSettle < 0 {
+			return fmt.Errorf("%w: --clickhouse-mark-settle %v: want 0 or a positive duration such as 20s", ErrBadConfig, c.ClickHouseMarkSettle)
+		}
 		if c.ClickHousePasswordFile != "" {
 			if _, err := clickhouse.ReadPasswordFile(c.ClickHousePasswordFile); err != nil {
 				return fmt.Errorf("%w: --clickhouse-password-file: %w", ErrBadConfig, err)

@@ -45,6 +45,7 @@ func TestAnalyticsStoreFlags(t *testing.T) {
 		{[]string{"--analytics-store", "clickhouse", "--clickhouse-url", "http://h:8123", "--clickhouse-password-file", filepath.Join(dir, "none")}, "--clickhouse-password-file: cannot read"},
 		{[]string{"--clickhouse-url", "http://h:8123"}, "need --analytics-store clickhouse"},
 		{[]string{"--analytics-store", "clickhouse", "--clickhouse-url", "http://h:8123", "--clickhouse-lateness", "0s"}, "--clickhouse-lateness 0s: want a positive duration"},
+		{[]string{"--analytics-store", "clickhouse", "--clickhouse-url", "http://h:8123", "--clickhouse-mark-settle", "-1s"}, "--clickhouse-mark-settle -1s: want 0 or a positive duration"},
 		{[]string{"--aggregator-url", "http://a:1,agg:2"}, `--aggregator-url "agg:2": want http(s)://HOST:PORT`},
 	} {
 		_, _, err := ParseFlags(append(append([]string{}, base...), c.args...))

@@ -43,6 +43,9 @@ type BackendConfig struct {
 	// LinkRowCacheBytes bounds the cache of decoded link rows of clean
 	// hours (linkcache.go). Zero means DefaultLinkRowCacheBytes.
 	LinkRowCacheBytes int
+	// MarkSettle: a site, or the link hours, whose newest dirty mark is
+	// younger waits for a later pass (settle.go). Zero: no wait.
+	MarkSettle time.Duration
 	// SiteRowCacheBytes bounds the cache of decoded site rows of clean
 	// units and days (sitecache.go). Zero means DefaultSiteRowCacheBytes.
 	SiteRowCacheBytes int

@@ -94,6 +94,10 @@ func (b *Backend) materializeLinks(ctx context.Context, from, to int64, force bo
 			todo = append(todo, h)
 		}
 	}
+	if !force && settling(units, todo, time.Now(), b.cfg.MarkSettle) {
+		b.c.m.settleWaits.Inc()
+		return 0, nil
+	}
 	done := 0
 	for len(todo) > 0 {
 		n := 1

@@ -192,6 +192,10 @@ func (b *Backend) materializeSite(ctx context.Context, site string, first, ready
 		}
 	}
 	due = len(todo)
+	if !force && settling(units, todo, time.Now(), b.cfg.MarkSettle) {
+		b.c.m.settleWaits.Inc()
+		return 0, due, nil
+	}
 	for len(todo) > 0 {
 		n := 1
 		for n < len(todo) && n < maxRunHours && todo[n] == todo[n-1]+1 && todo[n]%24 != 0 {

@@ -32,6 +32,7 @@ type clientMetrics struct {
 	unitsPending      atomic.Int64     // ready site units the last pass left
 	passes            *metrics.Counter // materializer passes (not rebuilds)
 	unitsDirtied      *metrics.Counter // ready units a late batch's marks covered
+	settleWaits       *metrics.Counter // passes a site or the link hours waited for marks to settle (settle.go)
 	dirtyMarks        *metrics.Counter // site_dirty rows written (one per site of a late batch)
 	dirtyFolded       *metrics.Counter // sites whose marks retention folded into one at the cut
 	materializeFailed *metrics.Counter
@@ -82,6 +83,7 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		passes:            s.GetOrCreateCounter(p + "materialize_passes_total"),
 		unitsDirtied:      s.GetOrCreateCounter(p + "site_units_dirtied_total"),
 		dirtyMarks:        s.GetOrCreateCounter(p + "site_dirty_marks_total"),
+		settleWaits:       s.GetOrCreateCounter(p + "materialize_settle_waits_total"),
 		dirtyFolded:       s.GetOrCreateCounter(p + "site_dirty_folded_total"),
 		materializeFailed: s.GetOrCreateCounter(p + "materialize_failed_total"),
 		siteFast:          s.GetOrCreateCounter(p + `site_questions_total{path="rows"}`),
