@@ -1,12 +1,5 @@
 package clickhouse
 
-import (
-	"container/list"
-	"sync"
-
-	"github.com/VictoriaMetrics/metrics"
-)
-
 // The link row cache (DESIGN.md, "Link rows"): the decoded rows of one
 // link's dimension in one clean hour, under the hour's version. A clean
 // hour's rows of a version never change, and a late click gives its hour
@@ -34,82 +27,15 @@ type linkRow struct {
 	estimate     uint64
 }
 
-type linkCacheEntry struct {
-	key   linkRowKey
-	rows  []linkRow
-	bytes int
-}
+// linkRowCache holds link rows by linkRowKey.
+type linkRowCache = rowCache[linkRowKey, linkRow]
 
-type linkRowCache struct {
-	mu      sync.Mutex
-	max     int
-	bytes   int
-	order   *list.List // front: most recently used
-	entries map[linkRowKey]*list.Element
-
-	m linkCacheMetrics
-}
-
-// linkCacheMetrics are the waymark_clickhouse_link_row_cache_* series
-// (the bytes gauge sums every Backend's cache over the set).
-type linkCacheMetrics struct {
-	hits, misses, evictions *metrics.Counter
-	bytes                   *metrics.Gauge
-}
-
-func newLinkCacheMetrics(s *metrics.Set, prefix string) linkCacheMetrics {
-	p := prefix + "link_row_cache_"
-	return linkCacheMetrics{hits: s.GetOrCreateCounter(p + "hits_total"), misses: s.GetOrCreateCounter(p + "misses_total"),
-		evictions: s.GetOrCreateCounter(p + "evictions_total"), bytes: s.GetOrCreateGauge(p+"bytes", nil)}
-}
-
-func newLinkRowCache(maxBytes int, m linkCacheMetrics) *linkRowCache {
-	return &linkRowCache{max: maxBytes, order: list.New(), entries: map[linkRowKey]*list.Element{}, m: m}
-}
-
-// get is the rows of k, and whether they were cached.
-func (c *linkRowCache) get(k linkRowKey) ([]linkRow, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.entries[k]
-	if !ok {
-		c.m.misses.Inc()
-		return nil, false
-	}
-	c.m.hits.Inc()
-	c.order.MoveToFront(el)
-	return el.Value.(*linkCacheEntry).rows, true
-}
-
-// put caches rows under k, evicting the least recently used past the
-// bound (an entry bigger than the bound is not kept).
-func (c *linkRowCache) put(k linkRowKey, rows []linkRow) {
-	n := 96 + len(k.code) + len(k.dim)
-	for _, r := range rows {
-		n += 48 + len(r.value) + r.visitors.size()
-	}
-	if n > c.max {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.entries[k]; ok {
-		c.order.MoveToFront(el)
-		return
-	}
-	c.entries[k] = c.order.PushFront(&linkCacheEntry{key: k, rows: rows, bytes: n})
-	c.add(n)
-	for c.bytes > c.max {
-		el := c.order.Back()
-		e := el.Value.(*linkCacheEntry)
-		c.order.Remove(el)
-		delete(c.entries, e.key)
-		c.add(-e.bytes)
-		c.m.evictions.Inc()
-	}
-}
-
-func (c *linkRowCache) add(n int) {
-	c.bytes += n
-	c.m.bytes.Add(float64(n))
+func newLinkRowCache(maxBytes int, m rowCacheMetrics) *linkRowCache {
+	return newRowCache(maxBytes, m, func(k linkRowKey, rows []linkRow) int {
+		n := 96 + len(k.code) + len(k.dim)
+		for _, r := range rows {
+			n += 48 + len(r.value) + r.visitors.size()
+		}
+		return n
+	})
 }

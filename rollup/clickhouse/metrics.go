@@ -47,14 +47,14 @@ type clientMetrics struct {
 	linkHoursMaterialized *metrics.Counter
 	linkFast              *metrics.Counter
 	linkRaw               *metrics.Counter
-	linkCache             linkCacheMetrics // linkcache.go
+	linkCache             rowCacheMetrics // linkcache.go
 	// Link day rows (linkdays.go): days written, days questions took
 	// from day rows, and plans that could not read the day markers (then
 	// answered from hour rows).
 	linkDaysMaterialized *metrics.Counter
 	linkDaysRead         *metrics.Counter
 	linkDayMarkersFailed *metrics.Counter
-	siteCache            siteCacheMetrics // sitecache.go
+	siteCache            rowCacheMetrics // sitecache.go
 }
 
 func newClientMetrics(s *metrics.Set) *clientMetrics {
@@ -96,11 +96,11 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		linkHoursMaterialized: s.GetOrCreateCounter(p + "link_hours_materialized_total"),
 		linkFast:              s.GetOrCreateCounter(p + `link_questions_total{path="rows"}`),
 		linkRaw:               s.GetOrCreateCounter(p + `link_questions_total{path="raw"}`),
-		linkCache:             newLinkCacheMetrics(s, p),
+		linkCache:             newRowCacheMetrics(s, p, "link_row_cache"),
 		linkDaysMaterialized:  s.GetOrCreateCounter(p + "link_days_materialized_total"),
 		linkDaysRead:          s.GetOrCreateCounter(p + "link_days_read_total"),
 		linkDayMarkersFailed:  s.GetOrCreateCounter(p + "link_day_markers_failed_total"),
-		siteCache:             newSiteCacheMetrics(s, p),
+		siteCache:             newRowCacheMetrics(s, p, "site_row_cache"),
 	}
 	s.GetOrCreateGauge(p+"site_units_pending", func() float64 { return float64(m.unitsPending.Load()) })
 	return m
