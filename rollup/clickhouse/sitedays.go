@@ -166,16 +166,7 @@ func (b *Backend) writeSiteDay(ctx context.Context, site string, d0 int64, versi
 
 // appendDayRow appends one site_days row in RowBinary.
 func appendDayRow(b []byte, site, dim string, d0 int64, version uint64, r *siteRow) ([]byte, error) {
-	b = appendString(b, site)
-	b = appendString(b, dim)
-	b = appendString(b, r.value)
-	b = binary.LittleEndian.AppendUint32(b, uint32(d0*3600))
-	b = binary.LittleEndian.AppendUint32(b, uint32(r.f))
-	b = binary.LittleEndian.AppendUint32(b, uint32(r.l))
-	b = binary.LittleEndian.AppendUint64(b, version)
-	for _, c := range r.c {
-		b = binary.LittleEndian.AppendUint64(b, uint64(c))
-	}
+	b = appendTermHead(b, site, dim, r.value, d0, r.f, r.l, version, &r.c)
 	var set []byte
 	if r.set != nil {
 		var err error

@@ -200,19 +200,27 @@ func mobius(hs []hourMax, capL int64, emit func(f, l, g int64)) {
 	}
 }
 
+// appendTermHead appends the columns site_rows and site_days share, in
+// their order, up to the counters: site, dim, value, the unit (or day)
+// start, f, l, version and the counters.
+func appendTermHead(b []byte, site, dim, value string, hour, f, l int64, version uint64, c *[nCounters]int64) []byte {
+	b = appendString(b, site)
+	b = appendString(b, dim)
+	b = appendString(b, value)
+	b = binary.LittleEndian.AppendUint32(b, uint32(hour*3600))
+	b = binary.LittleEndian.AppendUint32(b, uint32(f))
+	b = binary.LittleEndian.AppendUint32(b, uint32(l))
+	b = binary.LittleEndian.AppendUint64(b, version)
+	for _, n := range c {
+		b = binary.LittleEndian.AppendUint64(b, uint64(n))
+	}
+	return b
+}
+
 // appendSiteRow appends one site_rows row in RowBinary (every column, in
 // the table's order: migration 10's visitor_set last).
 func appendSiteRow(b []byte, site string, unit int64, version uint64, k rowKey, r *rowSum) ([]byte, error) {
-	b = appendString(b, site)
-	b = appendString(b, k.dim)
-	b = appendString(b, k.value)
-	b = binary.LittleEndian.AppendUint32(b, uint32(unit*3600))
-	b = binary.LittleEndian.AppendUint32(b, uint32(k.f))
-	b = binary.LittleEndian.AppendUint32(b, uint32(k.l))
-	b = binary.LittleEndian.AppendUint64(b, version)
-	for _, c := range r.c {
-		b = binary.LittleEndian.AppendUint64(b, uint64(c))
-	}
+	b = appendTermHead(b, site, k.dim, k.value, unit, k.f, k.l, version, &r.c)
 	// The id array stays empty since migration 10: the visitors go as a
 	// visitor set (list or sketch, linkset.go) in visitor_set.
 	b = binary.AppendUvarint(b, 0)
