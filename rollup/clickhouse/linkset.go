@@ -184,11 +184,23 @@ func denseRegisters(sk *hyperloglog.Sketch) ([]uint8, error) {
 	return blob[denseHeader:], nil
 }
 
-// estimate is the number of distinct visitors: exact for a list.
+// estimate is the number of distinct visitors: exact for a list. Dense
+// sets are estimated from their registers (hllestimate.go), without a
+// sketch built from them.
 func (s *linkSet) estimate() uint64 {
+	if s.regs != nil {
+		insertRegisters(s.regs, s.hashes)
+		s.hashes = nil
+		return registersEstimate(s.regs)
+	}
 	s.compact()
 	if s.sk == nil {
 		return uint64(len(s.hashes))
+	}
+	if s.dense {
+		if regs, err := denseRegisters(s.sk); err == nil {
+			return registersEstimate(regs)
+		}
 	}
 	return s.sk.Estimate()
 }
