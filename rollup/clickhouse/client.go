@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -57,6 +58,9 @@ type Client struct {
 	timeout time.Duration
 	http    *http.Client
 	m       *clientMetrics
+	// markerRows and printFailed are the marker cache (markercache.go).
+	markerRows  *markerCache
+	printFailed *sync.Once
 }
 
 // New checks cfg and returns a client; it does not contact the server.
@@ -85,7 +89,9 @@ func New(cfg Config) (*Client, error) {
 			MaxIdleConnsPerHost: 8, IdleConnTimeout: 2 * time.Second, DisableCompression: true,
 		}}
 	}
-	return &Client{base: u, db: cfg.Database, user: cfg.User, pass: cfg.Password, timeout: cfg.Timeout, http: hc, m: newClientMetrics(cfg.Metrics)}, nil
+	m := newClientMetrics(cfg.Metrics)
+	return &Client{base: u, db: cfg.Database, user: cfg.User, pass: cfg.Password, timeout: cfg.Timeout, http: hc, m: m,
+		markerRows: newMarkerCache(m.markerCache), printFailed: &sync.Once{}}, nil
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

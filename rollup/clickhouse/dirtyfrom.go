@@ -61,28 +61,51 @@ func (c *Client) siteUnitsToReady(ctx context.Context, site string, ready int64)
 	return c.siteMarkers(ctx, site, ready, true)
 }
 
+// A question's read (siteUnits) goes through the marker cache
+// (markercache.go), so its SQL names no upper bound, which changes from
+// one question to the next; markers cuts it at sec.
 func (c *Client) siteMarkers(ctx context.Context, site string, hi int64, fill bool) (map[int64]unitState, []int64, error) {
-	sec := uint64(max(hi, 0) / 1000)
+	sec, bound := uint64(max(hi, 0)/1000), uint64(math.MaxUint32)
+	var tables []string
+	if fill {
+		bound = sec
+	} else {
+		tables = []string{"site_units", "site_dirty"}
+	}
 	return c.markers(ctx, fill, markersSQL("SELECT toUInt32(unit), version, toUInt8(state = "+Uint(unitClean)+"), toUInt8(0), toUInt32(0) FROM site_units WHERE site = "+
-		String(site)+" AND unit < toDateTime("+Uint(sec)+")", site, sec), sec, fmt.Sprintf("the site units of %q", site))
+		String(site)+" AND unit < toDateTime("+Uint(bound)+")", site, bound), sec, fmt.Sprintf("the site units of %q", site), tables)
 }
 
 // linkUnits reads the markers of the link hours before hi (ms), the
 // highest version of each, with the links' dirty marks applied (every
 // hour they cover: they end by the ready hour when written).
-func (c *Client) linkUnits(ctx context.Context, hi int64) (map[int64]unitState, []int64, error) {
-	sec := uint64(max(hi, 0) / 1000)
+// A question's read (cached) goes through the marker cache, as
+// siteMarkers says.
+func (c *Client) linkUnits(ctx context.Context, hi int64, cached bool) (map[int64]unitState, []int64, error) {
+	sec, bound := uint64(max(hi, 0)/1000), uint64(max(hi, 0)/1000)
+	var tables []string
+	if cached {
+		bound, tables = math.MaxUint32, []string{"link_units", "site_dirty"}
+	}
 	return c.markers(ctx, true, markersSQL("SELECT toUInt32(hour), version, state, toUInt8(0), toUInt32(0) FROM link_units WHERE hour < toDateTime("+
-		Uint(sec)+")", linksKey, sec), sec, "the link hours")
+		Uint(bound)+")", linksKey, bound), sec, "the link hours", tables)
 }
 
 // markers runs a markersSQL read and applies its dirty marks to its
 // markers for the hours before the second sec (without fill, only up to
 // the last marker or mark boundary).
-func (c *Client) markers(ctx context.Context, fill bool, sql string, sec uint64, what string) (map[int64]unitState, []int64, error) {
+// With tables, the tables sql reads, the answer may come from the
+// marker cache, and sql may read past sec.
+func (c *Client) markers(ctx context.Context, fill bool, sql string, sec uint64, what string, tables []string) (map[int64]unitState, []int64, error) {
 	// RowBinary: a question reads every held hour's marker (a cold link
 	// question spent 15-33 ms on them as JSONCompact).
-	body, err := c.QueryRowBinary(ctx, sql)
+	var body []byte
+	var err error
+	if tables != nil {
+		body, err = c.cachedRowBinary(ctx, sql, tables...)
+	} else {
+		body, err = c.QueryRowBinary(ctx, sql)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read %s: %w", what, err)
 	}
@@ -92,6 +115,9 @@ func (c *Client) markers(ctx context.Context, fill bool, sql string, sec uint64,
 		s, v, st, kind, until := int64(r.u32()), r.u64(), r.u8(), r.u8(), int64(r.u32())
 		if r.err != nil {
 			return nil, nil, fmt.Errorf("cannot read %s: %w", what, r.err)
+		}
+		if uint64(s) >= sec {
+			continue // read past sec for the cache
 		}
 		h := s / 3600
 		if kind == 1 {

@@ -32,8 +32,8 @@ type linkDayMarker struct {
 // linkDayMarkers reads the markers of the days [d0, d1) (days since the
 // epoch), every run's (a merge keeps the highest version of a day).
 func (c *Client) linkDayMarkers(ctx context.Context, d0, d1 int64) (map[int64][]linkDayMarker, error) {
-	body, err := c.QueryRowBinary(ctx, fmt.Sprintf("SELECT toUInt32(day), version, hours FROM link_days WHERE day >= toDateTime(%d) AND day < toDateTime(%d)",
-		max(d0, 0)*86400, max(d1, 0)*86400))
+	body, err := c.cachedRowBinary(ctx, fmt.Sprintf("SELECT toUInt32(day), version, hours FROM link_days WHERE day >= toDateTime(%d) AND day < toDateTime(%d)",
+		max(d0, 0)*86400, max(d1, 0)*86400), "link_days")
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the link day markers: %w", err)
 	}

@@ -80,7 +80,7 @@ func (b *Backend) materializeLinks(ctx context.Context, from, to int64, force bo
 			first = sec / 3600
 		}
 	}
-	units, hours, err := b.c.linkUnits(ctx, ready*msPerHour)
+	units, hours, err := b.c.linkUnits(ctx, ready*msPerHour, false)
 	if err != nil {
 		return 0, err
 	}
@@ -153,7 +153,7 @@ func (b *Backend) linkPlan(ctx context.Context, lo, hi int64) (*linkPlan, error)
 		defer close(done)
 		markers, merr = b.c.linkDayMarkers(ctx, floorDiv(hourOf(lo), hoursPerDay), floorDiv(hourOf(hi-1), hoursPerDay)+1)
 	}()
-	units, hours, err := b.c.linkUnits(ctx, hi)
+	units, hours, err := b.c.linkUnits(ctx, hi, true)
 	<-done
 	if err != nil || len(hours) == 0 {
 		return nil, err

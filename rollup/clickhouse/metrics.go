@@ -55,6 +55,7 @@ type clientMetrics struct {
 	linkDaysRead         *metrics.Counter
 	linkDayMarkersFailed *metrics.Counter
 	siteCache            rowCacheMetrics // sitecache.go
+	markerCache          rowCacheMetrics // markercache.go
 }
 
 func newClientMetrics(s *metrics.Set) *clientMetrics {
@@ -101,6 +102,7 @@ func newClientMetrics(s *metrics.Set) *clientMetrics {
 		linkDaysRead:          s.GetOrCreateCounter(p + "link_days_read_total"),
 		linkDayMarkersFailed:  s.GetOrCreateCounter(p + "link_day_markers_failed_total"),
 		siteCache:             newRowCacheMetrics(s, p, "site_row_cache"),
+		markerCache:           newRowCacheMetrics(s, p, "marker_cache"),
 	}
 	s.GetOrCreateGauge(p+"site_units_pending", func() float64 { return float64(m.unitsPending.Load()) })
 	return m

@@ -253,15 +253,15 @@ func (b *Backend) readSiteDays(ctx context.Context, site, dim string, d0s []int6
 // versions) whose mark is in site_days, each with no rows.
 func (b *Backend) siteDayMarks(ctx context.Context, site string, d0s []int64, versions []uint64) (map[int64][]siteRow, error) {
 	cond := b.dayVersionCond(d0s, versions)
-	res, err := b.c.Query(ctx, "SELECT DISTINCT toUInt32(day) FROM site_days WHERE site = "+String(site)+" AND dim = "+String(siteDayMark)+" AND "+cond)
+	body, err := b.c.cachedRowBinary(ctx, "SELECT DISTINCT toUInt32(day) FROM site_days WHERE site = "+String(site)+" AND dim = "+String(siteDayMark)+" AND "+cond, "site_days")
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the day marks of site %q: %w", site, err)
 	}
 	out := map[int64][]siteRow{}
-	for _, raw := range res.Data {
-		sec, err := rawRow(raw)[0].int()
-		if err != nil {
-			return nil, fmt.Errorf("cannot read the day marks of site %q: %w", site, err)
+	for r := (&rbReader{b: body}); len(r.b) > 0; {
+		sec := int64(r.u32())
+		if r.err != nil {
+			return nil, fmt.Errorf("cannot read the day marks of site %q: %w", site, r.err)
 		}
 		out[sec/3600] = nil
 	}
